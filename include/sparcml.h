@@ -1,0 +1,401 @@
+/*
+ * sparcml.h -- the tagged sparse-stream contract of libsparcml.
+ *
+ * libsparcml is a PMPI interposition library: preload it (LD_PRELOAD) into an
+ * unmodified MPI program and MPI_Allreduce on a *tagged sparse-stream
+ * datatype* runs one of the SparCML sparse allreduce algorithms.  Nothing
+ * links against libsparcml: a program tags a datatype with plain standard MPI
+ *
+ *     MPI_Type_contiguous(8, MPI_BYTE, &t);      (any type of size 8, extent 8)
+ *     MPI_Type_commit(&t);
+ *     MPI_Type_set_name(t, "sparcml:v1:float");  (or double, int32, int64)
+ *
+ * and calls MPI_Allreduce(sendbuf, recvbuf, count, t, MPI_SUM, comm) where
+ * both buffers hold `count` 8-byte words and sendbuf holds a stream laid out
+ * as below.  Without the shim the same call fails with an MPI error (MPI_SUM
+ * is undefined on derived datatypes), it never computes garbage.
+ *
+ * This header is optional: it only adds static inline helpers to create the
+ * type and to build and read streams.  See sparcml-stream(7).
+ *
+ * Wire format (native byte order; buffers must be 8-byte aligned):
+ *
+ *   offset 0   sparcml_header (32 bytes)
+ *   sparse:    offset 32: nnz indices of index_width bytes, strictly increasing,
+ *                         each < dim; padded with zeros to a multiple of 8
+ *              then:      nnz values of the value type
+ *   dense:     offset 32: dim values (nnz == dim)
+ *
+ * index_width is 4 when dim <= 2^32 and 8 otherwise (no other choice is
+ * valid).  Duplicate or unsorted indices are rejected with MPI_ERR_ARG; the
+ * helper sparcml_stream_from_pairs() sorts and sums duplicates for you.
+ */
+#ifndef SPARCML_H
+#define SPARCML_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPARCML_MAGIC 0x4d435053u /* "SPCM" in little-endian memory order */
+#define SPARCML_VERSION 1
+#define SPARCML_HEADER_BYTES 32
+#define SPARCML_WORD_BYTES 8
+#define SPARCML_NAME_PREFIX "sparcml:v1:"
+/* dim is limited so that every byte count below fits in 64 bits. */
+#define SPARCML_MAX_DIM (UINT64_C(1) << 56)
+
+enum sparcml_value_type {
+    SPARCML_FLOAT = 1,
+    SPARCML_DOUBLE = 2,
+    SPARCML_INT32 = 3,
+    SPARCML_INT64 = 4
+};
+
+enum sparcml_format { SPARCML_SPARSE = 0, SPARCML_DENSE = 1 };
+
+/* Helper return codes (the library itself reports MPI error codes). */
+enum sparcml_status {
+    SPARCML_OK = 0,
+    SPARCML_E_ARG = -1,      /* bad argument (value type, dim, index) */
+    SPARCML_E_CAPACITY = -2, /* the stream does not fit the buffer */
+    SPARCML_E_FORMAT = -3,   /* the buffer does not hold a valid stream */
+    SPARCML_E_NOMEM = -4
+};
+
+typedef struct sparcml_header {
+    uint32_t magic;      /* SPARCML_MAGIC */
+    uint8_t version;     /* SPARCML_VERSION */
+    uint8_t value_type;  /* enum sparcml_value_type */
+    uint8_t index_width; /* 4 or 8, see sparcml_index_width() */
+    uint8_t format;      /* enum sparcml_format */
+    uint64_t dim;        /* N: the logical vector length */
+    uint64_t nnz;        /* stored entries; == dim when dense */
+    uint64_t reserved;   /* must be 0 */
+} sparcml_header;
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(sparcml_header) == SPARCML_HEADER_BYTES, "header layout");
+#endif
+
+static inline size_t sparcml_value_size(int value_type)
+{
+    switch (value_type) {
+    case SPARCML_FLOAT: case SPARCML_INT32: return 4;
+    case SPARCML_DOUBLE: case SPARCML_INT64: return 8;
+    default: return 0;
+    }
+}
+
+static inline const char *sparcml_value_type_name(int value_type)
+{
+    switch (value_type) {
+    case SPARCML_FLOAT: return "float";
+    case SPARCML_DOUBLE: return "double";
+    case SPARCML_INT32: return "int32";
+    case SPARCML_INT64: return "int64";
+    default: return NULL;
+    }
+}
+
+static inline unsigned sparcml_index_width(uint64_t dim)
+{
+    return dim <= (UINT64_C(1) << 32) ? 4u : 8u;
+}
+
+static inline uint64_t sparcml_round8(uint64_t bytes) { return (bytes + 7) & ~(uint64_t)7; }
+
+/* Bytes of a sparse stream with nnz entries (header, padded indices, values). */
+static inline uint64_t sparcml_sparse_bytes(uint64_t dim, int value_type, uint64_t nnz)
+{
+    return SPARCML_HEADER_BYTES + sparcml_round8(nnz * sparcml_index_width(dim))
+           + nnz * sparcml_value_size(value_type);
+}
+
+static inline uint64_t sparcml_dense_bytes(uint64_t dim, int value_type)
+{
+    return SPARCML_HEADER_BYTES + dim * sparcml_value_size(value_type);
+}
+
+/* The library stores a result sparsely only while that is smaller than dense:
+ * nnz * (index_width + value_size) < dim * value_size. */
+static inline int sparcml_prefers_dense(uint64_t dim, int value_type, uint64_t nnz)
+{
+    uint64_t vs = sparcml_value_size(value_type);
+    return nnz * (sparcml_index_width(dim) + vs) >= dim * vs;
+}
+
+/* The `count` (8-byte words) that always suffices for any result of
+ * dimension dim: the dense size, plus room for index padding. */
+static inline MPI_Count sparcml_capacity(uint64_t dim, int value_type)
+{
+    return (MPI_Count)((sparcml_dense_bytes(dim, value_type) + 8 + 7) / 8);
+}
+
+/* Words needed to hold a sparse input stream with nnz entries. */
+static inline MPI_Count sparcml_sparse_capacity(uint64_t dim, int value_type, uint64_t nnz)
+{
+    return (MPI_Count)((sparcml_sparse_bytes(dim, value_type, nnz) + 7) / 8);
+}
+
+/* Create, commit and tag an 8-byte datatype for streams of value_type. */
+static inline int sparcml_type_create(int value_type, MPI_Datatype *newtype)
+{
+    char name[64];
+    const char *vt = sparcml_value_type_name(value_type);
+    int rc;
+    if (!vt) return MPI_ERR_ARG;
+    rc = MPI_Type_contiguous(SPARCML_WORD_BYTES, MPI_BYTE, newtype);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = MPI_Type_commit(newtype);
+    if (rc != MPI_SUCCESS) return rc;
+    strcpy(name, SPARCML_NAME_PREFIX);
+    strcat(name, vt);
+    return MPI_Type_set_name(*newtype, name);
+}
+
+/* --- writing streams ---------------------------------------------------- */
+
+static inline void sparcml_write_header(void *buf, uint64_t dim, int value_type,
+                                        uint64_t nnz, int format)
+{
+    sparcml_header h;
+    h.magic = SPARCML_MAGIC;
+    h.version = SPARCML_VERSION;
+    h.value_type = (uint8_t)value_type;
+    h.index_width = (uint8_t)sparcml_index_width(dim);
+    h.format = (uint8_t)format;
+    h.dim = dim;
+    h.nnz = format == SPARCML_DENSE ? dim : nnz;
+    h.reserved = 0;
+    memcpy(buf, &h, sizeof h);
+}
+
+/* Pointers into a stream buffer (sparse: indices and values; dense: values,
+ * *indices set to NULL).  The header must already be written. */
+static inline void sparcml_stream_arrays(const void *buf, void **indices, void **values)
+{
+    sparcml_header h;
+    char *p = (char *)buf + SPARCML_HEADER_BYTES;
+    memcpy(&h, buf, sizeof h);
+    if (h.format == SPARCML_DENSE) {
+        *indices = NULL;
+        *values = p;
+    } else {
+        *indices = p;
+        *values = p + sparcml_round8(h.nnz * h.index_width);
+    }
+}
+
+static inline void sparcml_put_index(void *indices, unsigned width, uint64_t i, uint64_t v)
+{
+    if (width == 4) {
+        uint32_t v32 = (uint32_t)v;
+        memcpy((char *)indices + 4 * i, &v32, 4);
+    } else {
+        memcpy((char *)indices + 8 * i, &v, 8);
+    }
+}
+
+static inline uint64_t sparcml_get_index(const void *indices, unsigned width, uint64_t i)
+{
+    if (width == 4) {
+        uint32_t v32;
+        memcpy(&v32, (const char *)indices + 4 * i, 4);
+        return v32;
+    } else {
+        uint64_t v;
+        memcpy(&v, (const char *)indices + 8 * i, 8);
+        return v;
+    }
+}
+
+static inline int sparcml_check_dims(uint64_t dim, int value_type)
+{
+    return sparcml_value_size(value_type) != 0 && dim <= SPARCML_MAX_DIM ? SPARCML_OK
+                                                                         : SPARCML_E_ARG;
+}
+
+/* Sparse stream from strictly increasing indices (each < dim) and values. */
+static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words, uint64_t dim,
+                                             int value_type, uint64_t nnz,
+                                             const uint64_t *indices, const void *values)
+{
+    void *ip, *vp;
+    uint64_t i, w = sparcml_index_width(dim), pad;
+    if (sparcml_check_dims(dim, value_type) != SPARCML_OK || nnz > dim) return SPARCML_E_ARG;
+    for (i = 0; i < nnz; i++)
+        if (indices[i] >= dim || (i > 0 && indices[i] <= indices[i - 1])) return SPARCML_E_ARG;
+    if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
+        return SPARCML_E_CAPACITY;
+    sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    for (i = 0; i < nnz; i++) sparcml_put_index(ip, (unsigned)w, i, indices[i]);
+    pad = sparcml_round8(nnz * w) - nnz * w;
+    memset((char *)ip + nnz * w, 0, pad);
+    if (nnz) memcpy(vp, values, nnz * sparcml_value_size(value_type));
+    return SPARCML_OK;
+}
+
+typedef struct sparcml_pair_ {
+    uint64_t index;
+    uint64_t pos;
+} sparcml_pair_;
+
+static inline int sparcml_pair_cmp_(const void *a, const void *b)
+{
+    const sparcml_pair_ *x = (const sparcml_pair_ *)a, *y = (const sparcml_pair_ *)b;
+    if (x->index != y->index) return x->index < y->index ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+static inline void sparcml_value_add_(int value_type, void *acc, const void *v)
+{
+    switch (value_type) {
+    case SPARCML_FLOAT: { float a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a += b; memcpy(acc, &a, 4); break; }
+    case SPARCML_DOUBLE: { double a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a += b; memcpy(acc, &a, 8); break; }
+    case SPARCML_INT32: { uint32_t a, b; memcpy(&a, acc, 4); memcpy(&b, v, 4); a += b; memcpy(acc, &a, 4); break; }
+    default: { uint64_t a, b; memcpy(&a, acc, 8); memcpy(&b, v, 8); a += b; memcpy(acc, &a, 8); break; }
+    }
+}
+
+/* Sparse stream from (index, value) pairs in any order: sorts them and sums
+ * the values of duplicate indices in their input order. */
+static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words, uint64_t dim,
+                                            int value_type, uint64_t n, const uint64_t *indices,
+                                            const void *values)
+{
+    size_t vs = sparcml_value_size(value_type);
+    sparcml_pair_ *pairs;
+    uint64_t *idx;
+    char *vals;
+    uint64_t i, m = 0;
+    int rc;
+    if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
+    for (i = 0; i < n; i++)
+        if (indices[i] >= dim) return SPARCML_E_ARG;
+    pairs = (sparcml_pair_ *)malloc((n ? n : 1) * sizeof *pairs);
+    idx = (uint64_t *)malloc((n ? n : 1) * sizeof *idx);
+    vals = (char *)malloc((n ? n : 1) * vs);
+    if (!pairs || !idx || !vals) {
+        free(pairs); free(idx); free(vals);
+        return SPARCML_E_NOMEM;
+    }
+    for (i = 0; i < n; i++) { pairs[i].index = indices[i]; pairs[i].pos = i; }
+    qsort(pairs, n, sizeof *pairs, sparcml_pair_cmp_);
+    for (i = 0; i < n; i++) {
+        const char *v = (const char *)values + pairs[i].pos * vs;
+        if (m > 0 && idx[m - 1] == pairs[i].index) {
+            sparcml_value_add_(value_type, vals + (m - 1) * vs, v);
+        } else {
+            idx[m] = pairs[i].index;
+            memcpy(vals + m * vs, v, vs);
+            m++;
+        }
+    }
+    rc = sparcml_stream_from_sorted(buf, capacity_words, dim, value_type, m, idx, vals);
+    free(pairs); free(idx); free(vals);
+    return rc;
+}
+
+static inline int sparcml_value_is_zero_(int value_type, const void *v)
+{
+    static const char zero[8] = {0};
+    /* Bitwise zero: -0.0 is kept as an entry, so the round trip is exact. */
+    return memcmp(v, zero, sparcml_value_size(value_type)) == 0;
+}
+
+/* Stream from a dense array of dim values: sparse (the non-zero entries) when
+ * that is smaller, dense otherwise. */
+static inline int sparcml_stream_from_dense(void *buf, MPI_Count capacity_words, uint64_t dim,
+                                            int value_type, const void *dense)
+{
+    size_t vs = sparcml_value_size(value_type);
+    const char *d = (const char *)dense;
+    uint64_t i, nnz = 0, w;
+    void *ip, *vp;
+    if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
+    for (i = 0; i < dim; i++) nnz += !sparcml_value_is_zero_(value_type, d + i * vs);
+    if (sparcml_prefers_dense(dim, value_type, nnz)) {
+        if (sparcml_dense_bytes(dim, value_type) > (uint64_t)capacity_words * 8)
+            return SPARCML_E_CAPACITY;
+        sparcml_write_header(buf, dim, value_type, dim, SPARCML_DENSE);
+        memcpy((char *)buf + SPARCML_HEADER_BYTES, dense, dim * vs);
+        return SPARCML_OK;
+    }
+    if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
+        return SPARCML_E_CAPACITY;
+    sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    w = sparcml_index_width(dim);
+    memset((char *)ip + nnz * w, 0, sparcml_round8(nnz * w) - nnz * w);
+    nnz = 0;
+    for (i = 0; i < dim; i++) {
+        if (sparcml_value_is_zero_(value_type, d + i * vs)) continue;
+        sparcml_put_index(ip, (unsigned)w, nnz, i);
+        memcpy((char *)vp + nnz * vs, d + i * vs, vs);
+        nnz++;
+    }
+    return SPARCML_OK;
+}
+
+/* --- reading streams ---------------------------------------------------- */
+
+/* Header of a stream, with a basic sanity check (not a full validation). */
+static inline int sparcml_stream_header(const void *buf, sparcml_header *h)
+{
+    memcpy(h, buf, sizeof *h);
+    if (h->magic != SPARCML_MAGIC || h->version != SPARCML_VERSION
+        || sparcml_value_size(h->value_type) == 0 || h->dim > SPARCML_MAX_DIM
+        || h->index_width != sparcml_index_width(h->dim) || h->nnz > h->dim
+        || (h->format == SPARCML_DENSE && h->nnz != h->dim) || h->format > SPARCML_DENSE)
+        return SPARCML_E_FORMAT;
+    return SPARCML_OK;
+}
+
+/* Entry i of a stream (0 <= i < nnz): its index and a copy of its value. */
+static inline void sparcml_stream_entry(const void *buf, uint64_t i, uint64_t *index, void *value)
+{
+    sparcml_header h;
+    void *ip, *vp;
+    size_t vs;
+    memcpy(&h, buf, sizeof h);
+    vs = sparcml_value_size(h.value_type);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    *index = ip ? sparcml_get_index(ip, h.index_width, i) : i;
+    memcpy(value, (const char *)vp + i * vs, vs);
+}
+
+/* Expand a stream into dense[0 .. dim) (zeros where no entry is stored). */
+static inline int sparcml_stream_to_dense(const void *buf, void *dense, uint64_t dim)
+{
+    sparcml_header h;
+    void *ip, *vp;
+    size_t vs;
+    uint64_t i;
+    if (sparcml_stream_header(buf, &h) != SPARCML_OK) return SPARCML_E_FORMAT;
+    if (h.dim != dim) return SPARCML_E_ARG;
+    vs = sparcml_value_size(h.value_type);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    if (!ip) {
+        memcpy(dense, vp, dim * vs);
+        return SPARCML_OK;
+    }
+    memset(dense, 0, dim * vs);
+    for (i = 0; i < h.nnz; i++) {
+        uint64_t j = sparcml_get_index(ip, h.index_width, i);
+        if (j >= dim) return SPARCML_E_FORMAT;
+        memcpy((char *)dense + j * vs, (const char *)vp + i * vs, vs);
+    }
+    return SPARCML_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPARCML_H */

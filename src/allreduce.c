@@ -1,0 +1,162 @@
+/* allreduce.c -- the tagged allreduce: validate, agree, select, run, report.
+ *
+ * The order matters for "never silently wrong":
+ *  1. local checks that need no communication and are the same on every
+ *     rank of the communicator (inter-communicator) fail at once;
+ *  2. the private duplicate is fetched (created, collectively, on first use);
+ *  3. each rank validates its own arguments and stream, and the agreement
+ *     step shares the verdict: if any rank failed, all fail together;
+ *  4. the algorithm is selected from agreed numbers only, then run;
+ *  5. failures the algorithm detects (result too large for recvbuf) are
+ *     identical on all ranks by construction. */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "agree.h"
+#include "allreduce.h"
+#include "call.h"
+#include "errors.h"
+#include "select.h"
+#include "settings.h"
+#include "stats.h"
+
+static int (*const algorithms[SPARCML_ALG_COUNT_])(sparcml_call *) = {
+    [SPARCML_ALG_RECURSIVE_DOUBLE] = sparcml_ssar_recursive_double,
+    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = sparcml_ssar_split_allgather,
+    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = sparcml_dsar_split_allgather,
+    [SPARCML_ALG_DENSE] = sparcml_dense_allreduce,
+};
+
+/* Validate this rank's arguments; on failure describe it in detail. */
+static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
+                          MPI_Op op, sv *input, char *detail, size_t detail_len)
+{
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    uint64_t where = 0;
+    int reason;
+    if (op != MPI_SUM) return SPARCML_R_OP;
+    if (count < 0) return SPARCML_R_NEGATIVE_COUNT;
+    if (!recvbuf || !in) return SPARCML_R_NULL_BUFFER;
+    if (sendbuf == recvbuf) return SPARCML_R_ALIASED;
+    if ((uintptr_t)recvbuf % 8) return SPARCML_R_UNALIGNED;
+    if ((uint64_t)count > UINT64_MAX / 8) return SPARCML_R_STREAM_OVERFLOW;
+    reason = stream_parse(in, (uint64_t)count * 8, vtype, input, &where);
+    switch (reason) {
+    case SPARCML_R_OK: break;
+    case SPARCML_R_INDEX_GE_DIM: case SPARCML_R_UNSORTED: case SPARCML_R_DUPLICATE:
+        snprintf(detail, detail_len, "%s entry %llu (index %llu, dim %llu)",
+                 sendbuf == MPI_IN_PLACE ? "in-place recvbuf" : "sendbuf",
+                 (unsigned long long)where,
+                 (unsigned long long)sparcml_get_index(input->idx, input->iw, where),
+                 (unsigned long long)input->dim);
+        break;
+    case SPARCML_R_VALUE_TYPE_TAG:
+        snprintf(detail, detail_len, "datatype tagged %s", sparcml_value_type_name(vtype));
+        break;
+    case SPARCML_R_STREAM_OVERFLOW:
+        snprintf(detail, detail_len, "stream of %llu bytes, count %lld words",
+                 (unsigned long long)stream_bytes(input), (long long)count);
+        break;
+    default: break;
+    }
+    return reason;
+}
+
+/* Report an agreed failure: details on the rank that found it. */
+static int fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
+                const char *detail)
+{
+    char other[96];
+    stats_record_error(a->reason);
+    if (a->reason_rank >= 0 && a->reason_rank != rank && local_reason == SPARCML_R_OK) {
+        snprintf(other, sizeof other, "reported by rank %d", a->reason_rank);
+        detail = other;
+    }
+    return sparcml_report(comm, rank, a->reason, detail);
+}
+
+static void learn(sparcml_ctx *ctx, const sparcml_problem *p, const sparcml_call *c)
+{
+    /* A dense result says nothing about the union any more. */
+    if (!c->result_dense) ctx->overlap = select_learn_overlap(p, c->result_nnz);
+}
+
+static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
+{
+    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap};
+    sparcml_algorithm alg;
+    double t0 = PMPI_Wtime();
+    int rc;
+    p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
+    alg = select_algorithm(s, &p);
+    rc = algorithms[alg](c);
+    if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    if (c->reason != SPARCML_R_OK) {
+        sparcml_agreed same = *a;
+        char detail[128];
+        same.reason = c->reason;
+        same.reason_rank = -1;
+        snprintf(detail, sizeof detail, "algorithm %s, count %lld words (need %lld for any result)",
+                 sparcml_algorithm_name(alg), (long long)(c->recv_bytes / 8),
+                 (long long)sparcml_capacity(c->dim, c->vtype));
+        return fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
+    }
+    learn(c->ctx, &p, c);
+    c->ctx->calls++;
+    stats_record(s, c, alg, PMPI_Wtime() - t0);
+    return MPI_SUCCESS;
+}
+
+int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                      int vtype, MPI_Op op, MPI_Comm comm)
+{
+    const sparcml_settings *s = settings_get();
+    sparcml_local local = {0};
+    sparcml_agreed agreed;
+    sparcml_call c = {0};
+    char detail[sizeof s->error] = "";
+    int inter = 0, rank = 0, rc;
+
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
+    PMPI_Comm_rank(comm, &rank);
+    if (inter) {
+        stats_record_error(SPARCML_R_INTERCOMM);
+        return sparcml_report(comm, rank, SPARCML_R_INTERCOMM, NULL);
+    }
+    rc = ctx_get(comm, &c.ctx);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    local.reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
+                               : validate_local(sendbuf, recvbuf, count, vtype, op, &c.input,
+                                                detail, sizeof detail);
+    if (s->error[0]) snprintf(detail, sizeof detail, "%s", s->error);
+    if (local.reason == SPARCML_R_OK) {
+        local.dim = c.input.dim;
+        local.vtype = vtype;
+        local.count = count;
+        local.nnz = c.input.nnz;
+        local.dense = c.input.dense;
+        local.settings_hash = s->hash;
+    }
+    rc = agree(c.ctx->comm, c.ctx->rank, &local, &agreed);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    if (agreed.reason != SPARCML_R_OK) return fail(comm, rank, &agreed, local.reason, detail);
+
+    c.recvbuf = recvbuf;
+    c.recv_bytes = (uint64_t)count * 8;
+    c.dim = agreed.dim;
+    c.vtype = vtype;
+    c.k_max = agreed.k_max;
+    c.k_sum = agreed.k_sum;
+    return run(s, &c, &agreed, comm);
+}

@@ -1,0 +1,99 @@
+/* comm_ctx.c -- private duplicate communicators and scratch pools. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "comm_ctx.h"
+
+static int ctx_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+
+static void ctx_destroy(sparcml_ctx *ctx)
+{
+    for (int i = 0; i < POOL_COUNT_; i++) free(ctx->pool[i]);
+    free(ctx->counts);
+    free(ctx->displs);
+    free(ctx->offsets);
+    free(ctx->reqs);
+    if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
+    free(ctx);
+}
+
+static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm; (void)keyval; (void)extra;
+    ctx_destroy(attr);
+    return MPI_SUCCESS;
+}
+
+static void keyval_create(void)
+{
+    /* MPI_COMM_NULL_COPY_FN: a duplicate of the application's communicator
+     * gets its own context on its own first tagged call. */
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
+}
+
+static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
+{
+    sparcml_ctx *ctx = calloc(1, sizeof *ctx);
+    int rc, n;
+    if (!ctx) return MPI_ERR_NO_MEM;
+    ctx->comm = MPI_COMM_NULL;
+    ctx->overlap = 1.0;
+    rc = PMPI_Comm_dup(comm, &ctx->comm);
+    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
+    PMPI_Comm_rank(ctx->comm, &ctx->rank);
+    PMPI_Comm_size(ctx->comm, &ctx->size);
+    n = ctx->size;
+    ctx->counts = malloc(n * sizeof *ctx->counts);
+    ctx->displs = malloc(n * sizeof *ctx->displs);
+    ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
+    ctx->reqs = malloc(n * sizeof *ctx->reqs);
+    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->reqs) {
+        ctx_destroy(ctx);
+        return MPI_ERR_NO_MEM;
+    }
+    rc = PMPI_Comm_set_attr(comm, ctx_keyval, ctx);
+    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
+    *out = ctx;
+    return MPI_SUCCESS;
+}
+
+int ctx_get(MPI_Comm comm, sparcml_ctx **out)
+{
+    int found = 0, rc;
+    void *attr = NULL;
+    pthread_once(&keyval_once, keyval_create);
+    if (ctx_keyval == MPI_KEYVAL_INVALID) return MPI_ERR_OTHER;
+    rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
+    if (rc != MPI_SUCCESS) return rc;
+    if (found) { *out = attr; return MPI_SUCCESS; }
+    return ctx_create(comm, out);
+}
+
+void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
+{
+    if (bytes == 0) bytes = 8;
+    if (bytes > SIZE_MAX) return NULL;
+    if (ctx->pool_bytes[which] < bytes) {
+        /* Grow by at least half again so slowly rising sizes do not
+         * reallocate on every call. */
+        size_t want = (size_t)bytes, grown = ctx->pool_bytes[which] + ctx->pool_bytes[which] / 2;
+        void *p;
+        if (grown > want) want = grown;
+        free(ctx->pool[which]);
+        p = aligned_alloc(64, (want + 63) & ~(size_t)63);
+        ctx->pool[which] = p;
+        ctx->pool_bytes[which] = p ? want : 0;
+        if (!p) return NULL;
+    }
+    return ctx->pool[which];
+}
+
+uint64_t ctx_pool_bytes(const sparcml_ctx *ctx)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < POOL_COUNT_; i++) total += ctx->pool_bytes[i];
+    return total;
+}

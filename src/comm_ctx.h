@@ -1,0 +1,43 @@
+/* comm_ctx.h -- per-communicator state of the library.
+ *
+ * The first tagged allreduce on a communicator duplicates it (collectively,
+ * inside that call) and caches the duplicate with an attribute; every
+ * message of the library goes over the duplicate, so it can never match an
+ * application receive.  The attribute's delete callback frees the duplicate
+ * and the scratch pool when the application frees its communicator. */
+#ifndef SPARCML_COMM_CTX_H
+#define SPARCML_COMM_CTX_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Scratch buffers, reused across calls: they only grow. */
+enum { POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS, POOL_COUNT_ };
+
+typedef struct sparcml_ctx {
+    MPI_Comm comm; /* the private duplicate */
+    int rank, size;
+    void *pool[POOL_COUNT_];
+    size_t pool_bytes[POOL_COUNT_];
+    MPI_Count *counts;  /* size entries, for the v-collectives */
+    MPI_Aint *displs;   /* size entries */
+    uint64_t *offsets;  /* size + 1 entries */
+    MPI_Request *reqs;  /* size entries */
+    /* The overlap estimate of the selector, learnt from the previous call:
+     * identical on all ranks because results are. */
+    double overlap;
+    uint64_t calls;
+} sparcml_ctx;
+
+/* The context of comm, created on first use (collective over comm). */
+int ctx_get(MPI_Comm comm, sparcml_ctx **out);
+
+/* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
+ * out of memory.  The contents are not preserved when it grows. */
+void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
+
+/* Bytes held by the pool (for tests of the memory bound). */
+uint64_t ctx_pool_bytes(const sparcml_ctx *ctx);
+
+#endif

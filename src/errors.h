@@ -1,0 +1,58 @@
+/* errors.h -- why a tagged allreduce failed, and how that is reported.
+ *
+ * Every failure has a reason code.  Reasons travel in the agreement step
+ * (agree.c) so that all ranks of a call learn of a failure on any rank
+ * together; each maps to a standard MPI error class and a message. */
+#ifndef SPARCML_ERRORS_H
+#define SPARCML_ERRORS_H
+
+#include <mpi.h>
+
+enum sparcml_reason {
+    SPARCML_R_OK = 0,
+    /* the local stream (checked on the rank that owns it) */
+    SPARCML_R_NULL_BUFFER,
+    SPARCML_R_UNALIGNED,
+    SPARCML_R_SHORT_BUFFER,     /* count too small for even a header */
+    SPARCML_R_BAD_MAGIC,
+    SPARCML_R_BAD_VERSION,
+    SPARCML_R_BAD_VALUE_TYPE,
+    SPARCML_R_VALUE_TYPE_TAG,   /* header value type differs from the tag */
+    SPARCML_R_DIM_TOO_LARGE,
+    SPARCML_R_BAD_INDEX_WIDTH,
+    SPARCML_R_BAD_FORMAT,
+    SPARCML_R_BAD_RESERVED,
+    SPARCML_R_NNZ_GT_DIM,
+    SPARCML_R_DENSE_NNZ,        /* dense stream with nnz != dim */
+    SPARCML_R_STREAM_OVERFLOW,  /* stream longer than count words */
+    SPARCML_R_INDEX_GE_DIM,
+    SPARCML_R_UNSORTED,
+    SPARCML_R_DUPLICATE,
+    SPARCML_R_NEGATIVE_COUNT,
+    SPARCML_R_ALIASED,          /* sendbuf == recvbuf without MPI_IN_PLACE */
+    SPARCML_R_OP,               /* an op other than MPI_SUM */
+    SPARCML_R_INTERCOMM,
+    /* across ranks (found by the agreement step) */
+    SPARCML_R_DIM_MISMATCH,
+    SPARCML_R_VALUE_TYPE_MISMATCH,
+    SPARCML_R_COUNT_MISMATCH,
+    SPARCML_R_CONFIG_MISMATCH,
+    /* while running */
+    SPARCML_R_CAPACITY,         /* the result does not fit recvbuf */
+    SPARCML_R_NOMEM,
+    SPARCML_R_CONFIG_INVALID,
+    SPARCML_R_COUNT_
+};
+
+/* Short name of a reason ("index >= dim", ...). */
+const char *sparcml_reason_text(int reason);
+
+/* The MPI error class a reason is reported with. */
+int sparcml_reason_class(int reason);
+
+/* Print one line "sparcml: MPI_Allreduce: rank R: <text>[: detail]" on
+ * stderr, invoke comm's error handler with the reason's class and return
+ * that class (what MPI_Allreduce returns when the handler returns). */
+int sparcml_report(MPI_Comm comm, int rank, int reason, const char *detail);
+
+#endif

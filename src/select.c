@@ -1,0 +1,130 @@
+/* select.c -- cost model of each algorithm (SparCML, SC'19, 5.3; Lemma 5.1:
+ * log2(P) alpha + (P-1) k beta for disjoint indices, log2(P) alpha +
+ * 2 (P-1)/P k beta when they coincide).
+ *
+ * The unknown is how much the P index sets overlap, which decides how fast
+ * the sum fills in.  The union of m streams of k entries is modelled as
+ *   overlap 0: k (identical sets)
+ *   overlap 1: N (1 - (1 - k/N)^m) (independent uniformly random sets)
+ *   overlap 2: min(N, m k) (disjoint sets)
+ * interpolated linearly in between.  It starts at 1 and is re-fitted after
+ * every call from the result's nnz, which all ranks know identically. */
+#include "config.h"
+
+#include <math.h>
+
+#include "select.h"
+#include "sparcml.h"
+
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+static double union_at(const sparcml_problem *p, double m, double overlap)
+{
+    double N = (double)p->dim, k = (double)p->k_sum / p->P;
+    double same = k, disjoint = fmin(N, m * k), random;
+    if (N <= 0) return 0;
+    random = k >= N ? N : -N * expm1(m * log1p(-k / N));
+    random = clamp(random, same, disjoint);
+    if (overlap <= 1) return same + overlap * (random - same);
+    return random + (overlap - 1) * (disjoint - random);
+}
+
+double select_union_estimate(const sparcml_problem *p, double m)
+{
+    return union_at(p, m, clamp(p->overlap, 0, 2));
+}
+
+double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
+{
+    /* union_at is monotone in overlap: bisect. */
+    double lo = 0, hi = 2, u = (double)result_nnz;
+    for (int i = 0; i < 30; i++) {
+        double mid = (lo + hi) / 2;
+        if (union_at(p, p->P, mid) < u) lo = mid; else hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+static int ceil_log2(int P)
+{
+    int l = 0;
+    while ((1 << l) < P) l++;
+    return l;
+}
+
+/* Bytes of a message holding n entries of a range of d elements. */
+static double msg_bytes(const sparcml_problem *p, double n, double d)
+{
+    double vs = (double)sparcml_value_size(p->vtype);
+    double e = sparcml_index_width(p->dim) + vs;
+    return SPARCML_HEADER_BYTES + fmin(n * e, d * vs);
+}
+
+static double cost_recursive_double(const sparcml_settings *s, const sparcml_problem *p)
+{
+    int p2 = 1;
+    double t = 0, N = (double)p->dim;
+    while (p2 * 2 <= p->P) p2 *= 2;
+    if (p2 != p->P) /* fold in and out */
+        t += 2 * s->alpha + s->beta * (msg_bytes(p, (double)p->k_max, N)
+                                       + msg_bytes(p, select_union_estimate(p, p->P), N));
+    for (int m = 1; m < p2; m *= 2) {
+        double u = fmax(select_union_estimate(p, m), m == 1 ? (double)p->k_max : 0);
+        t += s->alpha + s->beta * msg_bytes(p, u, N) + s->gamma * 2 * u;
+    }
+    return t;
+}
+
+/* The sparse reduce-scatter both split algorithms share. */
+static double cost_reduce_scatter(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double P = p->P, N = (double)p->dim;
+    double part = msg_bytes(p, (double)p->k_max / P, N / P);
+    return (P - 1) * (s->alpha + s->beta * part)
+           + s->gamma * ((double)p->k_max + select_union_estimate(p, P));
+}
+
+static double cost_ssar_split(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double P = p->P, N = (double)p->dim, u = select_union_estimate(p, P);
+    double gathered = msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
+    return cost_reduce_scatter(s, p) + 2 * ceil_log2(p->P) * s->alpha
+           + s->beta * (P - 1) / P * gathered + s->gamma * u;
+}
+
+static double cost_dsar_split(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double P = p->P, D = (double)p->dim * sparcml_value_size(p->vtype);
+    return cost_reduce_scatter(s, p) + ceil_log2(p->P) * s->alpha + s->beta * (P - 1) / P * D;
+}
+
+static double cost_dense(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double P = p->P, L = ceil_log2(p->P), D = (double)p->dim * sparcml_value_size(p->vtype);
+    /* The vendor picks recursive doubling or Rabenseifner; assume the better. */
+    double rd = L * (s->alpha + s->beta * D);
+    double rab = 2 * L * s->alpha + 2 * (P - 1) / P * s->beta * D;
+    return fmin(rd, rab) + s->gamma * (double)p->k_max;
+}
+
+void select_costs(const sparcml_settings *s, const sparcml_problem *p,
+                  double cost[SPARCML_ALG_COUNT_])
+{
+    cost[SPARCML_ALG_AUTO] = INFINITY;
+    cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(s, p);
+    cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(s, p);
+    cost[SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = p->dense_fits ? cost_dsar_split(s, p) : INFINITY;
+    cost[SPARCML_ALG_DENSE] = p->dense_fits ? cost_dense(s, p) : INFINITY;
+}
+
+sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double cost[SPARCML_ALG_COUNT_];
+    sparcml_algorithm best = SPARCML_ALG_RECURSIVE_DOUBLE;
+    if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
+    if (p->P == 1) return SPARCML_ALG_RECURSIVE_DOUBLE; /* zero rounds: a copy */
+    select_costs(s, p, cost);
+    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
+        if (cost[a] < cost[best]) best = a;
+    return best;
+}

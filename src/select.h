@@ -1,0 +1,35 @@
+/* select.h -- the alpha-beta cost model and the algorithm choice.
+ *
+ * Every input comes from the agreement step or from state that is identical
+ * on all ranks, so every rank computes the same costs bit for bit and picks
+ * the same algorithm (a mismatch would deadlock). */
+#ifndef SPARCML_SELECT_H
+#define SPARCML_SELECT_H
+
+#include <stdint.h>
+
+#include "settings.h"
+
+typedef struct sparcml_problem {
+    int P;
+    uint64_t dim;
+    int vtype;
+    uint64_t k_max, k_sum;
+    int dense_fits;  /* recv capacity holds a dense result */
+    double overlap;  /* 0: all index sets coincide, 1: random, 2: disjoint */
+} sparcml_problem;
+
+/* Estimated distinct indices in the sum of m of the P streams. */
+double select_union_estimate(const sparcml_problem *p, double m);
+
+/* Modelled time of each algorithm in seconds (INFINITY: not applicable). */
+void select_costs(const sparcml_settings *s, const sparcml_problem *p,
+                  double cost[SPARCML_ALG_COUNT_]);
+
+/* The forced algorithm, or the cheapest applicable one. */
+sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
+
+/* The overlap that would have predicted a result with result_nnz entries. */
+double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz);
+
+#endif

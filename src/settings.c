@@ -1,0 +1,170 @@
+/* settings.c -- parsing and validation of the SPARCML_* environment. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "settings.h"
+
+extern char **environ;
+
+static const char *const algorithm_names[SPARCML_ALG_COUNT_] = {
+    [SPARCML_ALG_AUTO] = "auto",
+    [SPARCML_ALG_RECURSIVE_DOUBLE] = "ssar_recursive_double",
+    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = "ssar_split_allgather",
+    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = "dsar_split_allgather",
+    [SPARCML_ALG_DENSE] = "dense",
+};
+
+const char *sparcml_algorithm_name(sparcml_algorithm a)
+{
+    return a >= 0 && a < SPARCML_ALG_COUNT_ ? algorithm_names[a] : "invalid";
+}
+
+typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE } kind;
+
+/* Every variable: name, kind, default text, field, and for numbers the unit
+ * scale to seconds and the accepted range (in the variable's own unit). */
+static const struct var {
+    const char *name;
+    kind kind;
+    const char *def;
+    size_t offset;
+    double scale, min, max;
+} vars[] = {
+    {"SPARCML_DISABLE", KIND_BOOL, "0", offsetof(sparcml_settings, disable), 0, 0, 0},
+    {"SPARCML_ALGORITHM", KIND_ALGORITHM, "auto", offsetof(sparcml_settings, algorithm), 0, 0, 0},
+    {"SPARCML_VERBOSE", KIND_BOOL, "0", offsetof(sparcml_settings, verbose), 0, 0, 0},
+    {"SPARCML_STATS", KIND_BOOL, "0", offsetof(sparcml_settings, stats), 0, 0, 0},
+    {"SPARCML_ALPHA_US", KIND_POSITIVE, "3", offsetof(sparcml_settings, alpha), 1e-6, 1e-3, 1e6},
+    {"SPARCML_BETA_NS_PER_BYTE", KIND_POSITIVE, "0.25", offsetof(sparcml_settings, beta), 1e-9,
+     1e-4, 1e6},
+    {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "1", offsetof(sparcml_settings, gamma), 1e-9,
+     1e-4, 1e6},
+};
+#define NVARS (sizeof vars / sizeof vars[0])
+
+static int parse_bool(const char *v, int *out)
+{
+    if (strcmp(v, "0") == 0) { *out = 0; return 0; }
+    if (strcmp(v, "1") == 0) { *out = 1; return 0; }
+    return -1;
+}
+
+static int parse_algorithm(const char *v, int *out)
+{
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
+        if (strcasecmp(v, algorithm_names[a]) == 0) { *out = a; return 0; }
+    return -1;
+}
+
+static int parse_number(const char *v, double min, double max, double *out)
+{
+    char *end;
+    double x;
+    errno = 0;
+    x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno != 0 || !isfinite(x) || x < min || x > max) return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
+{
+    char *field = (char *)s + v->offset;
+    double x;
+    switch (v->kind) {
+    case KIND_BOOL:
+        if (parse_bool(text, (int *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0 or 1)", v->name, text);
+        return -1;
+    case KIND_ALGORITHM: {
+        int a;
+        if (parse_algorithm(text, &a) == 0) { *(sparcml_algorithm *)field = a; return 0; }
+        snprintf(s->error, sizeof s->error,
+                 "invalid %s='%s' (expected auto, ssar_recursive_double, "
+                 "ssar_split_allgather, dsar_split_allgather or dense)", v->name, text);
+        return -1;
+    }
+    case KIND_POSITIVE:
+        if (parse_number(text, v->min, v->max, &x) == 0) { *(double *)field = x * v->scale; return 0; }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected a number in [%g, %g])",
+                 v->name, text, v->min, v->max);
+        return -1;
+    }
+    return -1;
+}
+
+static int known_name(const char *name)
+{
+    for (size_t i = 0; i < NVARS; i++)
+        if (strcmp(name, vars[i].name) == 0) return 1;
+    return 0;
+}
+
+/* FNV-1a over the bytes that steer algorithm selection. */
+static uint64_t settings_hash(const sparcml_settings *s)
+{
+    const unsigned char *parts[] = {(const void *)&s->algorithm, (const void *)&s->alpha,
+                                    (const void *)&s->beta, (const void *)&s->gamma};
+    const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha, sizeof s->beta, sizeof s->gamma};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t p = 0; p < 4; p++)
+        for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;
+    return h >> 2; /* the agreement step negates it: keep it far from INT64_MIN */
+}
+
+int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
+                   const char *const *names)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *text = lookup(vars[i].name);
+        if (parse_one(s, &vars[i], vars[i].def) != 0) return -1; /* defaults are valid */
+        if (text && parse_one(s, &vars[i], text) != 0) return -1;
+    }
+    for (size_t i = 0; names && names[i]; i++) {
+        if (!known_name(names[i])) {
+            snprintf(s->error, sizeof s->error,
+                     "unknown variable %s (see man sparcml(7) for the SPARCML_* variables)", names[i]);
+            return -1;
+        }
+    }
+    s->hash = settings_hash(s);
+    return 0;
+}
+
+static sparcml_settings process_settings;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static const char *env_lookup(const char *name) { return getenv(name); }
+
+static void settings_load(void)
+{
+    /* Names of the SPARCML_* variables present, to catch misspellings. */
+    static char names_buf[4096];
+    const char *names[64];
+    size_t n = 0, used = 0;
+    for (char **e = environ; e && *e && n + 1 < sizeof names / sizeof names[0]; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (strncmp(*e, "SPARCML_", 8) != 0 || used + len + 1 > sizeof names_buf) continue;
+        memcpy(names_buf + used, *e, len);
+        names_buf[used + len] = '\0';
+        names[n++] = names_buf + used;
+        used += len + 1;
+    }
+    names[n] = NULL;
+    settings_parse(&process_settings, env_lookup, names);
+}
+
+const sparcml_settings *settings_get(void)
+{
+    pthread_once(&settings_once, settings_load);
+    return &process_settings;
+}

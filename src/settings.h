@@ -1,0 +1,47 @@
+/* settings.h -- the one module that owns every SPARCML_* environment variable.
+ *
+ * Variables are read once (settings_get) and validated: an invalid value is
+ * reported with a message naming the variable, never replaced by a default.
+ * Adding a variable: add a field, a row in settings.c's table, and a
+ * paragraph in man/sparcml.7. */
+#ifndef SPARCML_SETTINGS_H
+#define SPARCML_SETTINGS_H
+
+#include <stdint.h>
+
+typedef enum sparcml_algorithm {
+    SPARCML_ALG_AUTO = 0,
+    SPARCML_ALG_RECURSIVE_DOUBLE,
+    SPARCML_ALG_SSAR_SPLIT_ALLGATHER,
+    SPARCML_ALG_DSAR_SPLIT_ALLGATHER,
+    SPARCML_ALG_DENSE,
+    SPARCML_ALG_COUNT_
+} sparcml_algorithm;
+
+typedef struct sparcml_settings {
+    int disable;                 /* SPARCML_DISABLE: 0/1 */
+    sparcml_algorithm algorithm; /* SPARCML_ALGORITHM */
+    int verbose;                 /* SPARCML_VERBOSE: 0/1 */
+    int stats;                   /* SPARCML_STATS: 0/1 */
+    double alpha;                /* SPARCML_ALPHA_US, stored in seconds */
+    double beta;                 /* SPARCML_BETA_NS_PER_BYTE, stored in s/byte */
+    double gamma;                /* SPARCML_GAMMA_NS_PER_ENTRY, stored in s/entry */
+    uint64_t hash;               /* of everything that steers selection */
+    char error[512];             /* non-empty: the settings are invalid */
+} sparcml_settings;
+
+/* Canonical names, e.g. "ssar_split_allgather". */
+const char *sparcml_algorithm_name(sparcml_algorithm a);
+
+/* Parse the settings from a lookup function (getenv in production, a table
+ * in the unit tests); `names` lists every variable present in the
+ * environment that starts with SPARCML_ (NULL-terminated) so that a
+ * misspelt variable is an error too. Returns 0, or -1 with s->error set. */
+int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
+                   const char *const *names);
+
+/* The process-wide settings, parsed from the environment on first use
+ * (thread-safe, never changes afterwards). */
+const sparcml_settings *settings_get(void);
+
+#endif

@@ -1,0 +1,93 @@
+/* ssar_recursive_double.c -- SSAR_Recursive_double (SparCML, SC'19, 5.2).
+ *
+ * log2(P) rounds; in round j every rank exchanges its current stream with
+ * partner rank XOR 2^j and merge-adds.  Latency-optimal: the right choice
+ * for small k, where the alpha term dominates.
+ *
+ * Non-power-of-two P is folded as in MPICH's recursive doubling: with
+ * p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
+ * sends its stream to r + 1 and sits out; the p2 remaining ranks run the
+ * rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
+ *
+ * Bitwise identical results: in every addition the stream of the lower
+ * rank is the left operand, so partners compute the very same sums. */
+#include "config.h"
+
+#include "call.h"
+
+/* Real rank of the rank numbered `newrank` among the p2 active ones. */
+static int active_rank(int newrank, int rem)
+{
+    return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+}
+
+/* cur (in pool *cur_pool, or the caller's buffer when *cur_pool < 0)
+ * becomes cur + other, with other's rank on the left when other_is_lower. */
+static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower)
+{
+    int out_pool;
+    void *out;
+    if (cur->dense && *cur_pool >= 0) {
+        stream_accumulate(cur, other, other_is_lower);
+        return MPI_SUCCESS;
+    }
+    out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
+    out = ctx_buffer(c->ctx, out_pool, stream_merge_bound(cur, other));
+    if (!out) return CALL_NOMEM(c);
+    *cur = other_is_lower ? stream_merge_add(other, cur, out) : stream_merge_add(cur, other, out);
+    *cur_pool = out_pool;
+    return MPI_SUCCESS;
+}
+
+/* An even rank of the fold: contribute, then receive the result. */
+static int folded_rank(sparcml_call *c)
+{
+    int rank = c->ctx->rank, rc;
+    sv result;
+    /* Blocking send: under MPI_IN_PLACE the input lives in recvbuf, which
+     * the result will overwrite. */
+    rc = p2p_send(c, &c->input, rank + 1, TAG_FOLD_IN);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, &result);
+    if (rc != MPI_SUCCESS) return rc;
+    call_deliver(c, &result);
+    return MPI_SUCCESS;
+}
+
+int sparcml_ssar_recursive_double(sparcml_call *c)
+{
+    int P = c->ctx->size, rank = c->ctx->rank, p2 = 1, rem, newrank, rc;
+    int cur_pool = -1;
+    sv cur = c->input, other;
+    while (p2 * 2 <= P) p2 *= 2;
+    rem = P - p2;
+
+    if (rank < 2 * rem) {
+        if (rank % 2 == 0) return folded_rank(c);
+        rc = p2p_recv(c, rank - 1, TAG_FOLD_IN, POOL_RECV, &other);
+        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, 1);
+        if (rc != MPI_SUCCESS) return rc;
+        newrank = rank / 2;
+    } else {
+        newrank = rank - rem;
+    }
+
+    for (int mask = 1; mask < p2; mask <<= 1) {
+        int partner = active_rank(newrank ^ mask, rem);
+        MPI_Request req;
+        rc = p2p_isend(c, &cur, partner, TAG_RECURSIVE_DOUBLE, &req);
+        if (rc != MPI_SUCCESS) return rc;
+        rc = p2p_recv(c, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, &other);
+        /* cur may be updated in place: the send must be complete first. */
+        PMPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, partner < rank);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+
+    if (rank < 2 * rem) {
+        rc = p2p_send(c, &cur, rank - 1, TAG_FOLD_OUT);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    call_deliver(c, &cur);
+    return MPI_SUCCESS;
+}

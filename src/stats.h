@@ -1,0 +1,23 @@
+/* stats.h -- SPARCML_VERBOSE (one line per call) and SPARCML_STATS (a report
+ * at MPI_Finalize).  Counters are atomics: any thread may add to them, and
+ * nothing is counted on the untagged path. */
+#ifndef SPARCML_STATS_H
+#define SPARCML_STATS_H
+
+#include <stdint.h>
+
+#include "call.h"
+#include "settings.h"
+
+/* Record one finished tagged call that ran `alg` for `seconds`. */
+void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
+                  double seconds);
+
+/* Record a tagged call that failed with `reason`. */
+void stats_record_error(int reason);
+
+/* At MPI_Finalize: print the report on rank 0 of MPI_COMM_WORLD (collective
+ * over a private duplicate of it). */
+void stats_report(void);
+
+#endif

@@ -1,0 +1,402 @@
+/* stream.c -- validation, merge-add, slicing and assembly of streams.
+ *
+ * The inner loops are instantiated per (value type, index width) by the
+ * KERNELS macro so that each is one tight pass without per-element
+ * dispatch.  Integer values add as unsigned (two's complement wrap-around,
+ * never undefined behaviour). */
+#include "config.h"
+
+#include <string.h>
+
+#include "stream.h"
+
+/* ------------------------------------------------------------------ views */
+
+static void stream_set_pointers(sv *s)
+{
+    char *p = (char *)s->base + SPARCML_HEADER_BYTES;
+    if (s->dense) {
+        s->idx = NULL;
+        s->val = p;
+    } else {
+        s->idx = p;
+        s->val = p + sparcml_round8(s->nnz * s->iw);
+    }
+}
+
+sv stream_view(const void *buf)
+{
+    sparcml_header h;
+    sv s;
+    memcpy(&h, buf, sizeof h);
+    s.base = (void *)buf;
+    s.dim = h.dim;
+    s.nnz = h.nnz;
+    s.vtype = h.value_type;
+    s.iw = h.index_width;
+    s.vs = (unsigned)sparcml_value_size(h.value_type);
+    s.dense = h.format == SPARCML_DENSE;
+    stream_set_pointers(&s);
+    return s;
+}
+
+sv stream_init(void *buf, uint64_t dim, int vtype, uint64_t nnz, int dense)
+{
+    sv s;
+    sparcml_write_header(buf, dim, vtype, nnz, dense ? SPARCML_DENSE : SPARCML_SPARSE);
+    s = stream_view(buf);
+    if (!dense) memset((char *)s.idx + nnz * s.iw, 0, sparcml_round8(nnz * s.iw) - nnz * s.iw);
+    return s;
+}
+
+uint64_t stream_bytes(const sv *s)
+{
+    return s->dense ? sparcml_dense_bytes(s->dim, s->vtype)
+                    : sparcml_sparse_bytes(s->dim, s->vtype, s->nnz);
+}
+
+sv stream_copy(const sv *s, void *dst)
+{
+    memcpy(dst, s->base, stream_bytes(s));
+    return stream_view(dst);
+}
+
+/* ------------------------------------------------------------- validation */
+
+static int header_reason(const sparcml_header *h, int want_vtype)
+{
+    if (h->magic != SPARCML_MAGIC) return SPARCML_R_BAD_MAGIC;
+    if (h->version != SPARCML_VERSION) return SPARCML_R_BAD_VERSION;
+    if (sparcml_value_size(h->value_type) == 0) return SPARCML_R_BAD_VALUE_TYPE;
+    if (h->value_type != want_vtype) return SPARCML_R_VALUE_TYPE_TAG;
+    if (h->format > SPARCML_DENSE) return SPARCML_R_BAD_FORMAT;
+    if (h->reserved != 0) return SPARCML_R_BAD_RESERVED;
+    if (h->dim > SPARCML_MAX_DIM) return SPARCML_R_DIM_TOO_LARGE;
+    if (h->index_width != sparcml_index_width(h->dim)) return SPARCML_R_BAD_INDEX_WIDTH;
+    if (h->nnz > h->dim) return SPARCML_R_NNZ_GT_DIM;
+    if (h->format == SPARCML_DENSE && h->nnz != h->dim) return SPARCML_R_DENSE_NNZ;
+    return SPARCML_R_OK;
+}
+
+#define CHECK_INDICES(IT)                                                      \
+    static int check_indices_##IT(const IT *ix, uint64_t n, uint64_t dim,     \
+                                  uint64_t *where)                            \
+    {                                                                          \
+        for (uint64_t i = 0; i < n; i++) {                                     \
+            if (ix[i] >= dim) { *where = i; return SPARCML_R_INDEX_GE_DIM; }   \
+            if (i > 0 && ix[i] <= ix[i - 1]) {                                 \
+                *where = i;                                                    \
+                return ix[i] == ix[i - 1] ? SPARCML_R_DUPLICATE                \
+                                          : SPARCML_R_UNSORTED;               \
+            }                                                                  \
+        }                                                                      \
+        return SPARCML_R_OK;                                                   \
+    }
+CHECK_INDICES(uint32_t)
+CHECK_INDICES(uint64_t)
+
+int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint64_t *where)
+{
+    sparcml_header h;
+    int reason;
+    *where = 0;
+    if (!buf) return SPARCML_R_NULL_BUFFER;
+    if ((uintptr_t)buf % 8) return SPARCML_R_UNALIGNED;
+    if (avail < SPARCML_HEADER_BYTES) return SPARCML_R_SHORT_BUFFER;
+    memcpy(&h, buf, sizeof h);
+    reason = header_reason(&h, want_vtype);
+    if (reason != SPARCML_R_OK) return reason;
+    *out = stream_view(buf);
+    if (stream_bytes(out) > avail) return SPARCML_R_STREAM_OVERFLOW;
+    if (out->dense) return SPARCML_R_OK;
+    return out->iw == 4 ? check_indices_uint32_t(out->idx, out->nnz, out->dim, where)
+                        : check_indices_uint64_t(out->idx, out->nnz, out->dim, where);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef struct kernels {
+    /* Sparse a + sparse b -> (oi, ov); returns the number of entries. */
+    uint64_t (*merge)(const void *ai, const void *av, uint64_t an, const void *bi,
+                      const void *bv, uint64_t bn, void *oi, void *ov);
+    /* Number of distinct indices in the union of a and b. */
+    uint64_t (*union_size)(const void *ai, uint64_t an, const void *bi, uint64_t bn);
+    /* dense d[idx[i] - base] = left ? v[i] + d[..] : d[..] + v[i] */
+    void (*scatter_add)(void *d, const void *idx, const void *v, uint64_t n, int left);
+    /* dense d[i] = left ? s[i] + d[i] : d[i] + s[i] */
+    void (*dense_add)(void *d, const void *s, uint64_t n, int left);
+    /* dense d[idx[i]] = v[i] (d already zeroed) */
+    void (*scatter)(void *d, const void *idx, const void *v, uint64_t n);
+} kernels;
+
+#define KERNELS(NAME, VT, IT)                                                  \
+    static uint64_t merge_##NAME(const void *ai_, const void *av_, uint64_t an, \
+                                 const void *bi_, const void *bv_, uint64_t bn, \
+                                 void *oi_, void *ov_)                         \
+    {                                                                          \
+        const IT *ai = ai_, *bi = bi_;                                         \
+        const VT *av = av_, *bv = bv_;                                         \
+        IT *oi = oi_;                                                          \
+        VT *ov = ov_;                                                          \
+        uint64_t i = 0, j = 0, o = 0;                                          \
+        while (i < an && j < bn) {                                             \
+            IT x = ai[i], y = bi[j];                                           \
+            if (x < y) { oi[o] = x; ov[o++] = av[i++]; }                       \
+            else if (y < x) { oi[o] = y; ov[o++] = bv[j++]; }                  \
+            else { oi[o] = x; ov[o++] = (VT)(av[i++] + bv[j++]); }             \
+        }                                                                      \
+        for (; i < an; i++, o++) { oi[o] = ai[i]; ov[o] = av[i]; }             \
+        for (; j < bn; j++, o++) { oi[o] = bi[j]; ov[o] = bv[j]; }             \
+        return o;                                                              \
+    }                                                                          \
+    static uint64_t union_##NAME(const void *ai_, uint64_t an, const void *bi_, \
+                                 uint64_t bn)                                  \
+    {                                                                          \
+        const IT *ai = ai_, *bi = bi_;                                         \
+        uint64_t i = 0, j = 0, o = 0;                                          \
+        while (i < an && j < bn) {                                             \
+            IT x = ai[i], y = bi[j];                                           \
+            i += x <= y;                                                       \
+            j += y <= x;                                                       \
+            o++;                                                               \
+        }                                                                      \
+        return o + (an - i) + (bn - j);                                        \
+    }                                                                          \
+    static void scatter_add_##NAME(void *d_, const void *ix_, const void *v_,  \
+                                   uint64_t n, int left)                       \
+    {                                                                          \
+        VT *d = d_;                                                            \
+        const IT *ix = ix_;                                                    \
+        const VT *v = v_;                                                      \
+        if (left)                                                              \
+            for (uint64_t i = 0; i < n; i++) d[ix[i]] = (VT)(v[i] + d[ix[i]]); \
+        else                                                                   \
+            for (uint64_t i = 0; i < n; i++) d[ix[i]] = (VT)(d[ix[i]] + v[i]); \
+    }                                                                          \
+    static void dense_add_##NAME(void *d_, const void *s_, uint64_t n, int left) \
+    {                                                                          \
+        VT *d = d_;                                                            \
+        const VT *s = s_;                                                      \
+        if (left)                                                              \
+            for (uint64_t i = 0; i < n; i++) d[i] = (VT)(s[i] + d[i]);         \
+        else                                                                   \
+            for (uint64_t i = 0; i < n; i++) d[i] = (VT)(d[i] + s[i]);         \
+    }                                                                          \
+    static void scatter_##NAME(void *d_, const void *ix_, const void *v_,      \
+                               uint64_t n)                                     \
+    {                                                                          \
+        VT *d = d_;                                                            \
+        const IT *ix = ix_;                                                    \
+        const VT *v = v_;                                                      \
+        for (uint64_t i = 0; i < n; i++) d[ix[i]] = v[i];                      \
+    }
+
+KERNELS(f32_i32, float, uint32_t)
+KERNELS(f32_i64, float, uint64_t)
+KERNELS(f64_i32, double, uint32_t)
+KERNELS(f64_i64, double, uint64_t)
+KERNELS(u32_i32, uint32_t, uint32_t)
+KERNELS(u32_i64, uint32_t, uint64_t)
+KERNELS(u64_i32, uint64_t, uint32_t)
+KERNELS(u64_i64, uint64_t, uint64_t)
+
+#define KTAB(NAME) {merge_##NAME, union_##NAME, scatter_add_##NAME, dense_add_##NAME, scatter_##NAME}
+/* Indexed by [value type][index width == 8]. */
+static const kernels kernel_table[5][2] = {
+    [SPARCML_FLOAT] = {KTAB(f32_i32), KTAB(f32_i64)},
+    [SPARCML_DOUBLE] = {KTAB(f64_i32), KTAB(f64_i64)},
+    [SPARCML_INT32] = {KTAB(u32_i32), KTAB(u32_i64)},
+    [SPARCML_INT64] = {KTAB(u64_i32), KTAB(u64_i64)},
+};
+
+static const kernels *kernels_for(int vtype, unsigned iw)
+{
+    return &kernel_table[vtype][iw == 8];
+}
+
+/* ------------------------------------------------------------- merge-add */
+
+uint64_t stream_merge_bound(const sv *a, const sv *b)
+{
+    uint64_t dense = sparcml_dense_bytes(a->dim, a->vtype);
+    uint64_t sparse;
+    if (a->dense || b->dense) return dense;
+    sparse = sparcml_sparse_bytes(a->dim, a->vtype, a->nnz + b->nnz);
+    return sparse < dense + 8 ? sparse : dense + 8;
+}
+
+/* Dense out = a + b where at least one of them is dense. */
+static sv merge_into_dense(const sv *a, const sv *b, void *outbuf)
+{
+    const kernels *k = kernels_for(a->vtype, a->iw);
+    sv out = stream_init(outbuf, a->dim, a->vtype, a->dim, 1);
+    if (a->dense) {
+        memcpy(out.val, a->val, a->dim * a->vs);
+        stream_accumulate(&out, b, 0);
+    } else if (b->dense) {
+        memcpy(out.val, b->val, b->dim * b->vs);
+        stream_accumulate(&out, a, 1);
+    } else {
+        memset(out.val, 0, a->dim * a->vs);
+        k->scatter(out.val, a->idx, a->val, a->nnz);
+        stream_accumulate(&out, b, 0);
+    }
+    return out;
+}
+
+sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
+{
+    const kernels *k = kernels_for(a->vtype, a->iw);
+    uint64_t n = a->nnz + b->nnz; /* an upper bound of the union */
+    int exact = 0;
+    sv out;
+    char *vals;
+    if (a->dense || b->dense) return merge_into_dense(a, b, outbuf);
+    /* Only when the union might be big enough to go dense do we pay for an
+     * exact count first (the buffer may then be too small for the bound). */
+    if (sparcml_prefers_dense(a->dim, a->vtype, n)) {
+        n = k->union_size(a->idx, a->nnz, b->idx, b->nnz);
+        if (sparcml_prefers_dense(a->dim, a->vtype, n)) return merge_into_dense(a, b, outbuf);
+        exact = 1;
+    }
+    /* Otherwise values first go where they would sit for the bound, then move
+     * down to where they belong for the real count (memmove: regions overlap). */
+    out = stream_init(outbuf, a->dim, a->vtype, n, 0);
+    vals = out.val;
+    n = k->merge(a->idx, a->val, a->nnz, b->idx, b->val, b->nnz, out.idx, vals);
+    if (exact) return out;
+    out = stream_init(outbuf, a->dim, a->vtype, n, 0);
+    memmove(out.val, vals, n * out.vs);
+    return out;
+}
+
+void stream_accumulate(sv *acc, const sv *b, int b_left)
+{
+    const kernels *k = kernels_for(b->vtype, b->iw);
+    if (b->dense)
+        k->dense_add(acc->val, b->val, b->dim, b_left);
+    else
+        k->scatter_add(acc->val, b->idx, b->val, b->nnz, b_left);
+}
+
+void stream_densify(const sv *s, void *dense)
+{
+    if (s->dense) {
+        if (dense != s->val) memmove(dense, s->val, s->dim * s->vs);
+        return;
+    }
+    memset(dense, 0, s->dim * s->vs);
+    kernels_for(s->vtype, s->iw)->scatter(dense, s->idx, s->val, s->nnz);
+}
+
+/* -------------------------------------------------------- slice / concat */
+
+/* First position in the sorted indices of s whose index is >= x. */
+static uint64_t lower_bound(const sv *s, uint64_t x)
+{
+    uint64_t lo = 0, hi = s->nnz;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sparcml_get_index(s->idx, s->iw, mid) < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t slice_nnz(const sv *s, uint64_t lo, uint64_t hi)
+{
+    return s->dense ? hi - lo : lower_bound(s, hi) - lower_bound(s, lo);
+}
+
+uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi)
+{
+    uint64_t m = slice_nnz(s, lo, hi);
+    if (s->dense || sparcml_prefers_dense(hi - lo, s->vtype, m))
+        return sparcml_dense_bytes(hi - lo, s->vtype);
+    return sparcml_sparse_bytes(hi - lo, s->vtype, m);
+}
+
+/* Copy n indices from (src, sw) minus `shift` to (dst, dw). */
+static void copy_indices(void *dst, unsigned dw, const void *src, unsigned sw, uint64_t n,
+                         uint64_t shift, int add)
+{
+    if (dw == sw && shift == 0) {
+        memcpy(dst, src, n * dw);
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t x = sparcml_get_index(src, sw, i);
+        sparcml_put_index(dst, dw, i, add ? x + shift : x - shift);
+    }
+}
+
+sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)
+{
+    uint64_t dim = hi - lo, first, m;
+    sv out;
+    if (s->dense) {
+        out = stream_init(outbuf, dim, s->vtype, dim, 1);
+        memcpy(out.val, (char *)s->val + lo * s->vs, dim * s->vs);
+        return out;
+    }
+    first = lower_bound(s, lo);
+    m = lower_bound(s, hi) - first;
+    if (sparcml_prefers_dense(dim, s->vtype, m)) {
+        sv part = *s; /* the entries in range, still with global indices */
+        part.idx = (char *)s->idx + first * s->iw;
+        part.val = (char *)s->val + first * s->vs;
+        part.nnz = m;
+        out = stream_init(outbuf, dim, s->vtype, dim, 1);
+        memset(out.val, 0, dim * s->vs);
+        for (uint64_t i = 0; i < m; i++)
+            memcpy((char *)out.val + (sparcml_get_index(part.idx, s->iw, i) - lo) * s->vs,
+                   (char *)part.val + i * s->vs, s->vs);
+        return out;
+    }
+    out = stream_init(outbuf, dim, s->vtype, m, 0);
+    copy_indices(out.idx, out.iw, (char *)s->idx + first * s->iw, s->iw, m, lo, 0);
+    memcpy(out.val, (char *)s->val + first * s->vs, m * s->vs);
+    return out;
+}
+
+static uint64_t concat_nnz(const sv *parts, int n)
+{
+    uint64_t nnz = 0;
+    for (int r = 0; r < n; r++) nnz += parts[r].nnz;
+    return nnz;
+}
+
+uint64_t stream_concat_bytes(const sv *parts, int n, uint64_t dim)
+{
+    uint64_t nnz = concat_nnz(parts, n);
+    int vtype = parts[0].vtype;
+    return sparcml_prefers_dense(dim, vtype, nnz) ? sparcml_dense_bytes(dim, vtype)
+                                                   : sparcml_sparse_bytes(dim, vtype, nnz);
+}
+
+sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, void *outbuf)
+{
+    uint64_t nnz = concat_nnz(parts, n), at = 0;
+    int vtype = parts[0].vtype;
+    sv out;
+    if (sparcml_prefers_dense(dim, vtype, nnz)) {
+        out = stream_init(outbuf, dim, vtype, dim, 1);
+        for (int r = 0; r < n; r++) stream_densify(&parts[r], (char *)out.val + lo[r] * out.vs);
+        return out;
+    }
+    out = stream_init(outbuf, dim, vtype, nnz, 0);
+    for (int r = 0; r < n; r++) {
+        const sv *p = &parts[r];
+        char *oi = (char *)out.idx + at * out.iw;
+        if (p->dense) {
+            for (uint64_t i = 0; i < p->dim; i++) sparcml_put_index(oi, out.iw, i, lo[r] + i);
+        } else {
+            copy_indices(oi, out.iw, p->idx, p->iw, p->nnz, lo[r], 1);
+        }
+        memcpy((char *)out.val + at * out.vs, p->val, p->nnz * p->vs);
+        at += p->nnz;
+    }
+    return out;
+}

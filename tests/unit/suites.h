@@ -1,0 +1,8 @@
+#ifndef SPARCML_TEST_SUITES_H
+#define SPARCML_TEST_SUITES_H
+#include <check.h>
+Suite *stream_suite(void);
+Suite *settings_suite(void);
+Suite *registry_suite(void);
+Suite *select_suite(void);
+#endif

@@ -1,0 +1,104 @@
+/* Parsing and validation of the SPARCML_* variables. */
+#include <string.h>
+
+#include "settings.h"
+#include "suites.h"
+
+/* A fake environment: pairs of name, value. */
+static const char *fake[16];
+
+static const char *lookup(const char *name)
+{
+    for (int i = 0; fake[i]; i += 2)
+        if (strcmp(fake[i], name) == 0) return fake[i + 1];
+    return NULL;
+}
+
+static int parse_with(sparcml_settings *s, const char *n1, const char *v1)
+{
+    const char *names[2] = {n1, NULL};
+    memset(fake, 0, sizeof fake);
+    fake[0] = n1;
+    fake[1] = v1;
+    return settings_parse(s, lookup, n1 ? names : NULL);
+}
+
+START_TEST(defaults)
+{
+    sparcml_settings s;
+    ck_assert_int_eq(parse_with(&s, NULL, NULL), 0);
+    ck_assert_int_eq(s.disable, 0);
+    ck_assert_int_eq(s.algorithm, SPARCML_ALG_AUTO);
+    ck_assert_int_eq(s.verbose, 0);
+    ck_assert_int_eq(s.stats, 0);
+    ck_assert_double_eq_tol(s.alpha, 3e-6, 1e-12);
+    ck_assert_double_eq_tol(s.beta, 0.25e-9, 1e-15);
+    ck_assert_str_eq(s.error, "");
+}
+END_TEST
+
+START_TEST(valid_values)
+{
+    sparcml_settings s;
+    ck_assert_int_eq(parse_with(&s, "SPARCML_ALGORITHM", "dsar_split_allgather"), 0);
+    ck_assert_int_eq(s.algorithm, SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_ALGORITHM", "SSAR_Recursive_double"), 0);
+    ck_assert_int_eq(s.algorithm, SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_VERBOSE", "1"), 0);
+    ck_assert_int_eq(s.verbose, 1);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_ALPHA_US", "50"), 0);
+    ck_assert_double_eq_tol(s.alpha, 50e-6, 1e-12);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_BETA_NS_PER_BYTE", "8"), 0);
+    ck_assert_double_eq_tol(s.beta, 8e-9, 1e-15);
+}
+END_TEST
+
+START_TEST(invalid_values_name_the_variable)
+{
+    static const char *const bad[][2] = {
+        {"SPARCML_DISABLE", "yes"},       {"SPARCML_DISABLE", ""},
+        {"SPARCML_VERBOSE", "2"},         {"SPARCML_STATS", "on"},
+        {"SPARCML_ALGORITHM", "ring"},    {"SPARCML_ALGORITHM", ""},
+        {"SPARCML_ALPHA_US", "-1"},       {"SPARCML_ALPHA_US", "abc"},
+        {"SPARCML_ALPHA_US", "5us"},      {"SPARCML_BETA_NS_PER_BYTE", "nan"},
+        {"SPARCML_BETA_NS_PER_BYTE", "inf"}, {"SPARCML_GAMMA_NS_PER_ENTRY", "0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sparcml_settings s;
+        ck_assert_int_eq(parse_with(&s, bad[i][0], bad[i][1]), -1);
+        ck_assert_ptr_nonnull(strstr(s.error, bad[i][0]));
+    }
+}
+END_TEST
+
+START_TEST(unknown_variable_is_an_error)
+{
+    sparcml_settings s;
+    ck_assert_int_eq(parse_with(&s, "SPARCML_ALGORTHM", "dense"), -1);
+    ck_assert_ptr_nonnull(strstr(s.error, "SPARCML_ALGORTHM"));
+}
+END_TEST
+
+START_TEST(hash_tracks_selection_settings)
+{
+    sparcml_settings a, b, c;
+    parse_with(&a, "SPARCML_ALGORITHM", "dense");
+    parse_with(&b, "SPARCML_ALGORITHM", "auto");
+    parse_with(&c, "SPARCML_VERBOSE", "1"); /* does not steer selection */
+    ck_assert_uint_ne(a.hash, b.hash);
+    ck_assert_uint_eq(b.hash, c.hash);
+}
+END_TEST
+
+Suite *settings_suite(void)
+{
+    Suite *s = suite_create("settings");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, valid_values);
+    tcase_add_test(tc, invalid_values_name_the_variable);
+    tcase_add_test(tc, unknown_variable_is_an_error);
+    tcase_add_test(tc, hash_tracks_selection_settings);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,343 @@
+/* Streams: encode/decode, validation, merge-add, slice/concat, helpers.
+ * References are computed here from plain arrays, never via stream.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "errors.h"
+#include "stream.h"
+#include "suites.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A random vector: dense array of dim doubles-or-int64s (as the value type)
+ * with about d*dim non-zeros, plus the matching stream in buf. */
+typedef struct vec {
+    uint64_t dim;
+    int vtype;
+    void *dense; /* dim values of vtype */
+    void *buf;   /* stream */
+} vec;
+
+static void set_value(int vtype, void *dense, uint64_t i, int64_t x)
+{
+    switch (vtype) {
+    case SPARCML_FLOAT: ((float *)dense)[i] = (float)x / 8.0f; break;
+    case SPARCML_DOUBLE: ((double *)dense)[i] = (double)x / 8.0; break;
+    case SPARCML_INT32: ((int32_t *)dense)[i] = (int32_t)x; break;
+    default: ((int64_t *)dense)[i] = x * 1000003; break;
+    }
+}
+
+static vec make_vec(uint64_t dim, int vtype, double d)
+{
+    vec v = {dim, vtype, calloc(dim ? dim : 1, 8), malloc(sparcml_capacity(dim, vtype) * 8)};
+    for (uint64_t i = 0; i < dim; i++)
+        if ((double)(rnd() % 1000000) < d * 1e6) {
+            int64_t x = (int64_t)(rnd() % 2000) - 1000; /* never 0: density is exact */
+            set_value(vtype, v.dense, i, x >= 0 ? x + 1 : x);
+        }
+    ck_assert_int_eq(sparcml_stream_from_dense(v.buf, sparcml_capacity(dim, vtype), dim, vtype,
+                                               v.dense), SPARCML_OK);
+    return v;
+}
+
+static void free_vec(vec *v) { free(v->dense); free(v->buf); }
+
+/* Reference a + b computed on the dense arrays. */
+static void *dense_sum(const vec *a, const vec *b)
+{
+    void *r = calloc(a->dim ? a->dim : 1, 8);
+    for (uint64_t i = 0; i < a->dim; i++) {
+        switch (a->vtype) {
+        case SPARCML_FLOAT: ((float *)r)[i] = ((float *)a->dense)[i] + ((float *)b->dense)[i]; break;
+        case SPARCML_DOUBLE: ((double *)r)[i] = ((double *)a->dense)[i] + ((double *)b->dense)[i]; break;
+        case SPARCML_INT32:
+            ((uint32_t *)r)[i] = ((uint32_t *)a->dense)[i] + ((uint32_t *)b->dense)[i]; break;
+        default: ((uint64_t *)r)[i] = ((uint64_t *)a->dense)[i] + ((uint64_t *)b->dense)[i]; break;
+        }
+    }
+    return r;
+}
+
+/* Values equal, treating +0 and -0 alike (a stored -0 may become +0). */
+static void assert_dense_equal(const void *got, const void *want, uint64_t dim, int vtype)
+{
+    for (uint64_t i = 0; i < dim; i++) {
+        switch (vtype) {
+        case SPARCML_FLOAT: ck_assert_float_eq(((float *)got)[i], ((float *)want)[i]); break;
+        case SPARCML_DOUBLE: ck_assert_double_eq(((double *)got)[i], ((double *)want)[i]); break;
+        case SPARCML_INT32: ck_assert_int_eq(((int32_t *)got)[i], ((int32_t *)want)[i]); break;
+        default: ck_assert_int_eq(((int64_t *)got)[i], ((int64_t *)want)[i]); break;
+        }
+    }
+}
+
+static void assert_stream_is(const sv *s, const void *want)
+{
+    void *got = calloc(s->dim ? s->dim : 1, 8);
+    uint64_t where;
+    sv check;
+    ck_assert_int_eq(stream_parse(s->base, stream_bytes(s), s->vtype, &check, &where), SPARCML_R_OK);
+    ck_assert_int_eq(sparcml_stream_to_dense(s->base, got, s->dim), SPARCML_OK);
+    assert_dense_equal(got, want, s->dim, s->vtype);
+    /* Canonical format: sparse only while that is smaller. */
+    if (!s->dense) ck_assert(!sparcml_prefers_dense(s->dim, s->vtype, s->nnz));
+    free(got);
+}
+
+static const double densities[] = {0, 0.001, 0.05, 0.3, 0.7, 1};
+
+START_TEST(merge_add_matches_reference)
+{
+    int vtype = _i + 1;
+    rng_state = 42 + (uint64_t)_i;
+    for (size_t da = 0; da < sizeof densities / sizeof densities[0]; da++) {
+        for (size_t db = 0; db < sizeof densities / sizeof densities[0]; db++) {
+            uint64_t dim = 1 + rnd() % 3000;
+            vec a = make_vec(dim, vtype, densities[da]), b = make_vec(dim, vtype, densities[db]);
+            sv va = stream_view(a.buf), vb = stream_view(b.buf);
+            void *out = malloc(stream_merge_bound(&va, &vb)), *want = dense_sum(&a, &b);
+            sv r = stream_merge_add(&va, &vb, out);
+            ck_assert_uint_le(stream_bytes(&r), stream_merge_bound(&va, &vb));
+            assert_stream_is(&r, want);
+            free(out); free(want); free_vec(&a); free_vec(&b);
+        }
+    }
+}
+END_TEST
+
+START_TEST(accumulate_matches_reference)
+{
+    int vtype = _i + 1;
+    rng_state = 7 + (uint64_t)_i;
+    for (size_t db = 0; db < sizeof densities / sizeof densities[0]; db++) {
+        uint64_t dim = 1 + rnd() % 2000;
+        vec a = make_vec(dim, vtype, 1.0), b = make_vec(dim, vtype, densities[db]);
+        sv vb = stream_view(b.buf);
+        void *acc = malloc(sparcml_dense_bytes(dim, vtype)), *want = dense_sum(&a, &b);
+        sv va = stream_init(acc, dim, vtype, dim, 1);
+        memcpy(va.val, a.dense, dim * va.vs);
+        stream_accumulate(&va, &vb, (int)(db % 2));
+        assert_stream_is(&va, want);
+        free(acc); free(want); free_vec(&a); free_vec(&b);
+    }
+}
+END_TEST
+
+START_TEST(slice_then_concat_round_trips)
+{
+    int vtype = _i + 1;
+    rng_state = 99 + (uint64_t)_i;
+    for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++) {
+        for (int P = 1; P <= 9; P++) {
+            uint64_t dim = rnd() % 500 + (uint64_t)(P > 5 ? 0 : 1), off[10];
+            vec a = make_vec(dim, vtype, densities[d]);
+            sv va = stream_view(a.buf), parts[9];
+            char *bufs[9], *out;
+            split_bounds(dim, P, off);
+            ck_assert_uint_eq(off[0], 0);
+            ck_assert_uint_eq(off[P], dim);
+            for (int r = 0; r < P; r++) {
+                ck_assert_uint_le(off[r], off[r + 1]);
+                ck_assert_uint_le(off[r + 1] - off[r], dim / P + 1);
+                bufs[r] = malloc(stream_slice_bytes(&va, off[r], off[r + 1]) + 8);
+                parts[r] = stream_slice(&va, off[r], off[r + 1], bufs[r]);
+                ck_assert_uint_eq(stream_bytes(&parts[r]), stream_slice_bytes(&va, off[r], off[r + 1]));
+                ck_assert_uint_eq(parts[r].dim, off[r + 1] - off[r]);
+            }
+            out = malloc(stream_concat_bytes(parts, P, dim));
+            va = stream_concat(parts, off, P, dim, out);
+            assert_stream_is(&va, a.dense);
+            for (int r = 0; r < P; r++) free(bufs[r]);
+            free(out); free_vec(&a);
+        }
+    }
+}
+END_TEST
+
+/* 64-bit indices: dim > 2^32, sparse only (a dense vector would not fit). */
+START_TEST(wide_indices)
+{
+    uint64_t dim = (UINT64_C(1) << 33) + 5, ia[] = {0, 7, UINT64_C(1) << 32, dim - 1};
+    uint64_t ib[] = {7, (UINT64_C(1) << 32) + 1, dim - 1};
+    double va_[] = {1, 2, 3, 4}, vb_[] = {10, 20, 40}, out_v[] = {1, 12, 3, 20, 44};
+    uint64_t out_i[] = {0, 7, UINT64_C(1) << 32, (UINT64_C(1) << 32) + 1, dim - 1};
+    char a[256], b[256], o[512];
+    sv sa, sb, r;
+    uint64_t where;
+    ck_assert_int_eq(sparcml_stream_from_sorted(a, 32, dim, SPARCML_DOUBLE, 4, ia, va_), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_from_sorted(b, 32, dim, SPARCML_DOUBLE, 3, ib, vb_), SPARCML_OK);
+    ck_assert_int_eq(stream_parse(a, 256, SPARCML_DOUBLE, &sa, &where), SPARCML_R_OK);
+    ck_assert_int_eq(stream_parse(b, 256, SPARCML_DOUBLE, &sb, &where), SPARCML_R_OK);
+    ck_assert_uint_eq(sa.iw, 8);
+    ck_assert_uint_le(stream_merge_bound(&sa, &sb), sizeof o);
+    r = stream_merge_add(&sa, &sb, o);
+    ck_assert_uint_eq(r.nnz, 5);
+    for (uint64_t i = 0; i < 5; i++) {
+        uint64_t idx;
+        double v;
+        sparcml_stream_entry(o, i, &idx, &v);
+        ck_assert_uint_eq(idx, out_i[i]);
+        ck_assert_double_eq(v, out_v[i]);
+    }
+}
+END_TEST
+
+START_TEST(integer_sums_wrap)
+{
+    uint64_t idx[] = {3};
+    int32_t x = INT32_MAX, y = 1;
+    char a[64], b[64], o[128];
+    int32_t got;
+    uint64_t where, i;
+    sv sa, sb, r;
+    sparcml_stream_from_sorted(a, 8, 10, SPARCML_INT32, 1, idx, &x);
+    sparcml_stream_from_sorted(b, 8, 10, SPARCML_INT32, 1, idx, &y);
+    stream_parse(a, 64, SPARCML_INT32, &sa, &where);
+    stream_parse(b, 64, SPARCML_INT32, &sb, &where);
+    r = stream_merge_add(&sa, &sb, o);
+    ck_assert_uint_eq(r.nnz, 1);
+    sparcml_stream_entry(o, 0, &i, &got);
+    ck_assert_int_eq(got, INT32_MIN);
+}
+END_TEST
+
+/* ---------------------------------------------------------- validation */
+
+static char good[256] __attribute__((aligned(8)));
+
+static void make_good(void)
+{
+    uint64_t idx[] = {1, 4, 9};
+    float v[] = {1, 2, 3};
+    ck_assert_int_eq(sparcml_stream_from_sorted(good, 32, 10, SPARCML_FLOAT, 3, idx, v), SPARCML_OK);
+}
+
+static int parse_good(uint64_t avail)
+{
+    sv s;
+    uint64_t where;
+    return stream_parse(good, avail, SPARCML_FLOAT, &s, &where);
+}
+
+static void set_u32(size_t off, uint32_t v) { memcpy(good + off, &v, 4); }
+static void set_u64(size_t off, uint64_t v) { memcpy(good + off, &v, 8); }
+
+START_TEST(validation_table)
+{
+    sparcml_header h;
+    sv s;
+    uint64_t where;
+    make_good();
+    ck_assert_int_eq(parse_good(256), SPARCML_R_OK);
+    ck_assert_int_eq(parse_good(sparcml_sparse_bytes(10, SPARCML_FLOAT, 3)), SPARCML_R_OK);
+    ck_assert_int_eq(parse_good(sparcml_sparse_bytes(10, SPARCML_FLOAT, 3) - 1), SPARCML_R_STREAM_OVERFLOW);
+    ck_assert_int_eq(parse_good(31), SPARCML_R_SHORT_BUFFER);
+    ck_assert_int_eq(stream_parse(NULL, 256, SPARCML_FLOAT, &s, &where), SPARCML_R_NULL_BUFFER);
+    ck_assert_int_eq(stream_parse(good + 4, 200, SPARCML_FLOAT, &s, &where), SPARCML_R_UNALIGNED);
+    ck_assert_int_eq(stream_parse(good, 256, SPARCML_DOUBLE, &s, &where), SPARCML_R_VALUE_TYPE_TAG);
+    make_good(); set_u32(0, 0xdeadbeef); ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_MAGIC);
+    make_good(); good[4] = 2; ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_VERSION);
+    make_good(); good[5] = 9; ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_VALUE_TYPE);
+    make_good(); good[6] = 8; ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_INDEX_WIDTH);
+    make_good(); good[7] = 2; ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_FORMAT);
+    make_good(); set_u64(24, 1); ck_assert_int_eq(parse_good(256), SPARCML_R_BAD_RESERVED);
+    make_good(); set_u64(16, 11); ck_assert_int_eq(parse_good(256), SPARCML_R_NNZ_GT_DIM);
+    make_good(); set_u64(8, SPARCML_MAX_DIM + 1); ck_assert_int_eq(parse_good(256), SPARCML_R_DIM_TOO_LARGE);
+    make_good(); good[7] = 1; ck_assert_int_eq(parse_good(256), SPARCML_R_DENSE_NNZ);
+    make_good(); set_u32(32 + 8, 10);
+    ck_assert_int_eq(stream_parse(good, 256, SPARCML_FLOAT, &s, &where), SPARCML_R_INDEX_GE_DIM);
+    ck_assert_uint_eq(where, 2);
+    make_good(); set_u32(32 + 4, 0);
+    ck_assert_int_eq(stream_parse(good, 256, SPARCML_FLOAT, &s, &where), SPARCML_R_UNSORTED);
+    ck_assert_uint_eq(where, 1);
+    make_good(); set_u32(32 + 4, 1);
+    ck_assert_int_eq(stream_parse(good, 256, SPARCML_FLOAT, &s, &where), SPARCML_R_DUPLICATE);
+    memcpy(&h, good, sizeof h);
+    ck_assert_uint_eq(h.magic, SPARCML_MAGIC);
+}
+END_TEST
+
+START_TEST(every_reason_has_text_and_class)
+{
+    for (int r = 1; r < SPARCML_R_COUNT_; r++) {
+        ck_assert_str_ne(sparcml_reason_text(r), "unknown error");
+        ck_assert_int_ne(sparcml_reason_class(r), MPI_SUCCESS);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------- helpers */
+
+START_TEST(from_pairs_sorts_and_sums_duplicates)
+{
+    uint64_t idx[] = {5, 1, 5, 9, 1};
+    int64_t v[] = {10, 1, 20, 3, 2};
+    char buf[256] __attribute__((aligned(8)));
+    int64_t dense[12];
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, 32, 12, SPARCML_INT64, 5, idx, v), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_to_dense(buf, dense, 12), SPARCML_OK);
+    ck_assert_int_eq(dense[1], 3);
+    ck_assert_int_eq(dense[5], 30);
+    ck_assert_int_eq(dense[9], 3);
+    ck_assert_int_eq(dense[0] + dense[2] + dense[11], 0);
+    idx[0] = 12;
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, 32, 12, SPARCML_INT64, 5, idx, v), SPARCML_E_ARG);
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, 2, 12, SPARCML_INT64, 1, idx + 1, v), SPARCML_E_CAPACITY);
+}
+END_TEST
+
+START_TEST(from_dense_picks_the_smaller_format)
+{
+    float d[100] = {0};
+    char buf[1024] __attribute__((aligned(8)));
+    sparcml_header h;
+    d[3] = 1;
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, 128, 100, SPARCML_FLOAT, d), SPARCML_OK);
+    sparcml_stream_header(buf, &h);
+    ck_assert_int_eq(h.format, SPARCML_SPARSE);
+    ck_assert_uint_eq(h.nnz, 1);
+    for (int i = 0; i < 50; i++) d[i] = (float)i + 1;
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, 128, 100, SPARCML_FLOAT, d), SPARCML_OK);
+    sparcml_stream_header(buf, &h);
+    ck_assert_int_eq(h.format, SPARCML_DENSE);
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, 10, 100, SPARCML_FLOAT, d), SPARCML_E_CAPACITY);
+    /* capacity() always suffices, at the sparse/dense boundary too */
+    for (uint64_t dim = 1; dim < 200; dim++)
+        for (uint64_t nnz = 0; nnz <= dim; nnz++)
+            if (!sparcml_prefers_dense(dim, SPARCML_FLOAT, nnz))
+                ck_assert_uint_le(sparcml_sparse_bytes(dim, SPARCML_FLOAT, nnz),
+                                  (uint64_t)sparcml_capacity(dim, SPARCML_FLOAT) * 8);
+}
+END_TEST
+
+Suite *stream_suite(void)
+{
+    Suite *s = suite_create("stream");
+    TCase *tc = tcase_create("algebra");
+    tcase_add_loop_test(tc, merge_add_matches_reference, 0, 4);
+    tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
+    tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
+    tcase_add_test(tc, wide_indices);
+    tcase_add_test(tc, integer_sums_wrap);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("validation");
+    tcase_add_test(tc, validation_table);
+    tcase_add_test(tc, every_reason_has_text_and_class);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("helpers");
+    tcase_add_test(tc, from_pairs_sorts_and_sums_duplicates);
+    tcase_add_test(tc, from_dense_picks_the_smaller_format);
+    suite_add_tcase(s, tc);
+    return s;
+}
