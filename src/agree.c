@@ -84,3 +84,10 @@ int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
     else if (v[F_HASH_MAX] != -v[F_HASH_NEG]) out->reason = SPARCML_R_CONFIG_MISMATCH;
     return MPI_SUCCESS;
 }
+
+void agree_finalize(void)
+{
+    /* Only this thread runs MPI_Finalize, and no allreduce runs any more. */
+    if (agree_op != MPI_OP_NULL) PMPI_Op_free(&agree_op);
+    if (agree_type != MPI_DATATYPE_NULL) PMPI_Type_free(&agree_type);
+}

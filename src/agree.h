@@ -34,4 +34,7 @@ typedef struct sparcml_agreed {
 
 int agree(MPI_Comm comm, int rank, const sparcml_local *local, sparcml_agreed *out);
 
+/* Free the datatype and op (at MPI_Finalize). */
+void agree_finalize(void);
+
 #endif

@@ -72,6 +72,14 @@ int ctx_get(MPI_Comm comm, sparcml_ctx **out)
     return ctx_create(comm, out);
 }
 
+void ctx_finalize(void)
+{
+    if (ctx_keyval == MPI_KEYVAL_INVALID) return;
+    PMPI_Comm_delete_attr(MPI_COMM_WORLD, ctx_keyval);
+    PMPI_Comm_delete_attr(MPI_COMM_SELF, ctx_keyval);
+    PMPI_Comm_free_keyval(&ctx_keyval);
+}
+
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
 {
     if (bytes == 0) bytes = 8;

@@ -33,6 +33,10 @@ typedef struct sparcml_ctx {
 /* The context of comm, created on first use (collective over comm). */
 int ctx_get(MPI_Comm comm, sparcml_ctx **out);
 
+/* At MPI_Finalize: free the contexts of MPI_COMM_WORLD and MPI_COMM_SELF
+ * (other communicators' go when the application frees them) and the keyval. */
+void ctx_finalize(void);
+
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
  * out of memory.  The contents are not preserved when it grows. */
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);

@@ -5,7 +5,9 @@
 
 #include <stdio.h>
 
+#include "agree.h"
 #include "allreduce.h"
+#include "comm_ctx.h"
 #include "registry.h"
 #include "settings.h"
 #include "stats.h"
@@ -40,6 +42,8 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 int MPI_Finalize(void)
 {
     if (settings_get()->stats) stats_report();
+    ctx_finalize();
+    agree_finalize();
     return PMPI_Finalize();
 }
 

@@ -6,7 +6,9 @@
  * polled ~20 times in vain give up its core (sched_yield), which brings that
  * down to tens of microseconds.  MPIR_CVAR_POLLS_BEFORE_YIELD does not
  * apply to ch4, hence the wrapper. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <sched.h>
 

@@ -1,0 +1,50 @@
+! fortran_inplace.f90 -- a Fortran program (use mpi) tags a datatype with
+! MPI_Type_set_name and calls MPI_Allreduce with MPI_IN_PLACE on a dense
+! float stream.  libmpichfort calls the C MPI_Allreduce, so the preloaded
+! shim sees it.  The stream header is written by hand (see sparcml-stream(7)).
+program fortran_inplace
+  use mpi
+  use iso_c_binding
+  implicit none
+  integer, parameter :: n = 10
+  integer :: ierr, rank, nprocs, stype, i, nwords
+  integer(8) :: bad
+  integer(8), allocatable, target :: buf(:)
+  real(4), pointer :: vals(:)
+  real(4) :: expect
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  call MPI_Type_contiguous(8, MPI_BYTE, stype, ierr)
+  call MPI_Type_commit(stype, ierr)
+  call MPI_Type_set_name(stype, 'sparcml:v1:float', ierr)
+
+  nwords = (32 + n * 4 + 8 + 7) / 8
+  allocate(buf(nwords))
+  ! magic "SPCM", version 1, value type 1 (float), index width 4, format 1 (dense)
+  buf(1) = int(z'4d435053', 8) + ishft(1_8, 32) + ishft(1_8, 40) + ishft(4_8, 48) + ishft(1_8, 56)
+  buf(2) = n
+  buf(3) = n
+  buf(4) = 0
+  call c_f_pointer(c_loc(buf(5)), vals, [n])
+  do i = 1, n
+    vals(i) = real(rank + i, 4)
+  end do
+
+  call MPI_Allreduce(MPI_IN_PLACE, buf, nwords, stype, MPI_SUM, MPI_COMM_WORLD, ierr)
+
+  bad = 0
+  if (ierr /= MPI_SUCCESS) bad = 1
+  if (buf(2) /= n .or. buf(3) /= n) bad = 1
+  do i = 1, n
+    expect = real(nprocs * i + nprocs * (nprocs - 1) / 2, 4)
+    if (vals(i) /= expect) bad = 1
+  end do
+  call MPI_Allreduce(MPI_IN_PLACE, bad, 1, MPI_INTEGER8, MPI_MAX, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(a,i0,a,i0)', 'fortran_inplace: P=', nprocs, ' failures=', bad
+  call MPI_Type_free(stype, ierr)
+  call MPI_Finalize(ierr)
+  if (bad /= 0) stop 1
+end program fortran_inplace

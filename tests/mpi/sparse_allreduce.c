@@ -1,0 +1,218 @@
+/* sparse_allreduce.c -- correctness of tagged allreduces (run with the shim
+ * preloaded, any P, any SPARCML_ALGORITHM).
+ *
+ * For MPI_COMM_WORLD and a split sub-communicator with non-contiguous,
+ * reversed ranks; float, double, int32, int64; densities 0, 1e-4, 1e-2,
+ * 0.3, 1; random, identical, disjoint and skewed (one rank empty, one
+ * dense) index sets; with and without MPI_IN_PLACE; through MPI_Allreduce
+ * and MPI_Allreduce_c:
+ *  - the result equals a reference sum computed here from every rank's
+ *    regenerated input (exact for integers, with two's complement wrap;
+ *    for floats within P * epsilon * sum|x_i| of a double reference: the
+ *    worst-case error of summing P values in any order is (P-1) * eps/2 *
+ *    sum|x_i|);
+ *  - the result stream is bitwise identical on all ranks (hash compared);
+ *  - a second and third call with the same buffers give the same bytes. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "testlib.h"
+
+enum { PAT_RANDOM, PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_COUNT };
+static const char *const pat_names[] = {"random", "identical", "disjoint", "skewed"};
+static const double densities[] = {0, 1e-4, 1e-2, 0.3, 1};
+static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT32, SPARCML_INT64};
+
+typedef struct tcase {
+    uint64_t seed, dim;
+    int vtype, pattern, inplace, large_count_api;
+    double density;
+    const char *comm_name;
+} tcase;
+
+static int failures, checks;
+
+static void fail(const tcase *t, int rank, const char *what)
+{
+    if (failures++ < 20)
+        fprintf(stderr, "FAIL rank %d: %s [comm=%s type=%s N=%llu d=%g pattern=%s inplace=%d]\n",
+                rank, what, t->comm_name, sparcml_value_type_name(t->vtype),
+                (unsigned long long)t->dim, t->density, pat_names[t->pattern], t->inplace);
+}
+
+/* Does rank r (of P) hold index i in case t? */
+static int holds(const tcase *t, int r, int P, uint64_t i)
+{
+    double u = (double)(t_rand(t->seed ^ 0x51, (uint64_t)r * t->dim + i) >> 11) / 9007199254740992.0;
+    switch (t->pattern) {
+    case PAT_IDENTICAL:
+        return (double)(t_rand(t->seed ^ 0x52, i) >> 11) / 9007199254740992.0 < t->density;
+    case PAT_DISJOINT:
+        return (int)(i % (uint64_t)P) == r && u < t->density * P;
+    case PAT_SKEWED:
+        if (r == 0) return 0;
+        if (r == 1 % P) return 1;
+        return u < t->density;
+    default:
+        return u < t->density;
+    }
+}
+
+/* The value rank r contributes at index i, as a double and as raw bits. */
+static void value_of(const tcase *t, int r, uint64_t i, void *out)
+{
+    uint64_t x = t_rand(t->seed ^ 0x77, (uint64_t)r * t->dim + i);
+    double f = (double)(x >> 11) / 4503599627370496.0 - 1.0; /* [-1, 1) */
+    switch (t->vtype) {
+    case SPARCML_FLOAT: { float v = (float)f; memcpy(out, &v, 4); break; }
+    case SPARCML_DOUBLE: memcpy(out, &f, 8); break;
+    case SPARCML_INT32: { int32_t v = (int32_t)(x >> 33) - (1 << 30); memcpy(out, &v, 4); break; }
+    default: memcpy(out, &x, 8); break; /* full range: sums wrap */
+    }
+}
+
+/* Write rank r's input stream into buf (count words). */
+static void build_input(const tcase *t, int r, int P, void *buf, MPI_Count count, void *scratch)
+{
+    size_t vs = sparcml_value_size(t->vtype);
+    uint64_t nnz = 0, *idx = scratch;
+    char *vals = (char *)scratch + t->dim * 8;
+    for (uint64_t i = 0; i < t->dim; i++) {
+        if (!holds(t, r, P, i)) continue;
+        idx[nnz] = i;
+        value_of(t, r, i, vals + nnz * vs);
+        nnz++;
+    }
+    if (sparcml_prefers_dense(t->dim, t->vtype, nnz)) {
+        /* Dense input: expand the entries (zeros elsewhere). */
+        char *d = (char *)buf + SPARCML_HEADER_BYTES;
+        sparcml_write_header(buf, t->dim, t->vtype, t->dim, SPARCML_DENSE);
+        memset(d, 0, t->dim * vs);
+        for (uint64_t j = 0; j < nnz; j++) memcpy(d + idx[j] * vs, vals + j * vs, vs);
+    } else if (sparcml_stream_from_sorted(buf, count, t->dim, t->vtype, nnz, idx, vals) != SPARCML_OK) {
+        fprintf(stderr, "test bug: cannot build input\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+/* Check result (dense expansion `got`) against the reference. */
+static void check_values(const tcase *t, int rank, int P, const void *got)
+{
+    size_t vs = sparcml_value_size(t->vtype);
+    int bad = 0;
+    for (uint64_t i = 0; i < t->dim && !bad; i++) {
+        double ref = 0, mag = 0;
+        uint64_t iref = 0;
+        for (int r = 0; r < P; r++) {
+            unsigned char v[8];
+            if (!holds(t, r, P, i)) continue;
+            value_of(t, r, i, v);
+            switch (t->vtype) {
+            case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref += f; mag += fabs(f); break; }
+            case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref += f; mag += fabs(f); break; }
+            case SPARCML_INT32: { int32_t x; memcpy(&x, v, 4); iref += (uint32_t)x; break; }
+            default: { uint64_t x; memcpy(&x, v, 8); iref += x; break; }
+            }
+        }
+        const char *g = (const char *)got + i * vs;
+        switch (t->vtype) {
+        case SPARCML_FLOAT: { float f; memcpy(&f, g, 4);
+            bad = !(fabs(f - ref) <= P * FLT_EPSILON * mag); break; }
+        case SPARCML_DOUBLE: { double f; memcpy(&f, g, 8);
+            bad = !(fabs(f - ref) <= P * DBL_EPSILON * mag); break; }
+        case SPARCML_INT32: { uint32_t x; memcpy(&x, g, 4); bad = x != (uint32_t)iref; break; }
+        default: { uint64_t x; memcpy(&x, g, 8); bad = x != iref; break; }
+        }
+        if (bad) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "wrong value at index %llu", (unsigned long long)i);
+            fail(t, rank, msg);
+        }
+    }
+}
+
+static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
+{
+    int rank, P, rc;
+    MPI_Count count = sparcml_capacity(t->dim, t->vtype);
+    void *send = t_alloc_words(count), *recv = t_alloc_words(count);
+    void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
+    uint64_t first_hash = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+    for (int rep = 0; rep < 3; rep++) {
+        sparcml_header h;
+        uint64_t hash;
+        memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
+        if (rep == 0 || t->inplace) build_input(t, rank, P, t->inplace ? recv : send, count, scratch);
+        if (t->large_count_api)
+            rc = MPI_Allreduce_c(t->inplace ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, comm);
+        else
+            rc = MPI_Allreduce(t->inplace ? MPI_IN_PLACE : send, recv, (int)count, type, MPI_SUM, comm);
+        checks++;
+        if (rc != MPI_SUCCESS) { fail(t, rank, "MPI_Allreduce returned an error"); break; }
+        if (sparcml_stream_header(recv, &h) != SPARCML_OK || h.dim != t->dim
+            || h.value_type != t->vtype) {
+            fail(t, rank, "result is not a valid stream");
+            break;
+        }
+        hash = t_fnv(recv, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
+                                                    : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz));
+        if (!t_same_everywhere(hash, comm)) fail(t, rank, "result differs between ranks");
+        if (rep == 0) {
+            first_hash = hash;
+            sparcml_stream_to_dense(recv, got, t->dim);
+            check_values(t, rank, P, got);
+        } else if (hash != first_hash) {
+            fail(t, rank, "repeated call gave a different result");
+        }
+    }
+    free(send); free(recv); free(scratch); free(got);
+}
+
+static void run_all(MPI_Comm comm, const char *name, MPI_Datatype types[4], uint64_t seed)
+{
+    int n = 0;
+    for (int v = 0; v < 4; v++)
+        for (int d = 0; d < 5; d++)
+            for (int p = 0; p < PAT_COUNT; p++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    tcase t = {seed + (uint64_t)n, 20011, vtypes[v], p, inplace, n % 2, densities[d], name};
+                    run_case(&t, comm, types[v]);
+                    n++;
+                }
+    /* Fewer elements than ranks: some slices are empty. */
+    for (int v = 0; v < 4; v++)
+        for (int d = 3; d < 5; d++) {
+            tcase t = {seed + 1000 + (uint64_t)n++, 5, vtypes[v], PAT_RANDOM, v % 2, 0, densities[d], name};
+            run_case(&t, comm, types[v]);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Datatype types[4];
+    MPI_Comm sub;
+    int rank, size, total_fail;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int v = 0; v < 4; v++) sparcml_type_create(vtypes[v], &types[v]);
+
+    run_all(MPI_COMM_WORLD, "world", types, 1);
+    /* Non-contiguous members in reversed order: ranks of one parity. */
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &sub);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    run_all(sub, "split", types, 5000 + (uint64_t)(rank % 2));
+    MPI_Comm_free(&sub);
+
+    for (int v = 0; v < 4; v++) MPI_Type_free(&types[v]);
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    total_fail = failures;
+    if (rank == 0)
+        printf("sparse_allreduce: P=%d calls_per_rank=%d failures=%d\n", size, checks, total_fail);
+    MPI_Finalize();
+    return total_fail ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+/* testlib.h -- shared helpers of the MPI test programs.  These programs are
+ * plain MPI applications: built with mpicc, never linked to libsparcml; the
+ * scripts preload the shim.  Only include/sparcml.h (header-only) is used. */
+#ifndef SPARCML_TESTLIB_H
+#define SPARCML_TESTLIB_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sparcml.h"
+
+static inline uint64_t t_mix(uint64_t z) /* splitmix64 finaliser */
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A counter-based generator: the same (seed, i) gives the same number on
+ * every rank, so each rank can regenerate every other rank's input. */
+static inline uint64_t t_rand(uint64_t seed, uint64_t i) { return t_mix(t_mix(seed) ^ t_mix(i + 1)); }
+
+static inline uint64_t t_fnv(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+/* 1 when the 64-bit value v is the same on every rank of comm. */
+static inline int t_same_everywhere(uint64_t v, MPI_Comm comm)
+{
+    uint64_t mx, mn;
+    MPI_Allreduce(&v, &mx, 1, MPI_UINT64_T, MPI_MAX, comm);
+    MPI_Allreduce(&v, &mn, 1, MPI_UINT64_T, MPI_MIN, comm);
+    return mx == mn;
+}
+
+static inline void *t_alloc_words(MPI_Count words)
+{
+    void *p = aligned_alloc(64, ((size_t)words * 8 + 63) & ~(size_t)63);
+    if (!p) { fprintf(stderr, "out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    return p;
+}
+
+#endif

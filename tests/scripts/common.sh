@@ -1,0 +1,45 @@
+# common.sh -- sourced by the test scripts (run by `make check`, which
+# exports MPIEXEC, SHIM, YIELD, TESTBIN, SRCDIR).
+set -u
+: "${MPIEXEC:=mpiexec.mpich}"
+: "${TIMEOUT:=300}"
+HYDRA_CONFIG_FILE=/dev/null
+export HYDRA_CONFIG_FILE
+npass=0
+nfail=0
+
+# run_mpi P PRELOAD [VAR=value ...] -- program args...
+# Runs under `timeout`: a hang is a failure, not a stuck CI.  Output goes to
+# $out and $err.
+out=$(mktemp)
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+run_mpi() {
+    local p=$1 preload=$2
+    shift 2
+    local envs=()
+    while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n "$p" env ${preload:+LD_PRELOAD="$preload"} \
+        ${envs[@]+"${envs[@]}"} "$@" >"$out" 2>"$err"
+}
+
+ok() { npass=$((npass + 1)); echo "ok - $*"; }
+not_ok() {
+    nfail=$((nfail + 1))
+    echo "not ok - $*"
+    sed 's/^/#   stdout: /' "$out" | head -20
+    sed 's/^/#   stderr: /' "$err" | head -20
+}
+
+# check DESCRIPTION 'SHELL CONDITION': records ok / not ok.
+check() {
+    if eval "$2"; then ok "$1"; else not_ok "$1"; fi
+}
+
+finish() {
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ]
+}
+
+with_shim="$YIELD:$SHIM"

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Every algorithm (forced) and auto, P = 1..8, the full case matrix of
+# sparse_allreduce (types, densities, index patterns, in-place, a split
+# sub-communicator, repeated calls).
+. "$(dirname "$0")/common.sh"
+for alg in auto ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
+    for p in 1 2 3 4 5 6 7 8; do
+        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce"
+        rc=$?
+        check "algorithm=$alg P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+    done
+done
+finish

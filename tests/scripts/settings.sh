@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPARCML_* validation at start-up, verbose and stats output, and settings
+# that differ between ranks.
+. "$(dirname "$0")/common.sh"
+prog="$TESTBIN/no_shim"
+for bad in SPARCML_ALGORITHM=ring SPARCML_VERBOSE=yes SPARCML_DISABLE=2 SPARCML_ALPHA_US=-3 \
+           SPARCML_BETA_NS_PER_BYTE=fast SPARCML_STATS= SPARCML_ALGORITM=dense; do
+    run_mpi 2 "$with_shim" "$bad" -- "$prog" shim
+    rc=$?
+    check "$bad stops the job with a message naming it" \
+        '[ "$rc" -ne 0 ] && grep -q "sparcml: rank [0-9]*: .*${bad%%=*}" "$err"'
+done
+run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 -- "$prog" shim
+check "SPARCML_VERBOSE=1: one line per call on rank 0" \
+    '[ "$(grep -c "^sparcml: allreduce algorithm=" "$out")" -eq 1 ]'
+run_mpi 3 "$with_shim" SPARCML_STATS=1 SPARCML_ALGORITHM=dense -- "$prog" shim
+check "SPARCML_STATS=1: report at MPI_Finalize counts the call" \
+    'grep -Eq "^sparcml: dense +1 " "$out"'
+run_mpi 3 "$with_shim" -- "$prog" shim
+check "silent by default" '[ ! -s "$err" ] && ! grep -q sparcml: "$out"'
+# Different settings on different ranks must fail, not deadlock.
+timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" SPARCML_ALGORITHM=dense "$prog" shim : \
+    -n 1 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
+rc=$?
+check "settings differing between ranks are an error on every rank" \
+    '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c "settings differ between ranks" "$err")" -eq 2 ]'
+finish
