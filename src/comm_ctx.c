@@ -85,16 +85,14 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
     if (bytes == 0) bytes = 8;
     if (bytes > SIZE_MAX) return NULL;
     if (ctx->pool_bytes[which] < bytes) {
-        /* Grow by at least half again so slowly rising sizes do not
-         * reallocate on every call. */
-        size_t want = (size_t)bytes, grown = ctx->pool_bytes[which] + ctx->pool_bytes[which] / 2;
-        void *p;
-        if (grown > want) want = grown;
+        /* Exactly what is asked (rounded to a cache line): the pool only
+         * grows, so a repeated call of the same size never allocates, and
+         * the peak stays at the largest single request (docs/design.md). */
+        size_t want = ((size_t)bytes + 63) & ~(size_t)63;
         free(ctx->pool[which]);
-        p = aligned_alloc(64, (want + 63) & ~(size_t)63);
-        ctx->pool[which] = p;
-        ctx->pool_bytes[which] = p ? want : 0;
-        if (!p) return NULL;
+        ctx->pool[which] = aligned_alloc(64, want);
+        ctx->pool_bytes[which] = ctx->pool[which] ? want : 0;
+        if (!ctx->pool[which]) return NULL;
     }
     return ctx->pool[which];
 }

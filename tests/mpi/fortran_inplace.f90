@@ -8,7 +8,7 @@ program fortran_inplace
   implicit none
   integer, parameter :: n = 10
   integer :: ierr, rank, nprocs, stype, i, nwords
-  integer(8) :: bad
+  integer(8) :: bad(1)
   integer(8), allocatable, target :: buf(:)
   real(4), pointer :: vals(:)
   real(4) :: expect
@@ -43,8 +43,8 @@ program fortran_inplace
     if (vals(i) /= expect) bad = 1
   end do
   call MPI_Allreduce(MPI_IN_PLACE, bad, 1, MPI_INTEGER8, MPI_MAX, MPI_COMM_WORLD, ierr)
-  if (rank == 0) print '(a,i0,a,i0)', 'fortran_inplace: P=', nprocs, ' failures=', bad
+  if (rank == 0) print '(a,i0,a,i0)', 'fortran_inplace: P=', nprocs, ' failures=', bad(1)
   call MPI_Type_free(stype, ierr)
   call MPI_Finalize(ierr)
-  if (bad /= 0) stop 1
+  if (bad(1) /= 0) stop 1
 end program fortran_inplace
