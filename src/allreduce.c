@@ -84,7 +84,8 @@ static void learn(sparcml_ctx *ctx, const sparcml_problem *p, const sparcml_call
 
 static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
 {
-    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap};
+    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
+                         c->q.bits, c->q.bucket, c->q_sparse};
     sparcml_algorithm alg;
     double t0 = PMPI_Wtime();
     int rc;
@@ -158,5 +159,12 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     c.vtype = vtype;
     c.k_max = agreed.k_max;
     c.k_sum = agreed.k_sum;
+    /* QSGD applies to floating-point values only: integers stay exact. */
+    if (vtype == SPARCML_FLOAT || vtype == SPARCML_DOUBLE) {
+        c.q.bits = s->qsgd_bits;
+        c.q.bucket = (uint32_t)s->qsgd_bucket;
+        c.q.seed = s->qsgd_seed;
+        c.q_sparse = s->qsgd_sparse;
+    }
     return run(s, &c, &agreed, comm);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "comm_ctx.h"
+#include "qsgd.h"
 #include "stream.h"
 
 typedef struct sparcml_call {
@@ -22,6 +23,8 @@ typedef struct sparcml_call {
     uint64_t dim;
     int vtype;
     uint64_t k_max, k_sum;
+    qsgd_params q;       /* q.bits == 0: no quantization (always so for integers) */
+    int q_sparse;        /* quantize the values of sparse messages too */
     /* filled in by the algorithm */
     uint64_t bytes_sent; /* by this rank (see docs/design.md for vendor phases) */
     uint64_t result_nnz;
@@ -30,19 +33,48 @@ typedef struct sparcml_call {
 } sparcml_call;
 
 /* Internal tags: only ever used on the private duplicate communicator. */
-enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER };
+enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER };
 
 /* Copy the final result into recvbuf (or set reason when it does not fit). */
 void call_deliver(sparcml_call *c, const sv *result);
 
-/* Blocking send of a stream; counts the bytes. */
-int p2p_send(sparcml_call *c, const sv *s, int dest, int tag);
+/* What goes on the wire for a stream: the stream itself, or its QSGD
+ * encoding (in pool POOL_QMSG).  Each message is quantized once, by its
+ * sender. */
+typedef struct wire {
+    const void *buf;
+    uint64_t bytes;
+    int quantized;
+} wire;
 
-/* Nonblocking send of a stream; counts the bytes. */
-int p2p_isend(sparcml_call *c, const sv *s, int dest, int tag, MPI_Request *req);
+/* Should stream s travel quantized? */
+int call_quantizes(const sparcml_call *c, const sv *s);
 
-/* Receive a stream of unknown size from src into pool buffer `which`. */
-int p2p_recv(sparcml_call *c, int src, int tag, int which, sv *out);
+/* The wire form of s.  (origin, message) name it in the random-number key:
+ * ranks that hold the same data must quantize it with the same origin (in
+ * recursive doubling, every member of a group holds the group's sum), so
+ * they send -- and add -- the same bits. */
+int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w);
+
+/* What the receiver of w decodes (w itself when not quantized), decoded
+ * into pool `which`: the sender adds exactly what its partner adds. */
+int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out);
+
+/* Blocking / nonblocking send of a wire message; counts the bytes. */
+int p2p_send(sparcml_call *c, const wire *w, int dest, int tag);
+int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req);
+
+/* Receive a stream of unknown size from src into pool raw_pool, decoding a
+ * quantized one into dec_pool; *where (may be NULL) tells which pool holds
+ * the stream *out. */
+int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where);
+
+/* A plain (unquantized) wire view of a stream. */
+static inline wire wire_of(const sv *s)
+{
+    wire w = {s->base, stream_bytes(s), 0};
+    return w;
+}
 
 /* Out-of-memory while the others go on: there is no way to tell them
  * without a hang-free protocol, so this is reported as MPI_ERR_NO_MEM on
@@ -59,6 +91,10 @@ int sparcml_dense_allreduce(sparcml_call *c);
  * [0, dim) (ctx->offsets[r] .. ctx->offsets[r+1]) is summed on rank r.
  * *mine receives this rank's reduced slice (in a pool buffer). */
 int split_reduce_scatter(sparcml_call *c, sv *mine);
+
+/* Allgather of one message of any size per rank into POOL_GATHER; message r
+ * starts at *gathered + ctx->displs[r]. */
+int split_allgather_messages(sparcml_call *c, const wire *mine, char **gathered);
 
 /* The bounds of the P slices: offsets[0..P]. */
 void split_bounds(uint64_t dim, int P, uint64_t *offsets);

@@ -13,7 +13,13 @@
 #include <stdint.h>
 
 /* Scratch buffers, reused across calls: they only grow. */
-enum { POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS, POOL_COUNT_ };
+enum {
+    POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS,
+    POOL_QMSG, /* a quantized outgoing message */
+    POOL_QDEC, /* a decoded incoming message */
+    POOL_QOWN, /* this rank's own contribution as its partner will decode it */
+    POOL_COUNT_
+};
 
 typedef struct sparcml_ctx {
     MPI_Comm comm; /* the private duplicate */

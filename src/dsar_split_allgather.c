@@ -4,15 +4,60 @@
  * reduced slice dense, written straight into its place in recvbuf, and a
  * dense in-place MPI_Allgatherv completes the result.  The choice once the
  * sum has filled in: the allgather moves (P-1)/P * N values per rank with
- * no index overhead and no local assembly. */
+ * no index overhead and no local assembly.
+ *
+ * With QSGD the dense slices travel quantized instead: each owner encodes
+ * its slice once, the messages are allgathered, and every rank (the owner
+ * too) decodes all of them, so all hold the same bits. */
 #include "config.h"
 
+#include <string.h>
+
 #include "call.h"
+
+static int allgather_dense(sparcml_call *c, sv *out)
+{
+    sparcml_ctx *ctx = c->ctx;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out->vs);
+        ctx->displs[r] = (MPI_Aint)(ctx->offsets[r] * out->vs);
+    }
+    /* As for a ring allgather: everything but this rank's own slice. */
+    c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
+    return PMPI_Allgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out->val, ctx->counts,
+                             ctx->displs, MPI_BYTE, ctx->comm);
+}
+
+static int allgather_quantized(sparcml_call *c, const sv *mine, sv *out)
+{
+    sparcml_ctx *ctx = c->ctx;
+    uint64_t dim = ctx->offsets[ctx->rank + 1] - ctx->offsets[ctx->rank];
+    void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
+    char *gathered;
+    sv slice;
+    wire w;
+    int rc;
+    if (!dense) return CALL_NOMEM(c);
+    slice = stream_init(dense, dim, c->vtype, dim, 1);
+    stream_densify(mine, slice.val);
+    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &w);
+    if (rc == MPI_SUCCESS) rc = split_allgather_messages(c, &w, &gathered);
+    if (rc != MPI_SUCCESS) return rc;
+    for (int r = 0; r < ctx->size; r++) {
+        const char *m = gathered + ctx->displs[r];
+        void *tmp = ctx_buffer(ctx, POOL_QDEC, qsgd_is_message(m) ? qsgd_decoded_bytes(m) : 8);
+        sv part;
+        if (!tmp) return CALL_NOMEM(c);
+        part = qsgd_is_message(m) ? qsgd_decode_message(m, tmp) : stream_view(m);
+        memcpy((char *)out->val + ctx->offsets[r] * out->vs, part.val, part.dim * out->vs);
+    }
+    return MPI_SUCCESS;
+}
 
 int sparcml_dsar_split_allgather(sparcml_call *c)
 {
     sparcml_ctx *ctx = c->ctx;
-    int P = ctx->size, me = ctx->rank, rc;
+    int rc;
     sv mine, out;
 
     /* Decided before any message: every rank has the same dim and count. */
@@ -22,17 +67,11 @@ int sparcml_dsar_split_allgather(sparcml_call *c)
     }
     rc = split_reduce_scatter(c, &mine);
     if (rc != MPI_SUCCESS) return rc;
+    /* The input has been consumed: recvbuf may be written. */
     out = stream_init(c->recvbuf, c->dim, c->vtype, c->dim, 1);
-    stream_densify(&mine, (char *)out.val + ctx->offsets[me] * out.vs);
-    for (int r = 0; r < P; r++) {
-        ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out.vs);
-        ctx->displs[r] = (MPI_Aint)(ctx->offsets[r] * out.vs);
-    }
-    /* As for a ring allgather: everything but this rank's own slice. */
-    c->bytes_sent += c->dim * out.vs - (uint64_t)ctx->counts[me];
-    rc = PMPI_Allgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.val, ctx->counts, ctx->displs,
-                           MPI_BYTE, ctx->comm);
     c->result_nnz = c->dim;
     c->result_dense = 1;
-    return rc;
+    if (c->q.bits) return allgather_quantized(c, &mine, &out);
+    stream_densify(&mine, (char *)out.val + ctx->offsets[ctx->rank] * out.vs);
+    return allgather_dense(c, &out);
 }

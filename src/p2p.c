@@ -1,5 +1,5 @@
-/* p2p.c -- point-to-point exchange of streams on the private communicator,
- * and delivery of the result. */
+/* p2p.c -- point-to-point exchange of streams on the private communicator
+ * (optionally QSGD-quantized), and delivery of the result. */
 #include "config.h"
 
 #include <string.h>
@@ -20,30 +20,62 @@ void call_deliver(sparcml_call *c, const sv *result)
     if (result->base != c->recvbuf) memmove(c->recvbuf, result->base, bytes);
 }
 
-int p2p_send(sparcml_call *c, const sv *s, int dest, int tag)
+int call_quantizes(const sparcml_call *c, const sv *s)
 {
-    MPI_Count n = (MPI_Count)stream_bytes(s);
-    c->bytes_sent += (uint64_t)n;
-    return PMPI_Send_c(s->base, n, MPI_BYTE, dest, tag, c->ctx->comm);
+    return c->q.bits != 0 && s->nnz > 0 && (s->dense || c->q_sparse);
 }
 
-int p2p_isend(sparcml_call *c, const sv *s, int dest, int tag, MPI_Request *req)
+int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w)
 {
-    MPI_Count n = (MPI_Count)stream_bytes(s);
-    c->bytes_sent += (uint64_t)n;
-    return PMPI_Isend_c(s->base, n, MPI_BYTE, dest, tag, c->ctx->comm, req);
+    qsgd_key key = {c->q.seed, origin, c->ctx->calls, message};
+    void *buf;
+    if (!call_quantizes(c, s)) {
+        *w = wire_of(s);
+        return MPI_SUCCESS;
+    }
+    buf = ctx_buffer(c->ctx, which, qsgd_message_bound(s, &c->q));
+    if (!buf) return CALL_NOMEM(c);
+    w->buf = buf;
+    w->bytes = qsgd_encode_message(s, &c->q, &key, buf);
+    w->quantized = 1;
+    return MPI_SUCCESS;
 }
 
-int p2p_recv(sparcml_call *c, int src, int tag, int which, sv *out)
+int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out)
+{
+    void *buf;
+    if (!w->quantized) {
+        *out = *s;
+        return MPI_SUCCESS;
+    }
+    buf = ctx_buffer(c->ctx, which, qsgd_decoded_bytes(w->buf));
+    if (!buf) return CALL_NOMEM(c);
+    *out = qsgd_decode_message(w->buf, buf);
+    return MPI_SUCCESS;
+}
+
+int p2p_send(sparcml_call *c, const wire *w, int dest, int tag)
+{
+    c->bytes_sent += w->bytes;
+    return PMPI_Send_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm);
+}
+
+int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
+{
+    c->bytes_sent += w->bytes;
+    return PMPI_Isend_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm, req);
+}
+
+int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
 {
     MPI_Message msg;
     MPI_Status st;
     MPI_Count n;
-    void *buf;
+    void *buf, *dec;
     int rc = PMPI_Mprobe(src, tag, c->ctx->comm, &msg, &st);
     if (rc != MPI_SUCCESS) return rc;
     PMPI_Get_count_c(&st, MPI_BYTE, &n);
-    buf = ctx_buffer(c->ctx, which, (uint64_t)n);
+    buf = ctx_buffer(c->ctx, raw_pool, (uint64_t)n);
     if (!buf) {
         /* Still take the message off the queue so the sender completes. */
         char drain;
@@ -52,6 +84,14 @@ int p2p_recv(sparcml_call *c, int src, int tag, int which, sv *out)
     }
     rc = PMPI_Mrecv_c(buf, n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return rc;
-    *out = stream_view(buf);
+    if (!qsgd_is_message(buf)) {
+        *out = stream_view(buf);
+        if (where) *where = raw_pool;
+        return MPI_SUCCESS;
+    }
+    dec = ctx_buffer(c->ctx, dec_pool, qsgd_decoded_bytes(buf));
+    if (!dec) return CALL_NOMEM(c);
+    *out = qsgd_decode_message(buf, dec);
+    if (where) *where = dec_pool;
     return MPI_SUCCESS;
 }

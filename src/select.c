@@ -52,12 +52,18 @@ static int ceil_log2(int P)
     return l;
 }
 
+/* Bytes on the wire per value: exact, or QSGD bits plus a scale per bucket. */
+static double wire_value_bytes(const sparcml_problem *p, int quantized)
+{
+    double vs = (double)sparcml_value_size(p->vtype);
+    return quantized && p->qbits ? p->qbits / 8.0 + vs / p->qbucket : vs;
+}
+
 /* Bytes of a message holding n entries of a range of d elements. */
 static double msg_bytes(const sparcml_problem *p, double n, double d)
 {
-    double vs = (double)sparcml_value_size(p->vtype);
-    double e = sparcml_index_width(p->dim) + vs;
-    return SPARCML_HEADER_BYTES + fmin(n * e, d * vs);
+    double e = sparcml_index_width(p->dim) + wire_value_bytes(p, p->qsparse);
+    return SPARCML_HEADER_BYTES + fmin(n * e, d * wire_value_bytes(p, 1));
 }
 
 static double cost_recursive_double(const sparcml_settings *s, const sparcml_problem *p)
@@ -94,7 +100,7 @@ static double cost_ssar_split(const sparcml_settings *s, const sparcml_problem *
 
 static double cost_dsar_split(const sparcml_settings *s, const sparcml_problem *p)
 {
-    double P = p->P, D = (double)p->dim * sparcml_value_size(p->vtype);
+    double P = p->P, D = (double)p->dim * wire_value_bytes(p, 1);
     return cost_reduce_scatter(s, p) + ceil_log2(p->P) * s->alpha + s->beta * (P - 1) / P * D;
 }
 

@@ -17,6 +17,9 @@ typedef struct sparcml_problem {
     uint64_t k_max, k_sum;
     int dense_fits;  /* recv capacity holds a dense result */
     double overlap;  /* 0: all index sets coincide, 1: random, 2: disjoint */
+    int qbits;       /* QSGD bits per value on the wire (0: exact values) */
+    uint32_t qbucket;
+    int qsparse;     /* sparse values are quantized too */
 } sparcml_problem;
 
 /* Estimated distinct indices in the sum of m of the P streams. */

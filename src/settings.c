@@ -26,7 +26,7 @@ const char *sparcml_algorithm_name(sparcml_algorithm a)
     return a >= 0 && a < SPARCML_ALG_COUNT_ ? algorithm_names[a] : "invalid";
 }
 
-typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE } kind;
+typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT } kind;
 
 /* Every variable: name, kind, default text, field, and for numbers the unit
  * scale to seconds and the accepted range (in the variable's own unit). */
@@ -46,6 +46,12 @@ static const struct var {
      1e-4, 1e6},
     {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "1", offsetof(sparcml_settings, gamma), 1e-9,
      1e-4, 1e6},
+    {"SPARCML_QSGD_BITS", KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
+    {"SPARCML_QSGD_BUCKET", KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
+     16777216},
+    {"SPARCML_QSGD_SEED", KIND_UINT, "0", offsetof(sparcml_settings, qsgd_seed), 0, 0,
+     18446744073709551615.0},
+    {"SPARCML_QSGD_SPARSE", KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -74,6 +80,19 @@ static int parse_number(const char *v, double min, double max, double *out)
     return 0;
 }
 
+/* A decimal integer in [min, max], nothing else (no sign, no suffix). */
+static int parse_uint(const char *v, double min, double max, uint64_t *out)
+{
+    char *end;
+    unsigned long long x;
+    if (*v < '0' || *v > '9') return -1;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (*end != '\0' || errno != 0 || (double)x < min || (double)x > max) return -1;
+    *out = x;
+    return 0;
+}
+
 static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
 {
     char *field = (char *)s + v->offset;
@@ -96,6 +115,19 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected a number in [%g, %g])",
                  v->name, text, v->min, v->max);
         return -1;
+    case KIND_QBITS:
+        if (strcmp(text, "0") == 0 || strcmp(text, "2") == 0 || strcmp(text, "4") == 0
+            || strcmp(text, "8") == 0) {
+            *(int *)field = atoi(text);
+            return 0;
+        }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0, 2, 4 or 8)", v->name, text);
+        return -1;
+    case KIND_UINT:
+        if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected an integer in [%.0f, %.0f])",
+                 v->name, text, v->min, v->max);
+        return -1;
     }
     return -1;
 }
@@ -110,11 +142,15 @@ static int known_name(const char *name)
 /* FNV-1a over the bytes that steer algorithm selection. */
 static uint64_t settings_hash(const sparcml_settings *s)
 {
-    const unsigned char *parts[] = {(const void *)&s->algorithm, (const void *)&s->alpha,
-                                    (const void *)&s->beta, (const void *)&s->gamma};
-    const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha, sizeof s->beta, sizeof s->gamma};
+    const unsigned char *parts[] = {
+        (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
+        (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
+        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse};
+    const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
+                            sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
+                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse};
     uint64_t h = 1469598103934665603ull;
-    for (size_t p = 0; p < 4; p++)
+    for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;
     return h >> 2; /* the agreement step negates it: keep it far from INT64_MIN */
 }

@@ -26,6 +26,10 @@ typedef struct sparcml_settings {
     double alpha;                /* SPARCML_ALPHA_US, stored in seconds */
     double beta;                 /* SPARCML_BETA_NS_PER_BYTE, stored in s/byte */
     double gamma;                /* SPARCML_GAMMA_NS_PER_ENTRY, stored in s/entry */
+    int qsgd_bits;               /* SPARCML_QSGD_BITS: 0 (off), 2, 4 or 8 */
+    uint64_t qsgd_bucket;        /* SPARCML_QSGD_BUCKET: values per bucket */
+    uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
+    int qsgd_sparse;             /* SPARCML_QSGD_SPARSE: 0/1, quantize sparse values too */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

@@ -10,7 +10,10 @@
  * rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
  *
  * Bitwise identical results: in every addition the stream of the lower
- * rank is the left operand, so partners compute the very same sums. */
+ * rank is the left operand, so partners compute the very same sums.  With
+ * QSGD a rank quantizes its message once and then adds, in place of its own
+ * exact stream, the decoded message its partner adds: both sides sum the
+ * same two quantized operands.  The final fold-out message is exact. */
 #include "config.h"
 
 #include "call.h"
@@ -44,19 +47,45 @@ static int folded_rank(sparcml_call *c)
 {
     int rank = c->ctx->rank, rc;
     sv result;
+    wire w;
     /* Blocking send: under MPI_IN_PLACE the input lives in recvbuf, which
      * the result will overwrite. */
-    rc = p2p_send(c, &c->input, rank + 1, TAG_FOLD_IN);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, &result);
+    rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &w);
+    if (rc == MPI_SUCCESS) rc = p2p_send(c, &w, rank + 1, TAG_FOLD_IN);
+    if (rc == MPI_SUCCESS) rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &result, NULL);
     if (rc != MPI_SUCCESS) return rc;
     call_deliver(c, &result);
     return MPI_SUCCESS;
 }
 
+/* One round: exchange cur with partner and add.  Before round j, cur is the
+ * sum of the group of 2^j active ranks newrank >> j, identical on all its
+ * members: that group, not this rank, names the quantization key. */
+static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int newrank, int round)
+{
+    MPI_Request req;
+    sv other, own;
+    wire w;
+    int rc = p2p_encode(c, cur, (uint64_t)(newrank >> round),
+                        (uint64_t)TAG_RECURSIVE_DOUBLE << 32 | (uint64_t)round, POOL_QMSG, &w);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = p2p_isend(c, &w, partner, TAG_RECURSIVE_DOUBLE, &req);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = p2p_recv(c, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &other, NULL);
+    /* cur may be updated in place: the send must be complete first. */
+    PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && w.quantized) {
+        rc = p2p_decode_own(c, cur, &w, POOL_QOWN, &own);
+        *cur = own;
+        *cur_pool = POOL_QOWN;
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    return combine(c, cur, cur_pool, &other, partner < c->ctx->rank);
+}
+
 int sparcml_ssar_recursive_double(sparcml_call *c)
 {
-    int P = c->ctx->size, rank = c->ctx->rank, p2 = 1, rem, newrank, rc;
+    int P = c->ctx->size, rank = c->ctx->rank, p2 = 1, rem, newrank, rc, round = 0;
     int cur_pool = -1;
     sv cur = c->input, other;
     while (p2 * 2 <= P) p2 *= 2;
@@ -64,7 +93,7 @@ int sparcml_ssar_recursive_double(sparcml_call *c)
 
     if (rank < 2 * rem) {
         if (rank % 2 == 0) return folded_rank(c);
-        rc = p2p_recv(c, rank - 1, TAG_FOLD_IN, POOL_RECV, &other);
+        rc = p2p_recv(c, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &other, NULL);
         if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, 1);
         if (rc != MPI_SUCCESS) return rc;
         newrank = rank / 2;
@@ -73,19 +102,13 @@ int sparcml_ssar_recursive_double(sparcml_call *c)
     }
 
     for (int mask = 1; mask < p2; mask <<= 1) {
-        int partner = active_rank(newrank ^ mask, rem);
-        MPI_Request req;
-        rc = p2p_isend(c, &cur, partner, TAG_RECURSIVE_DOUBLE, &req);
-        if (rc != MPI_SUCCESS) return rc;
-        rc = p2p_recv(c, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, &other);
-        /* cur may be updated in place: the send must be complete first. */
-        PMPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, partner < rank);
+        rc = exchange(c, &cur, &cur_pool, active_rank(newrank ^ mask, rem), newrank, round++);
         if (rc != MPI_SUCCESS) return rc;
     }
 
     if (rank < 2 * rem) {
-        rc = p2p_send(c, &cur, rank - 1, TAG_FOLD_OUT);
+        wire w = wire_of(&cur);
+        rc = p2p_send(c, &w, rank - 1, TAG_FOLD_OUT);
         if (rc != MPI_SUCCESS) return rc;
     }
     call_deliver(c, &cur);

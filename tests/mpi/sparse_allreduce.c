@@ -12,7 +12,15 @@
  *    worst-case error of summing P values in any order is (P-1) * eps/2 *
  *    sum|x_i|);
  *  - the result stream is bitwise identical on all ranks (hash compared);
- *  - a second and third call with the same buffers give the same bytes. */
+ *  - a second and third call with the same buffers give the same bytes.
+ *
+ * Under SPARCML_QSGD_BITS=b (float and double only; integers stay exact) the
+ * tolerance is a hard bound instead: one quantization moves a value by at
+ * most scale/s (s = 2^(b-1) - 1), the scale of a bucket is at most
+ * G = max_i sum_r |x_ri| (every message value is a partial sum), and a value
+ * passes through at most P + 2 ceil(log2 P) + 1 quantizations (recursive
+ * doubling: the fold and both operands of every round; split: P - 1 parts
+ * and the allgather). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -31,7 +39,7 @@ typedef struct tcase {
     const char *comm_name;
 } tcase;
 
-static int failures, checks;
+static int failures, checks, qsgd_levels_s;
 
 static void fail(const tcase *t, int rank, const char *what)
 {
@@ -96,11 +104,37 @@ static void build_input(const tcase *t, int r, int P, void *buf, MPI_Count count
     }
 }
 
+/* sum_r |x_ri| at index i (floating-point types). */
+static double magnitude(const tcase *t, int P, uint64_t i)
+{
+    double mag = 0;
+    for (int r = 0; r < P; r++) {
+        unsigned char v[8];
+        if (!holds(t, r, P, i)) continue;
+        value_of(t, r, i, v);
+        if (t->vtype == SPARCML_FLOAT) { float f; memcpy(&f, v, 4); mag += fabs(f); }
+        else { double f; memcpy(&f, v, 8); mag += fabs(f); }
+    }
+    return mag;
+}
+
+/* The extra tolerance QSGD allows (0 without quantization). */
+static double qsgd_tolerance(const tcase *t, int P)
+{
+    double G = 0;
+    int levels = 0;
+    if (!qsgd_levels_s || (t->vtype != SPARCML_FLOAT && t->vtype != SPARCML_DOUBLE)) return 0;
+    for (uint64_t i = 0; i < t->dim; i++) G = fmax(G, magnitude(t, P, i));
+    while ((1 << levels) < P) levels++;
+    return (P + 2 * levels + 1) * G / qsgd_levels_s;
+}
+
 /* Check result (dense expansion `got`) against the reference. */
 static void check_values(const tcase *t, int rank, int P, const void *got)
 {
     size_t vs = sparcml_value_size(t->vtype);
     int bad = 0;
+    double qtol = qsgd_tolerance(t, P);
     for (uint64_t i = 0; i < t->dim && !bad; i++) {
         double ref = 0, mag = 0;
         uint64_t iref = 0;
@@ -118,9 +152,9 @@ static void check_values(const tcase *t, int rank, int P, const void *got)
         const char *g = (const char *)got + i * vs;
         switch (t->vtype) {
         case SPARCML_FLOAT: { float f; memcpy(&f, g, 4);
-            bad = !(fabs(f - ref) <= P * FLT_EPSILON * mag); break; }
+            bad = !(fabs(f - ref) <= P * FLT_EPSILON * mag + qtol); break; }
         case SPARCML_DOUBLE: { double f; memcpy(&f, g, 8);
-            bad = !(fabs(f - ref) <= P * DBL_EPSILON * mag); break; }
+            bad = !(fabs(f - ref) <= P * DBL_EPSILON * mag + qtol); break; }
         case SPARCML_INT32: { uint32_t x; memcpy(&x, g, 4); bad = x != (uint32_t)iref; break; }
         default: { uint64_t x; memcpy(&x, g, 8); bad = x != iref; break; }
         }
@@ -160,7 +194,10 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         hash = t_fnv(recv, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
                                                     : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz));
         if (!t_same_everywhere(hash, comm)) fail(t, rank, "result differs between ranks");
-        if (rep == 0) {
+        /* Quantization draws new random numbers on every call (the call
+         * number is part of the key), so then each result is checked on its
+         * own instead of against the first. */
+        if (rep == 0 || qsgd_levels_s) {
             first_hash = hash;
             sparcml_stream_to_dense(recv, got, t->dim);
             check_values(t, rank, P, got);
@@ -195,10 +232,12 @@ int main(int argc, char **argv)
     MPI_Datatype types[4];
     MPI_Comm sub;
     int rank, size, total_fail;
+    const char *qbits = getenv("SPARCML_QSGD_BITS");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (qbits && atoi(qbits) > 0) qsgd_levels_s = (1 << (atoi(qbits) - 1)) - 1;
     for (int v = 0; v < 4; v++) sparcml_type_create(vtypes[v], &types[v]);
 
     run_all(MPI_COMM_WORLD, "world", types, 1);

@@ -5,4 +5,5 @@ Suite *stream_suite(void);
 Suite *settings_suite(void);
 Suite *registry_suite(void);
 Suite *select_suite(void);
+Suite *qsgd_suite(void);
 #endif

@@ -17,7 +17,7 @@ static sparcml_settings defaults(void)
 
 static sparcml_problem problem(int P, uint64_t dim, uint64_t k, double overlap)
 {
-    sparcml_problem p = {P, dim, SPARCML_FLOAT, k, k * (uint64_t)P, 1, overlap};
+    sparcml_problem p = {P, dim, SPARCML_FLOAT, k, k * (uint64_t)P, 1, overlap, 0, 0, 0};
     return p;
 }
 

@@ -1,0 +1,32 @@
+#!/bin/bash
+# QSGD: quantized allreduces give results bitwise identical on all ranks and
+# within the quantizer's error bound of the exact sum (integers stay exact),
+# for P = 2, 3, 4, 8 (the checks live in tests/mpi/sparse_allreduce.c).
+. "$(dirname "$0")/common.sh"
+for bits in 2 4 8; do
+    for p in 2 3 4 8; do
+        run_mpi "$p" "$with_shim" SPARCML_QSGD_BITS=$bits -- "$TESTBIN/sparse_allreduce"
+        rc=$?
+        check "QSGD bits=$bits auto P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+    done
+done
+for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
+    for p in 3 8; do
+        run_mpi "$p" "$with_shim" SPARCML_QSGD_BITS=8 SPARCML_QSGD_BUCKET=100 SPARCML_ALGORITHM=$alg \
+            -- "$TESTBIN/sparse_allreduce"
+        rc=$?
+        check "QSGD bits=8 bucket=100 $alg P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+    done
+done
+for p in 4 5; do
+    run_mpi "$p" "$with_shim" SPARCML_QSGD_BITS=4 SPARCML_QSGD_SPARSE=1 SPARCML_QSGD_SEED=99 \
+        -- "$TESTBIN/sparse_allreduce"
+    rc=$?
+    check "QSGD bits=4 on sparse values too, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+done
+for bad in SPARCML_QSGD_BITS=3 SPARCML_QSGD_BUCKET=0 SPARCML_QSGD_SEED=-1 SPARCML_QSGD_SPARSE=2; do
+    run_mpi 2 "$with_shim" "$bad" -- "$TESTBIN/no_shim" shim
+    rc=$?
+    check "$bad is rejected at start-up" '[ "$rc" -ne 0 ] && grep -q "${bad%%=*}" "$err"'
+done
+finish

@@ -1,0 +1,180 @@
+/* QSGD: unbiasedness and variance against bounds derived from the
+ * quantizer's definition (so these can fail), bit packing round trips,
+ * special values, messages. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qsgd.h"
+#include "suites.h"
+
+static const int bit_settings[] = {2, 4, 8};
+
+/* A fixed vector with a spread of magnitudes and signs. */
+static void fixed_vector(float *v, int n)
+{
+    for (int i = 0; i < n; i++) v[i] = (float)(sin(i * 1.7 + 0.3) * (1 + i % 5));
+}
+
+static uint64_t encode_decode(const float *v, float *out, int n, const qsgd_params *p, uint64_t call)
+{
+    static unsigned char block[1 << 16];
+    qsgd_key key = {p->seed, 3, call, 9};
+    uint64_t bytes = qsgd_encode_block(v, (uint64_t)n, SPARCML_FLOAT, p, &key, block);
+    qsgd_decode_block(block, (uint64_t)n, SPARCML_FLOAT, p, out);
+    return bytes;
+}
+
+/* E[Q(v)] = v.  For one element, Q(v) takes two values scale*l/s and
+ * scale*(l+1)/s, so its variance is at most (scale/s)^2 / 4; the mean of T
+ * independent draws has standard deviation at most scale / (2 s sqrt(T)).
+ * We allow 5 of those (a false alarm has probability < 1e-6 per element),
+ * plus float rounding.  A biased rounding (e.g. to nearest) misses by up to
+ * scale / (2 s): 50 to 100 times this tolerance at T = 10000. */
+START_TEST(unbiased)
+{
+    enum { N = 64, T = 10000 };
+    qsgd_params p = {bit_settings[_i], 16, 7};
+    float v[N], q[N];
+    double mean[N] = {0}, scale[N / 16] = {0};
+    unsigned s = qsgd_levels(p.bits);
+    fixed_vector(v, N);
+    for (int i = 0; i < N; i++) scale[i / 16] = fmax(scale[i / 16], fabs(v[i]));
+    for (uint64_t t = 0; t < T; t++) {
+        encode_decode(v, q, N, &p, t);
+        for (int i = 0; i < N; i++) mean[i] += q[i];
+    }
+    for (int i = 0; i < N; i++) {
+        double tol = 5 * scale[i / 16] / (2.0 * s * sqrt((double)T)) + 1e-5 * scale[i / 16];
+        ck_assert_msg(fabs(mean[i] / T - v[i]) <= tol, "bits %d element %d: mean %g, v %g, tol %g",
+                      p.bits, i, mean[i] / T, (double)v[i], tol);
+    }
+}
+END_TEST
+
+/* The QSGD variance bound, per bucket: E||Q(v) - v||^2 <= min(B/s^2,
+ * sqrt(B)/s) ||v||^2.  (With the max-norm scale the true variance is at most
+ * min(B/(4 s^2), sqrt(B)/s) ||v||^2.)  The empirical mean over 2000 draws is
+ * compared with the bound itself; we also check it is not zero, i.e. that
+ * something is quantized at all. */
+START_TEST(variance_within_bound)
+{
+    enum { N = 512, B = 128, T = 2000 };
+    qsgd_params p = {bit_settings[_i], B, 11};
+    float v[N], q[N];
+    double err[N / B] = {0}, norm2[N / B] = {0};
+    unsigned s = qsgd_levels(p.bits);
+    fixed_vector(v, N);
+    for (int i = 0; i < N; i++) norm2[i / B] += (double)v[i] * v[i];
+    for (uint64_t t = 0; t < T; t++) {
+        encode_decode(v, q, N, &p, t);
+        for (int i = 0; i < N; i++) err[i / B] += ((double)q[i] - v[i]) * ((double)q[i] - v[i]);
+    }
+    for (int b = 0; b < N / B; b++) {
+        double e = err[b] / T, bound = fmin((double)B / (s * s), sqrt((double)B) / s) * norm2[b];
+        ck_assert_msg(e <= bound, "bits %d bucket %d: variance %g > bound %g", p.bits, b, e, bound);
+        ck_assert_msg(e <= fmin(B / (4.0 * s * s), sqrt((double)B) / s) * norm2[b] * 1.1,
+                      "bits %d bucket %d: variance %g above the max-norm bound", p.bits, b, e);
+        ck_assert(e > 0);
+    }
+}
+END_TEST
+
+/* Decoded values lie on the grid scale * l / s next to v, and the encoding
+ * takes bits per value plus one scale per bucket. */
+START_TEST(packing_round_trip)
+{
+    enum { N = 1000 };
+    qsgd_params p = {bit_settings[_i], 100, 1};
+    float v[N], q[N];
+    unsigned s = qsgd_levels(p.bits);
+    uint64_t bytes;
+    fixed_vector(v, N);
+    bytes = encode_decode(v, q, N, &p, 0);
+    ck_assert_uint_eq(bytes, sparcml_round8(10 * 4) + sparcml_round8((N * (uint64_t)p.bits + 7) / 8));
+    for (int i = 0; i < N; i++) {
+        double scale = 0;
+        for (int j = i / 100 * 100; j < i / 100 * 100 + 100; j++) scale = fmax(scale, fabs(v[j]));
+        double l = fabs(q[i]) / scale * s;
+        ck_assert(fabs(l - round(l)) < 1e-4);             /* on the grid */
+        ck_assert(fabs(q[i] - v[i]) <= scale / s * 1.0001); /* a neighbour of v */
+        ck_assert(q[i] == 0 || signbit(q[i]) == signbit(v[i]));
+    }
+}
+END_TEST
+
+START_TEST(special_values_travel_exactly)
+{
+    enum { N = 64 };
+    qsgd_params p = {2, 16, 1};
+    double v[N], q[N];
+    static unsigned char block[4096];
+    qsgd_key key = {1, 0, 0, 0};
+    for (int i = 0; i < N; i++) v[i] = 0.5 + i;
+    v[3] = NAN;            /* bucket 0: raw */
+    v[20] = INFINITY;      /* bucket 1: raw */
+    for (int i = 32; i < 48; i++) v[i] = 0; /* bucket 2: zeros */
+    for (int i = 48; i < 64; i++) v[i] = DBL_MIN / 64 * (i - 47); /* bucket 3: max DBL_MIN/4, subnormal: raw */
+    qsgd_encode_block(v, N, SPARCML_DOUBLE, &p, &key, block);
+    qsgd_decode_block(block, N, SPARCML_DOUBLE, &p, q);
+    for (int i = 0; i < 32; i++)
+        ck_assert(memcmp(&q[i], &v[i], 8) == 0);
+    for (int i = 32; i < 48; i++) ck_assert(q[i] == 0);
+    for (int i = 48; i < 64; i++) ck_assert(memcmp(&q[i], &v[i], 8) == 0);
+}
+END_TEST
+
+START_TEST(same_key_same_bits_other_key_other_bits)
+{
+    enum { N = 256 };
+    qsgd_params p = {4, 64, 5};
+    float v[N], a[N], b[N], c[N];
+    fixed_vector(v, N);
+    encode_decode(v, a, N, &p, 1);
+    encode_decode(v, b, N, &p, 1);
+    encode_decode(v, c, N, &p, 2);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    ck_assert(memcmp(a, c, sizeof a) != 0);
+}
+END_TEST
+
+START_TEST(message_round_trip)
+{
+    uint64_t idx[] = {2, 5, 11, 40};
+    float vals[] = {1, -2, 3, -4}, back[64];
+    char buf[256] __attribute__((aligned(8))), msg[512] __attribute__((aligned(8)));
+    char out[512] __attribute__((aligned(8)));
+    qsgd_params p = {8, 512, 3};
+    qsgd_key key = {3, 1, 2, 3};
+    sv s, d;
+    sparcml_stream_from_sorted(buf, 32, 64, SPARCML_FLOAT, 4, idx, vals);
+    s = stream_view(buf);
+    ck_assert_uint_le(qsgd_encode_message(&s, &p, &key, msg), qsgd_message_bound(&s, &p));
+    ck_assert(qsgd_is_message(msg));
+    ck_assert(!qsgd_is_message(buf));
+    ck_assert_uint_eq(qsgd_decoded_bytes(msg), stream_bytes(&s));
+    d = qsgd_decode_message(msg, out);
+    ck_assert_uint_eq(d.nnz, 4);
+    ck_assert_int_eq(d.dense, 0);
+    ck_assert_int_eq(sparcml_stream_to_dense(out, back, 64), SPARCML_OK);
+    ck_assert_float_eq(back[40], -4); /* the bucket maximum is exact */
+    ck_assert(fabsf(back[2] - 1) <= 4.0f / 127);
+    ck_assert(back[3] == 0);
+}
+END_TEST
+
+Suite *qsgd_suite(void)
+{
+    Suite *s = suite_create("qsgd");
+    TCase *tc = tcase_create("quantizer");
+    tcase_add_loop_test(tc, unbiased, 0, 3);
+    tcase_add_loop_test(tc, variance_within_bound, 0, 3);
+    tcase_add_loop_test(tc, packing_round_trip, 0, 3);
+    tcase_add_test(tc, special_values_travel_exactly);
+    tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
+    tcase_add_test(tc, message_round_trip);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
