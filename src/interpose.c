@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #include "agree.h"
 #include "allreduce.h"
@@ -22,6 +23,9 @@ static void check_settings(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
     fflush(stderr);
+    /* The launcher tears down output forwarding when a rank aborts: give the
+     * message time to reach it (no barrier: other ranks may be fine). */
+    nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 

@@ -11,6 +11,9 @@ static struct {
     atomic_uint_fast64_t calls, bytes, dense_bytes, nanoseconds;
 } per_alg[SPARCML_ALG_COUNT_];
 static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
+/* Tagged calls handed to the vendor's dense allreduce, by why. */
+enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
+static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
 
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
@@ -27,6 +30,8 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
     atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
+    if (alg == SPARCML_ALG_DENSE)
+        atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
                "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f\n",
@@ -43,42 +48,50 @@ void stats_record_error(int reason)
     if (reason > 0 && reason < SPARCML_R_COUNT_) atomic_fetch_add(&errors[reason], 1);
 }
 
-/* Calls and time: the maximum over ranks (a call is collective, so every
- * member counts it once); bytes: the sum over ranks. */
+/* Calls and bytes: the sum over ranks (a collective call on p ranks counts
+ * p times, as in mpiP's aggregate view); time: the maximum over ranks. */
 void stats_report(void)
 {
-    enum { N = SPARCML_ALG_COUNT_ };
+    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ };
     MPI_Comm world;
     int rank, size;
-    uint64_t mx[N * 2 + SPARCML_R_COUNT_], mxr[N * 2 + SPARCML_R_COUNT_], sm[N * 2], smr[N * 2];
-    uint64_t *errs = mx + 2 * N, *errsr = mxr + 2 * N;
+    uint64_t sm[SUMS], smr[SUMS], ns[N], nsr[N];
+    uint64_t *calls = smr, *bytes = smr + N, *dense = smr + 2 * N;
+    uint64_t *errs = smr + 3 * N, *fb = errs + SPARCML_R_COUNT_;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
     PMPI_Comm_rank(world, &rank);
     PMPI_Comm_size(world, &size);
     for (int a = 0; a < N; a++) {
-        mx[a] = atomic_load(&per_alg[a].calls);
-        mx[N + a] = atomic_load(&per_alg[a].nanoseconds);
-        sm[a] = atomic_load(&per_alg[a].bytes);
-        sm[N + a] = atomic_load(&per_alg[a].dense_bytes);
+        sm[a] = atomic_load(&per_alg[a].calls);
+        sm[N + a] = atomic_load(&per_alg[a].bytes);
+        sm[2 * N + a] = atomic_load(&per_alg[a].dense_bytes);
+        ns[a] = atomic_load(&per_alg[a].nanoseconds);
     }
-    for (int r = 0; r < SPARCML_R_COUNT_; r++) errs[r] = atomic_load(&errors[r]);
-    PMPI_Reduce(mx, mxr, 2 * N + SPARCML_R_COUNT_, MPI_UINT64_T, MPI_MAX, 0, world);
-    PMPI_Reduce(sm, smr, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world);
+    for (int r = 0; r < SPARCML_R_COUNT_; r++) sm[3 * N + r] = atomic_load(&errors[r]);
+    for (int f = 0; f < FALLBACK_COUNT_; f++) sm[3 * N + SPARCML_R_COUNT_ + f] = atomic_load(&fallbacks[f]);
+    PMPI_Reduce(sm, smr, SUMS, MPI_UINT64_T, MPI_SUM, 0, world);
+    PMPI_Reduce(ns, nsr, N, MPI_UINT64_T, MPI_MAX, 0, world);
     PMPI_Comm_free(&world);
     if (rank != 0) return;
-    printf("sparcml: ---- SPARCML_STATS report, %d ranks ----\n", size);
+    printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls and bytes summed over ranks) ----\n",
+           size);
     printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",
            "dense_equiv", "ratio", "time_max_s");
     for (int a = 1; a < N; a++) {
-        if (mxr[a] == 0) continue;
+        if (calls[a] == 0) continue;
         printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n", sparcml_algorithm_name(a),
-               (unsigned long long)mxr[a], (unsigned long long)smr[a],
-               (unsigned long long)smr[N + a], smr[N + a] ? (double)smr[a] / (double)smr[N + a] : 0.0,
-               (double)mxr[N + a] * 1e-9);
+               (unsigned long long)calls[a], (unsigned long long)bytes[a],
+               (unsigned long long)dense[a], dense[a] ? (double)bytes[a] / (double)dense[a] : 0.0,
+               (double)nsr[a] * 1e-9);
     }
+    if (fb[FALLBACK_MODEL] || fb[FALLBACK_FORCED])
+        printf("sparcml: fallbacks to the vendor's dense allreduce: %llu (cost model chose dense: %llu, "
+               "forced by SPARCML_ALGORITHM: %llu)\n",
+               (unsigned long long)(fb[FALLBACK_MODEL] + fb[FALLBACK_FORCED]),
+               (unsigned long long)fb[FALLBACK_MODEL], (unsigned long long)fb[FALLBACK_FORCED]);
     for (int r = 1; r < SPARCML_R_COUNT_; r++)
-        if (errsr[r])
-            printf("sparcml: errors: %-40s %llu (max over ranks)\n", sparcml_reason_text(r),
-                   (unsigned long long)errsr[r]);
+        if (errs[r])
+            printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),
+                   (unsigned long long)errs[r]);
     fflush(stdout);
 }

@@ -14,8 +14,23 @@ run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 -- "$prog" shim
 check "SPARCML_VERBOSE=1: one line per call on rank 0" \
     '[ "$(grep -c "^sparcml: allreduce algorithm=" "$out")" -eq 1 ]'
 run_mpi 3 "$with_shim" SPARCML_STATS=1 SPARCML_ALGORITHM=dense -- "$prog" shim
-check "SPARCML_STATS=1: report at MPI_Finalize counts the call" \
-    'grep -Eq "^sparcml: dense +1 " "$out"'
+check "SPARCML_STATS=1: report at MPI_Finalize counts the call on each of 3 ranks" \
+    'grep -Eq "^sparcml: dense +3 " "$out"'
+# The report's counts match the calls made: sparse_allreduce reports how many
+# tagged calls each rank made (world and a sub-communicator); the report sums
+# over ranks.
+calls_sum() { awk '/^sparcml: [a-z_]+ +[0-9]+ / { s += $3 } END { print s + 0 }' "$out"; }
+run_mpi 3 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/sparse_allreduce"
+made=$(( 3 * $(sed -n 's/.*calls_per_rank=\([0-9]*\).*/\1/p' "$out") ))
+check "SPARCML_STATS=1: calls per algorithm add up to the $made calls made" \
+    '[ -n "$made" ] && [ "$(calls_sum)" -eq "$made" ]'
+run_mpi 2 "$with_shim" SPARCML_STATS=1 SPARCML_ALGORITHM=dense -- "$TESTBIN/sparse_allreduce"
+made=$(( 2 * $(sed -n 's/.*calls_per_rank=\([0-9]*\).*/\1/p' "$out") ))
+check "SPARCML_STATS=1: forced dense calls are reported as vendor fallbacks" \
+    'grep -q "fallbacks to the vendor.s dense allreduce: $made (cost model chose dense: 0, forced by SPARCML_ALGORITHM: $made)" "$out"'
+run_mpi 2 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/sparse_errors"
+check "SPARCML_STATS=1: failed calls are reported by reason" \
+    'grep -Eq "^sparcml: failed calls: index >= dim +4\$" "$out"'
 run_mpi 3 "$with_shim" -- "$prog" shim
 check "silent by default" '[ ! -s "$err" ] && ! grep -q sparcml: "$out"'
 # Different settings on different ranks must fail, not deadlock.
