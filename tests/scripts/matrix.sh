@@ -12,4 +12,13 @@ for alg in auto ssar_recursive_double ssar_split_allgather dsar_split_allgather 
         check "algorithm=$alg P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
     done
 done
+# P = 9: a power of two plus one (one folded pair) for the auto choice and
+# recursive doubling, unless MATRIX_RANKS narrows the run.
+if [ -z "${MATRIX_RANKS:-}" ]; then
+    for alg in auto ssar_recursive_double; do
+        run_mpi 9 "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce"
+        rc=$?
+        check "algorithm=$alg P=9: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+    done
+fi
 finish
