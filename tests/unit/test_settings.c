@@ -31,8 +31,9 @@ START_TEST(defaults)
     ck_assert_int_eq(s.algorithm, SPARCML_ALG_AUTO);
     ck_assert_int_eq(s.verbose, 0);
     ck_assert_int_eq(s.stats, 0);
-    ck_assert_double_eq_tol(s.alpha, 3e-6, 1e-12);
-    ck_assert_double_eq_tol(s.beta, 0.25e-9, 1e-15);
+    ck_assert_double_eq_tol(s.alpha, 20e-6, 1e-12);
+    ck_assert_double_eq_tol(s.beta, 8.3e-9, 1e-15);
+    ck_assert_double_eq_tol(s.gamma, 5e-9, 1e-15);
     ck_assert_str_eq(s.error, "");
 }
 END_TEST
