@@ -9,7 +9,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(mpich libmpich-dev autoconf automake libtool check pkg-config make gcc gfortran
-          groff-base man-db)
+          groff-base man-db valgrind)
 
 missing=()
 for p in "${packages[@]}"; do

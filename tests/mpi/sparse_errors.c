@@ -70,6 +70,8 @@ static void m_aliased(args *a) { a->send = a->recv; }
 static void m_op_max(args *a) { a->op = MPI_MAX; }
 static void m_op_prod(args *a) { a->op = MPI_PROD; }
 static void m_op_user(args *a) { a->op = user_op; }
+static void m_inplace_recv(args *a) { a->recv = MPI_IN_PLACE; }
+static void m_inplace_both(args *a) { a->send = MPI_IN_PLACE; a->recv = MPI_IN_PLACE; }
 static void m_inplace_bad(args *a) { good_input(recvw); set_u32(recvw, 0, 0); a->send = MPI_IN_PLACE; }
 static void m_dim_differs(args *a) { uint64_t i = 0; float v = 1; sparcml_stream_from_sorted(sendw, cap, DIM + 1, SPARCML_FLOAT, 1, &i, &v); (void)a; }
 static void m_type_differs(args *a)
@@ -123,6 +125,8 @@ static const struct row {
     {"op MPI_PROD", m_op_prod, MPI_ERR_OP, 1, 1, 1},
     {"user-defined op", m_op_user, MPI_ERR_OP, 1, 1, 1},
     {"MPI_IN_PLACE with a bad stream in recvbuf", m_inplace_bad, MPI_ERR_ARG, 1, 1, 1},
+    {"MPI_IN_PLACE as recvbuf", m_inplace_recv, MPI_ERR_BUFFER, 1, 1, 1},
+    {"MPI_IN_PLACE as sendbuf and recvbuf", m_inplace_both, MPI_ERR_BUFFER, 1, 1, 1},
     {"dim differs between ranks", m_dim_differs, MPI_ERR_ARG, 0, 1, 2},
     {"value type differs between ranks", m_type_differs, MPI_ERR_TYPE, 0, 1, 2},
     {"count differs between ranks", m_count_differs, MPI_ERR_COUNT, 0, 1, 2},

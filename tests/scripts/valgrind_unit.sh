@@ -1,0 +1,23 @@
+#!/bin/bash
+# The Check unit tests under valgrind memcheck (in-process: CK_FORK=no):
+# no invalid access, no use of uninitialised memory, no definite or
+# indirect leak.  Skipped in the sanitizer build (valgrind cannot run ASan
+# binaries; ASan and LeakSanitizer cover the same ground there).
+. "$(dirname "$0")/common.sh"
+if [ -n "${SANITIZE:-}" ]; then
+    echo "# skipped: sanitizer build"
+    exit 77
+fi
+unit="$TESTBIN/../unit/check_sparcml"
+if ! command -v valgrind >/dev/null; then
+    not_ok "valgrind is installed (Debian package valgrind; scripts/setup.sh installs it)"
+    finish
+    exit 1
+fi
+TIMEOUT=600
+CK_FORK=no timeout -k 10 "$TIMEOUT" valgrind -q --error-exitcode=99 --leak-check=full \
+    --errors-for-leak-kinds=definite,indirect "$unit" >"$out" 2>"$err"
+rc=$?
+check "unit tests under valgrind memcheck: $(grep -o 'Checks: .*' "$out"), exit $rc" \
+    '[ "$rc" -eq 0 ] && grep -q "Failures: 0, Errors: 0" "$out" && [ ! -s "$err" ]'
+finish
