@@ -1,0 +1,426 @@
+#!/bin/bash
+# bench_sweep.sh -- the measurement sweeps of bench/RESULTS.md.
+#
+# usage: scripts/bench_sweep.sh [--quick] [--parts LIST] [--reps R] [--out DIR]
+#                               [--rate RATE] [--keep-rig] [--overhead-pairs N]
+#
+#   --quick          small subset: N = 2^20, 4 densities, P in {2,4,8}, fewer
+#                    overhead pairs; a few minutes
+#   --parts LIST     comma-separated subset of
+#                      shm-density rig-density shm-psweep rig-psweep
+#                      shm-identical rig-identical overhead agree
+#                    (default: all of them)
+#   --reps R         repetitions per timed point (default 10, at least 10)
+#   --out DIR        results directory (default bench/results)
+#   --rate RATE      tc rate of the emulated cluster (default 1gbit)
+#   --keep-rig       leave the netsim rig up at the end
+#   --overhead-pairs N  alternating shim/empty run pairs (default 10)
+#   --densities "LIST"  density-sweep densities (default 1e-5 ... 0.5)
+#   --psweep "LIST"     P values of the P sweep (default 2 .. 8)
+#   --ident "LIST"      densities of the identical-index runs
+#   --tag NAME          write sweep_<env>_<sweep>NAME.csv instead of
+#                       overwriting sweep_<env>_<sweep>.csv (for re-running
+#                       points measured while the machine was busy: the
+#                       report takes the last file's row for each point)
+#   Environment: BENCH_QUIET_MAX (s, default 600), BENCH_QUIET_IDLE (%,
+#   default 80): wait for an idle machine before each run (see below);
+#   BENCH_TIMEOUT (s per mpiexec, default 900); NETSIM_PREFIX (default
+#   spbench: the sweep's own rig, never another user's).
+#
+# What it does (see bench/RESULTS.md for the results and their discussion):
+#   * builds the library if needed (scripts/setup.sh) and takes a snapshot of
+#     build/src/.libs/libsparcml.so, so that a rebuild during the sweep does
+#     not change what is measured; compiles bench/sparcml_bench.c with plain
+#     mpicc.mpich, a trivial empty preload, and finds (or builds) the tests'
+#     yield preload for oversubscribed shared-memory runs;
+#   * density sweep (Figure 3 of the SparCML paper): P = 8, N = 16M floats,
+#     d = 1e-5 .. 0.5, random indices: vendor dense MPI_Allreduce, the
+#     allgather baseline, sparcml auto and each forced algorithm (one mpiexec
+#     per algorithm: the library reads SPARCML_ALGORITHM once), on the
+#     1gbit netsim rig (SPARCML_ALPHA_US/SPARCML_BETA_NS_PER_BYTE = the rig's
+#     measured alpha/beta; also auto with the library defaults) and on plain
+#     shared memory (library defaults); bytes per rank of every sparcml run
+#     from a second run with SPARCML_VERBOSE=1 (sparcml_bench --bytes);
+#   * P sweep (2..8) at d = 0.1 %, identical-index runs;
+#   * pass-through overhead: untagged allreduce 8 B .. 1 MiB, shim vs an
+#     empty preload, alternating runs, -bind-to core, median ratio per size;
+#   * cost of a tiny tagged call (agreement step) vs a plain 8-byte
+#     allreduce at P = 2, 4, 8 on shared memory and on the rig;
+#   * CSV, markdown tables (summary.md) and PNG plots (gnuplot) in --out.
+# Every mpiexec runs under `timeout`.  Needs root for the rig (netsim.sh).
+set -uo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top" || exit 1
+
+args_all="$*"
+opt_dens="" opt_psweep="" opt_ident="" tag=""
+quick=0
+reps=10
+out="$top/bench/results"
+rate=1gbit
+keep_rig=0
+pairs=10
+parts="shm-density,rig-density,shm-psweep,rig-psweep,shm-identical,rig-identical,overhead,agree"
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --parts) parts=$2; shift ;;
+        --reps) reps=$2; shift ;;
+        --out) out=$2; shift ;;
+        --rate) rate=$2; shift ;;
+        --keep-rig) keep_rig=1 ;;
+        --overhead-pairs) pairs=$2; shift ;;
+        --densities) opt_dens=$2; shift ;;
+        --psweep) opt_psweep=$2; shift ;;
+        --ident) opt_ident=$2; shift ;;
+        --tag) tag=$2; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench_sweep: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ "$reps" =~ ^[0-9]+$ ]] && [ "$reps" -ge 10 ] || { echo "bench_sweep: --reps must be >= 10" >&2; exit 2; }
+[[ "$pairs" =~ ^[0-9]+$ ]] && [ "$pairs" -ge 1 ] || { echo "bench_sweep: bad --overhead-pairs" >&2; exit 2; }
+has_part() { [[ ",$parts," == *",$1,"* ]]; }
+
+# ------------------------------------------------------------ parameters
+if [ "$quick" -eq 1 ]; then
+    N=1048576
+    densities="1e-4 1e-3 1e-2 0.1"
+    psweep="2 4 8"
+    ident_densities="1e-3 1e-2"
+    [ "$pairs" -eq 10 ] && pairs=3
+    ovh_batches=50
+    agree_batches=30
+else
+    N=16777216
+    densities="1e-5 1e-4 1e-3 1e-2 0.05 0.1 0.25 0.5"
+    psweep="2 3 4 5 6 7 8"
+    ident_densities="1e-4 1e-3 1e-2 0.1"
+    ovh_batches=200
+    agree_batches=100
+fi
+[ -n "$opt_dens" ] && densities=$opt_dens
+[ -n "$opt_psweep" ] && psweep=$opt_psweep
+[ -n "$opt_ident" ] && ident_densities=$opt_ident
+[[ "$tag" =~ ^[A-Za-z0-9_-]*$ ]] || { echo "bench_sweep: bad --tag" >&2; exit 2; }
+PMAX=8
+forced="ssar_recursive_double ssar_split_allgather dsar_split_allgather dense"
+run_timeout=${BENCH_TIMEOUT:-900}           # seconds per mpiexec
+export NETSIM_PREFIX=${NETSIM_PREFIX:-spbench} # our own rig, never someone else's
+export NETSIM_TIMEOUT=$run_timeout
+export HYDRA_CONFIG_FILE=/dev/null
+
+log() { echo "bench_sweep: $*" >&2; }
+mkdir -p "$out"
+work="$top/build/bench"
+mkdir -p "$work/logs"
+cmdlog="$out/commands.log"
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/bench_sweep.sh $args_all" >>"$cmdlog"
+
+# ------------------------------------------------------------ build
+if [ ! -f build/src/.libs/libsparcml.so ]; then
+    log "building the library (scripts/setup.sh)"
+    scripts/setup.sh >&2 || { log "build failed"; exit 1; }
+fi
+shim="$work/libsparcml.snapshot.so"
+cp -f "$(readlink -f build/src/.libs/libsparcml.so)" "$shim"
+bench="$work/sparcml_bench"
+mpicc.mpich -O2 -std=c11 -Wall -Wextra "$top/bench/sparcml_bench.c" -o "$bench" -lm ||
+    { log "compiling sparcml_bench failed"; exit 1; }
+empty="$work/libempty.so"
+echo 'int sparcml_bench_empty_preload;' | gcc -shared -fPIC -O2 -x c - -o "$empty" ||
+    { log "compiling the empty preload failed"; exit 1; }
+yield="$top/build/tests/support/.libs/libyield.so"
+if [ ! -f "$yield" ]; then
+    (cd build && timeout 600 make -s check TESTS= >/dev/null 2>&1) || true
+fi
+if [ ! -f "$yield" ]; then
+    yield="$work/libyield.so"
+    gcc -shared -fPIC -O2 "$top/tests/support/yield_preload.c" -o "$yield" -ldl ||
+        { log "compiling the yield preload failed"; exit 1; }
+fi
+if ! command -v gnuplot >/dev/null; then
+    log "installing gnuplot-nox"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null ||
+        log "WARNING: gnuplot-nox could not be installed: no plots"
+fi
+
+{
+    echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host=$(uname -srm) cpus=$(nproc) model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    echo "mpich=$(mpichversion | head -1 | tr -s ' \t' ' ')"
+    echo "git=$(git -C "$top" rev-parse --short HEAD 2>/dev/null) src_dirty=$(git -C "$top" status --porcelain -- src include 2>/dev/null | wc -l)"
+    echo "shim_sha256=$(sha256sum "$shim" | cut -c1-16)"
+    echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "quick=$quick N=$N reps=$reps rate=$rate"
+    echo "parts=$parts"
+} >"$out/environment.$$.txt"
+cat "$out/environment.$$.txt" >&2
+{ echo "----"; cat "$out/environment.$$.txt"; } >>"$out/environment.txt"
+rm -f "$out/environment.$$.txt"
+
+# ------------------------------------------------------------ launchers
+# The machine may be shared: before each measurement wait (at most
+# BENCH_QUIET_MAX seconds, default 600) until the CPUs were at least
+# BENCH_QUIET_IDLE % (default 80) idle during one second.  BENCH_QUIET_MAX=0
+# disables the wait.  Every wait is logged in commands.log.
+quiet_max=${BENCH_QUIET_MAX:-600}
+quiet_idle=${BENCH_QUIET_IDLE:-80}
+idle_pct() { # CPU idle percentage over one second, from /proc/stat
+    local a b
+    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    echo "$a $b" | awk '{ d = $4 - $2; print (d > 0 ? int(100 * ($3 - $1) / d) : 100) }'
+}
+wait_quiet() {
+    [ "$quiet_max" -gt 0 ] || return 0
+    local t0=$SECONDS idle
+    while :; do
+        idle=$(idle_pct)
+        [ "$idle" -ge "$quiet_idle" ] && break
+        if [ $((SECONDS - t0)) -ge "$quiet_max" ]; then
+            echo "#   machine still busy (idle ${idle}%) after ${quiet_max}s: measuring anyway" >>"$cmdlog"
+            log "machine busy (idle ${idle}%), measuring anyway"
+            return 0
+        fi
+        sleep 4
+    done
+    [ $((SECONDS - t0)) -gt 2 ] && echo "#   waited $((SECONDS - t0))s for an idle machine" >>"$cmdlog"
+    return 0
+}
+
+# Both print rank 0's stdout; stderr goes to the run log.
+runlog="$work/logs/run.log"
+: >"$runlog"
+launch_shm() { # P ENV... -- ARGS...
+    local p=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    [ "${nowait:-0}" -eq 1 ] || wait_quiet
+    echo "shm: mpiexec.mpich -n $p env LD_PRELOAD=yield:shim ${envs[*]} sparcml_bench $*" >>"$cmdlog"
+    timeout -k 10 "$run_timeout" mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$shim" \
+        "${envs[@]}" "$bench" "$@" 2>>"$runlog"
+}
+launch_rig() { # P ENV... -- ARGS...
+    local p=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    [ "${nowait:-0}" -eq 1 ] || wait_quiet
+    echo "rig: LD_PRELOAD=shim ${envs[*]} scripts/netsim.sh run $p -- sparcml_bench $*" >>"$cmdlog"
+    env LD_PRELOAD="$shim" "${envs[@]}" timeout -k 10 $((run_timeout + 30)) \
+        "$top/scripts/netsim.sh" run "$p" -- "$bench" "$@" 2>>"$runlog"
+}
+
+rig_up=0
+rig_alpha="" rig_beta=""
+rig_start() {
+    [ "$rig_up" -eq 1 ] && return 0
+    log "starting the netsim rig ($PMAX hosts, $rate, prefix $NETSIM_PREFIX)"
+    scripts/netsim.sh up "$PMAX" "$rate" >&2 || { log "netsim up failed"; return 1; }
+    rig_up=1
+    local m
+    wait_quiet
+    m=$(timeout -k 10 300 scripts/netsim.sh measure "$PMAX" 2>>"$runlog")
+    echo "$m" >"$out/rig_alpha_beta.txt"
+    rig_alpha=$(echo "$m" | sed -n 's/^alpha_us=//p')
+    rig_beta=$(echo "$m" | sed -n 's/^beta_ns_per_byte=//p')
+    [ -n "$rig_alpha" ] && [ -n "$rig_beta" ] || { log "measuring the rig failed"; return 1; }
+    log "rig: alpha_us=$rig_alpha beta_ns_per_byte=$rig_beta"
+}
+cleanup() {
+    if [ "$rig_up" -eq 1 ] && [ "$keep_rig" -eq 0 ]; then
+        scripts/netsim.sh down >&2 || true
+    fi
+}
+trap cleanup EXIT
+
+# alpha/beta of shared memory: 2 ranks bound to the 2 cores, and 8 ranks on
+# 2 cores (the setting of the shm sweeps; ranks 2..7 wait in a barrier).
+shm_alpha="" shm_beta=""
+shm_measure() {
+    [ -n "$shm_alpha" ] && return 0
+    local pp m
+    pp=$(scripts/netsim.sh build 2>>"$runlog" | sed -n 's/^pingpong=//p')
+    wait_quiet
+    m=$(timeout -k 10 300 mpiexec.mpich -n 2 -bind-to core "$pp" 2>>"$runlog")
+    echo "# 2 ranks, -bind-to core (used for the shm bounds)" >"$out/shm_alpha_beta.txt"
+    echo "$m" >>"$out/shm_alpha_beta.txt"
+    shm_alpha=$(echo "$m" | sed -n 's/^alpha_us=//p')
+    shm_beta=$(echo "$m" | sed -n 's/^beta_ns_per_byte=//p')
+    wait_quiet
+    m=$(timeout -k 10 300 mpiexec.mpich -n "$PMAX" env LD_PRELOAD="$yield" "$pp" 2>>"$runlog")
+    { echo "# $PMAX ranks on $(nproc) cores, yield preload (ranks 2..$((PMAX - 1)) idle)"; echo "$m"; } >>"$out/shm_alpha_beta.txt"
+    log "shm (2 ranks): alpha_us=$shm_alpha beta_ns_per_byte=$shm_beta"
+}
+
+# ------------------------------------------------------------ one point
+csv_header="env,sweep,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps,algorithm"
+
+# bytes_run ENV P LABEL-ENV... -- PROBLEM-ARGS: prints "algorithm bytes"
+bytes_run() {
+    local where=$1 p=$2; shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    local o
+    # byte counts do not depend on timing: no need to wait for an idle machine
+    o=$(nowait=1 "launch_$where" "$p" "${envs[@]}" SPARCML_VERBOSE=1 -- --bytes "$@")
+    echo "$o" | awk '/^# bytes-call/ { on = 1; next }
+        on && /^sparcml: allreduce/ {
+            for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+            print v["algorithm"], v["bytes_sent"]; exit }'
+}
+
+# point ENV SWEEP P DENSITY PATTERN: all methods at one problem
+point() {
+    local where=$1 sweep=$2 p=$3 d=$4 pat=$5
+    local a b model=() args o line alg_bytes label
+    if [ "$where" = rig ]; then
+        a=$rig_alpha b=$rig_beta
+        model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
+    else
+        a=$shm_alpha b=$shm_beta
+    fi
+    args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
+    log "$where $sweep P=$p d=$d $pat"
+    # 1. dense, allgather and sparcml auto in one run (interleaved reps)
+    runs=("auto::${model[*]}")
+    # 2. each forced algorithm; on the rig also auto with the library defaults
+    for alg in $forced; do runs+=("$alg::${model[*]}"); done
+    [ "$where" = rig ] && runs+=("auto_defaults::")
+    for r in "${runs[@]}"; do
+        label=${r%%::*}
+        local menv=()
+        # shellcheck disable=SC2206 # word splitting of VAR=value pairs is intended
+        [ -n "${r#*::}" ] && menv=(${r#*::})
+        local alg=$label
+        [ "$label" = auto_defaults ] && alg=auto
+        local methods=sparcml
+        [ "$label" = auto ] && methods=dense,allgather,sparcml
+        o=$("launch_$where" "$p" SPARCML_ALGORITHM="$alg" BENCH_LABEL="$label" ${menv[@]+"${menv[@]}"} \
+                -- "${args[@]}" --methods "$methods")
+        local rc=$?
+        alg_bytes=$(bytes_run "$where" "$p" SPARCML_ALGORITHM="$alg" ${menv[@]+"${menv[@]}"} \
+                -- --n "$N" --density "$d" --pattern "$pat")
+        echo "$o" | grep -E '^(dense|allgather|sparcml_)' | while IFS= read -r line; do
+            m=${line%%,*} chosen=""
+            if [[ "$m" == sparcml_* ]]; then
+                chosen=${alg_bytes% *}
+                line=$(echo "$line" | awk -F, -v OFS=, -v by="${alg_bytes#* }" '{ $9 = by; print }')
+            fi
+            echo "$where,$sweep,$line,$chosen" >>"$csv"
+        done
+        if [ "$rc" -ne 0 ] || ! echo "$o" | grep -q '^sparcml_'; then
+            log "  FAILED: $label (rc=$rc), see $runlog"
+            echo "$where,$sweep,sparcml_$label,$p,$N,$d,$pat,float,NA,NA,NA,NA,NA,NA,NA,$reps,FAILED" >>"$csv"
+        fi
+    done
+}
+
+if has_part shm-density || has_part shm-psweep || has_part shm-identical || has_part agree; then
+    shm_measure
+fi
+if has_part rig-density || has_part rig-psweep || has_part rig-identical || has_part agree; then
+    rig_start || { log "rig unavailable: skipping the rig parts"; parts=$(echo "$parts" | tr ',' '\n' | grep -v '^rig-' | tr '\n' ','); }
+fi
+
+for where in shm rig; do
+    if has_part "$where-density"; then
+        csv="$out/sweep_${where}_density${tag}.csv"
+        echo "$csv_header" >"$csv"
+        for d in $densities; do point "$where" density "$PMAX" "$d" random; done
+    fi
+    if has_part "$where-psweep"; then
+        csv="$out/sweep_${where}_psweep${tag}.csv"
+        echo "$csv_header" >"$csv"
+        for p in $psweep; do point "$where" psweep "$p" 1e-3 random; done
+    fi
+    if has_part "$where-identical"; then
+        csv="$out/sweep_${where}_identical${tag}.csv"
+        echo "$csv_header" >"$csv"
+        for d in $ident_densities; do point "$where" identical "$PMAX" "$d" identical; done
+    fi
+done
+
+# ------------------------------------------------------------ overhead
+if has_part overhead; then
+    log "pass-through overhead: $pairs alternating pairs, P=2, -bind-to core"
+    ovraw="$work/logs/overhead_raw.csv"
+    echo "pair,preload,bytes,median_s" >"$ovraw"
+    for ((i = 1; i <= pairs; i++)); do
+        # alternate which one goes first, so that drift cancels
+        if ((i % 2)); then order="shim empty"; else order="empty shim"; fi
+        for which in $order; do
+            if [ "$which" = shim ]; then pre=$shim; else pre=$empty; fi
+            wait_quiet
+            echo "overhead: mpiexec.mpich -n 2 -bind-to core env LD_PRELOAD=$which sparcml_bench --overhead --batches $ovh_batches" >>"$cmdlog"
+            timeout -k 10 "$run_timeout" mpiexec.mpich -n 2 -bind-to core env LD_PRELOAD="$pre" \
+                "$bench" --overhead --batches "$ovh_batches" 2>>"$runlog" |
+                awk -F, -v pr="$i" -v w="$which" '$1 == "overhead" { print pr "," w "," $3 "," $4 }' >>"$ovraw"
+        done
+    done
+    # per size: median of per-pair ratios shim/empty, and of the times
+    awk -F, 'NR > 1 { t[$1 "," $2 "," $3] = $4; sz[$3] = 1; pr[$1] = 1 }
+        function med(a, n,   i, j, x) {
+            for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        END {
+            print "bytes,median_empty_s,median_shim_s,median_ratio,min_ratio,max_ratio,pairs"
+            n = asorti_num(sz, s)
+            for (q = 1; q <= n; q++) {
+                b = s[q]; k = 0; delete r; delete e; delete h
+                for (p in pr) {
+                    x = t[p ",shim," b]; y = t[p ",empty," b]
+                    if (x == "" || y == "") continue
+                    k++; r[k] = x / y; e[k] = y; h[k] = x
+                }
+                if (!k) continue
+                lo = r[1]; hi = r[1]; for (i = 1; i <= k; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
+                printf "%s,%.4e,%.4e,%.4f,%.4f,%.4f,%d\n", b, med(e, k), med(h, k), med(r, k), lo, hi, k
+            }
+        }
+        function asorti_num(src, dst,   n, i, j, x, k) {
+            n = 0; for (k in src) dst[++n] = k + 0
+            for (i = 2; i <= n; i++) { x = dst[i]; for (j = i - 1; j >= 1 && dst[j] > x; j--) dst[j + 1] = dst[j]; dst[j + 1] = x }
+            return n }' "$ovraw" >"$out/overhead.csv"
+    cat "$out/overhead.csv" >&2
+fi
+
+# ------------------------------------------------------------ agreement cost
+if has_part agree; then
+    agraw="$work/logs/agree_raw.csv"
+    : >"$agraw"
+    for where in shm rig; do
+        [ "$where" = rig ] && [ "$rig_up" -ne 1 ] && continue
+        for p in 2 4 8; do
+            log "agreement cost: $where P=$p"
+            model=()
+            [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
+            "launch_$where" "$p" ${model[@]+"${model[@]}"} -- --agree --batches "$agree_batches" |
+                awk -F, -v w="$where" 'NF >= 5 && $2 ~ /^[0-9]+$/ { print w "," $1 "," $2 "," $4 }' >>"$agraw"
+        done
+    done
+    # median over the 3 interleaved rounds
+    awk -F, '{ key = $1 "," $3; m = $2; sub(/_N[0-9]+_k1$/, "", m); v[key "," m] = v[key "," m] " " $4; keys[key] = 1 }
+        function med3(s,   a, n, i, j, x) { n = split(s, a, " ")
+            for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        END { print "env,P,plain_allreduce_8B_s,tagged_N8_k1_s,agree_emulation_s,tagged_over_plain"
+            for (k in keys) { pl = med3(v[k ",plain_allreduce_8B"]); tg = med3(v[k ",sparcml_auto"]); ag = med3(v[k ",agree_emulation_104B_userop"])
+                printf "%s,%.3e,%.3e,%.3e,%.2f\n", k, pl, tg, ag, (pl > 0 ? tg / pl : 0) } }' "$agraw" |
+        { read -r h; echo "$h"; sort -t, -k1,1r -k2,2n; } >"$out/agree.csv"
+    cat "$out/agree.csv" >&2
+fi
+
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg) date_end=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$out/environment.txt"
+
+# ------------------------------------------------------------ tables and plots
+if compgen -G "$out/sweep_*.csv" >/dev/null || [ -f "$out/overhead.csv" ]; then
+    "$top/scripts/bench_report.sh" "$out" || log "WARNING: bench_report.sh failed"
+fi
+log "done: results in $out"
