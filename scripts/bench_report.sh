@@ -52,10 +52,10 @@ END {
         if (!any) continue
         printf "\n### %s: %s\n\n", env == "rig" ? "1gbit netsim rig" : "shared memory", title[sw] >> md
         printf "Times in ms: median over reps of the max over ranks. "   >> md
-        printf "auto = sparcml with SPARCML_ALGORITHM=auto%s; `alg` = what auto ran; " , env == "rig" ? " and the rig'"'"'s measured alpha/beta (auto (def.) = library defaults)" : " (library defaults)" >> md
+        printf "auto = sparcml with SPARCML_ALGORITHM=auto and this environment'"'"'s measured alpha/beta, auto (def.) = with the library'"'"'s default alpha/beta/gamma; `alg` = what auto ran; " >> md
         printf "regret = auto / best forced (both measured); choice = forced time of the algorithm auto chose / best forced (runs of the same kind, so run-to-run noise of one algorithm does not count); best = fastest forced algorithm; bound = Lemma 5.1 (%s).\n\n", sw == "identical" ? "identical" : "disjoint" >> md
-        printf "| P | d | k | dense | allgather | auto | alg | auto KiB sent | rec.dbl | SSAR split | DSAR split | sparcml dense |%s bound | dense/auto | allgather/auto | regret | choice | best | auto/bound |\n", env == "rig" ? " auto (def.) | alg (def.) |" : "" >> md
-        printf "|---|---|---|---|---|---|---|---|---|---|---|---|%s---|---|---|---|---|---|---|\n", env == "rig" ? "---|---|" : "" >> md
+        printf "| P | d | k | dense | allgather | auto | alg | auto KiB sent | rec.dbl | SSAR split | DSAR split | sparcml dense | auto (def.) | alg (def.) | bound | dense/auto | allgather/auto | regret | choice | best | auto/bound |\n" >> md
+        printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" >> md
         f = data "/" sw "_" env ".dat"
         printf "# x dense allgather auto rd ssar dsar sdense bound auto_def\n" > f
         for (i = 1; i <= n; i++) {
@@ -67,7 +67,7 @@ END {
             auto = T[key, "sparcml_auto"]
             printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", q[3], q[4], K[key], ms(T[key, "dense"]), ms(T[key, "allgather"]),
                 ms(auto), ALG[key, "sparcml_auto"], kb(B[key, "sparcml_auto"]), ms(T[key, F[1]]), ms(T[key, F[2]]), ms(T[key, F[3]]), ms(T[key, F[4]]) >> md
-            if (env == "rig") printf " %s | %s |", ms(T[key, "sparcml_auto_defaults"]), ALG[key, "sparcml_auto_defaults"] >> md
+            printf " %s | %s |", ms(T[key, "sparcml_auto_defaults"]), ALG[key, "sparcml_auto_defaults"] >> md
             printf " %s | %s | %s | %s | %s | %s | %s |\n", ms(BOUND[key]), ratio(T[key, "dense"], auto), ratio(T[key, "allgather"], auto), ratio(auto, best), ratio(chosen, best), bestname, ratio(auto, BOUND[key]) >> md
             printf "%s %s %s %s %s %s %s %s %s %s\n", sw == "psweep" ? q[3] : q[4], num(T[key, "dense"]), num(T[key, "allgather"]), num(auto),
                 num(T[key, F[1]]), num(T[key, F[2]]), num(T[key, F[3]]), num(T[key, F[4]]), num(BOUND[key]), num(T[key, "sparcml_auto_defaults"]) > f

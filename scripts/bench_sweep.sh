@@ -37,9 +37,10 @@
 #     d = 1e-5 .. 0.5, random indices: vendor dense MPI_Allreduce, the
 #     allgather baseline, sparcml auto and each forced algorithm (one mpiexec
 #     per algorithm: the library reads SPARCML_ALGORITHM once), on the
-#     1gbit netsim rig (SPARCML_ALPHA_US/SPARCML_BETA_NS_PER_BYTE = the rig's
-#     measured alpha/beta; also auto with the library defaults) and on plain
-#     shared memory (library defaults); bytes per rank of every sparcml run
+#     1gbit netsim rig and on plain shared memory; "sparcml_auto" gets the
+#     environment's measured alpha/beta (SPARCML_ALPHA_US,
+#     SPARCML_BETA_NS_PER_BYTE; shared memory: 2-rank ping-pong),
+#     "sparcml_auto_defaults" the library's defaults; bytes per rank of every sparcml run
 #     from a second run with SPARCML_VERBOSE=1 (sparcml_bench --bytes);
 #   * P sweep (2..8) at d = 0.1 %, identical-index runs;
 #   * pass-through overhead: untagged allreduce 8 B .. 1 MiB, shim vs an
@@ -285,6 +286,7 @@ point() {
         model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
     else
         a=$shm_alpha b=$shm_beta
+        model=(SPARCML_ALPHA_US="$shm_alpha" SPARCML_BETA_NS_PER_BYTE="$shm_beta")
     fi
     args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
     log "$where $sweep P=$p d=$d $pat"
@@ -292,7 +294,7 @@ point() {
     runs=("auto::${model[*]}")
     # 2. each forced algorithm; on the rig also auto with the library defaults
     for alg in $forced; do runs+=("$alg::${model[*]}"); done
-    [ "$where" = rig ] && runs+=("auto_defaults::")
+    runs+=("auto_defaults::")
     for r in "${runs[@]}"; do
         label=${r%%::*}
         local menv=()
