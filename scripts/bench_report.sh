@@ -92,6 +92,33 @@ if [ -f "$dir/overhead.csv" ]; then
     } >>"$md"
     awk -F, 'NR > 1 { print $1, $4, $5, $6 }' "$dir/overhead.csv" >"$data/overhead.dat"
 fi
+for qf in "$dir"/qsgd_shm.csv "$dir"/qsgd_rig.csv; do
+    [ -f "$qf" ] && head -1 "$qf" | grep -q '^env,method,P,N,density,qsgd_bits' || continue
+    {
+        echo
+        echo "### QSGD on the dense parts ($(basename "$qf"): P = 8, random indices)"
+        echo
+        echo "| env | d | requested | ran | bits | time (ms) | vs exact | KiB sent per rank | vs exact |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        # exact (bits 0) row of the same env/density/requested algorithm is the reference
+        awk -F, 'NR > 1 {
+            req = $2; sub(/_q[0-9]+$/, "", req); sub(/^sparcml_/, "", req)
+            key = $1 SUBSEP $5 SUBSEP req
+            if ($6 == 0) { T0[key] = $7; B0[key] = $9 }
+            row[++n] = $0; K[n] = key; R[n] = req
+        }
+        END {
+            for (i = 1; i <= n; i++) {
+                split(row[i], f, ",")
+                t = (f[7] == "NA") ? "n/a" : sprintf("%.2f", f[7] * 1e3)
+                kb = (f[9] == "NA") ? "n/a" : sprintf("%.0f", f[9] / 1024)
+                rt = (f[7] == "NA" || T0[K[i]] == "" || T0[K[i]] == "NA") ? "n/a" : sprintf("%.2fx", f[7] / T0[K[i]])
+                rb = (f[9] == "NA" || B0[K[i]] == "" || B0[K[i]] == "NA") ? "n/a" : sprintf("%.2fx", f[9] / B0[K[i]])
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[5], R[i], f[10], f[6] == 0 ? "exact" : f[6], t, rt, kb, rb
+            }
+        }' "$qf"
+    } >>"$md"
+done
 if [ -f "$dir/agree.csv" ]; then
     {
         echo

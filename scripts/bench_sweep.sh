@@ -9,6 +9,7 @@
 #   --parts LIST     comma-separated subset of
 #                      shm-density rig-density shm-psweep rig-psweep
 #                      shm-identical rig-identical overhead agree
+#                      shm-qsgd rig-qsgd
 #                    (default: all of them)
 #   --reps R         repetitions per timed point (default 10, at least 10)
 #   --out DIR        results directory (default bench/results)
@@ -22,6 +23,7 @@
 #   --densities "LIST"  density-sweep densities (default 1e-5 ... 0.5)
 #   --psweep "LIST"     P values of the P sweep (default 2 .. 8)
 #   --ident "LIST"      densities of the identical-index runs
+#   --qsgd "LIST"       densities of the QSGD runs (default 0.01 0.1)
 #   --tag NAME          write sweep_<env>_<sweep>NAME.csv instead of
 #                       overwriting sweep_<env>_<sweep>.csv (for re-running
 #                       points measured while the machine was busy: the
@@ -47,6 +49,8 @@
 #     "sparcml_auto_defaults" the library's defaults; bytes per rank of every sparcml run
 #     from a second run with SPARCML_VERBOSE=1 (sparcml_bench --bytes);
 #   * P sweep (2..8) at d = 0.1 %, identical-index runs;
+#   * QSGD: P = 8, DSAR split allgather and auto, SPARCML_QSGD_BITS 0 (exact),
+#     8, 4, 2: time and bytes per rank (qsgd_<env>.csv);
 #   * pass-through overhead: untagged allreduce 8 B .. 1 MiB, shim vs an
 #     empty preload, alternating runs, -bind-to core, median ratio per size;
 #   * cost of a tiny tagged call (agreement step) vs a plain 8-byte
@@ -59,7 +63,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top" || exit 1
 
 args_all="$*"
-opt_dens="" opt_psweep="" opt_ident="" tag=""
+opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag=""
 nice_sweep=0
 if [ "$(id -u)" -eq 0 ]; then nice_short=-20; else nice_short=0; fi
 quick=0
@@ -68,7 +72,7 @@ out="$top/bench/results"
 rate=1gbit
 keep_rig=0
 pairs=10
-parts="shm-density,rig-density,shm-psweep,rig-psweep,shm-identical,rig-identical,overhead,agree"
+parts="shm-density,rig-density,shm-psweep,rig-psweep,shm-identical,rig-identical,shm-qsgd,rig-qsgd,overhead,agree"
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
@@ -83,6 +87,7 @@ while [ "$#" -gt 0 ]; do
         --nice-short) nice_short=$2; shift ;;
         --psweep) opt_psweep=$2; shift ;;
         --ident) opt_ident=$2; shift ;;
+        --qsgd) opt_qsgd=$2; shift ;;
         --tag) tag=$2; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_sweep: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -99,6 +104,7 @@ if [ "$quick" -eq 1 ]; then
     densities="1e-4 1e-3 1e-2 0.1"
     psweep="2 4 8"
     ident_densities="1e-3 1e-2"
+    qsgd_densities="1e-2 0.1"
     [ "$pairs" -eq 10 ] && pairs=3
     ovh_batches=50
     agree_batches=30
@@ -107,12 +113,14 @@ else
     densities="1e-5 1e-4 1e-3 1e-2 0.05 0.1 0.25 0.5"
     psweep="2 3 4 5 6 7 8"
     ident_densities="1e-4 1e-3 1e-2 0.1"
+    qsgd_densities="1e-2 0.1"
     ovh_batches=200
     agree_batches=100
 fi
 [ -n "$opt_dens" ] && densities=$opt_dens
 [ -n "$opt_psweep" ] && psweep=$opt_psweep
 [ -n "$opt_ident" ] && ident_densities=$opt_ident
+[ -n "$opt_qsgd" ] && qsgd_densities=$opt_qsgd
 [[ "$tag" =~ ^[A-Za-z0-9_-]*$ ]] || { echo "bench_sweep: bad --tag" >&2; exit 2; }
 [[ "$nice_sweep" =~ ^-?[0-9]+$ && "$nice_short" =~ ^-?[0-9]+$ ]] || { echo "bench_sweep: bad --nice" >&2; exit 2; }
 prio=$nice_sweep
@@ -334,10 +342,37 @@ point() {
     done
 }
 
-if has_part shm-density || has_part shm-psweep || has_part shm-identical || has_part agree; then
+# qsgd_points ENV CSV: QSGD off/8/4/2 bits for DSAR split allgather and auto
+# at P = 8, random indices.  The model gets this environment's alpha/beta.
+qsgd_points() {
+    local where=$1 qcsv=$2 a b o alg_bytes line
+    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
+    echo "env,method,P,N,density,qsgd_bits,median_s,min_s,bytes_sent_per_rank,algorithm" >"$qcsv"
+    for d in $qsgd_densities; do
+        for alg in dsar_split_allgather auto; do
+            for bits in 0 8 4 2; do
+                log "$where qsgd P=$PMAX d=$d $alg bits=$bits"
+                local env=(SPARCML_ALGORITHM="$alg" SPARCML_QSGD_BITS="$bits"
+                           SPARCML_ALPHA_US="$a" SPARCML_BETA_NS_PER_BYTE="$b")
+                o=$("launch_$where" "$PMAX" BENCH_LABEL="${alg}_q$bits" "${env[@]}"                         -- --n "$N" --density "$d" --reps "$reps" --alpha-us "$a" --beta-ns "$b"                         --methods sparcml)
+                alg_bytes=$(bytes_run "$where" "$PMAX" "${env[@]}" -- --n "$N" --density "$d")
+                line=$(echo "$o" | grep -m1 '^sparcml_')
+                if [ -z "$line" ]; then
+                    log "  FAILED: $alg bits=$bits, see $runlog"
+                    echo "$where,sparcml_${alg}_q$bits,$PMAX,$N,$d,$bits,NA,NA,NA,FAILED" >>"$qcsv"
+                    continue
+                fi
+                echo "$line" | awk -F, -v OFS=, -v w="$where" -v q="$bits" -v by="${alg_bytes#* }" \
+                    -v al="${alg_bytes% *}" '{ print w, $1, $2, $3, $4, q, $7, $8, by, al }' >>"$qcsv"
+            done
+        done
+    done
+}
+
+if has_part shm-density || has_part shm-psweep || has_part shm-identical || has_part shm-qsgd || has_part agree; then
     shm_measure
 fi
-if has_part rig-density || has_part rig-psweep || has_part rig-identical || has_part agree; then
+if has_part rig-density || has_part rig-psweep || has_part rig-identical || has_part rig-qsgd || has_part agree; then
     rig_start || { log "rig unavailable: skipping the rig parts"; parts=$(echo "$parts" | tr ',' '\n' | grep -v '^rig-' | tr '\n' ','); }
 fi
 
@@ -356,6 +391,9 @@ for where in shm rig; do
         csv="$out/sweep_${where}_identical${tag}.csv"
         echo "$csv_header" >"$csv"
         for d in $ident_densities; do point "$where" identical "$PMAX" "$d" identical; done
+    fi
+    if has_part "$where-qsgd"; then
+        qsgd_points "$where" "$out/qsgd_${where}${tag}.csv"
     fi
 done
 

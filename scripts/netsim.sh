@@ -311,13 +311,15 @@ build_prog() { # NAME -> prints path
 
 cmd_build() {
     (($# == 0)) || usage
-    local pp dat
+    local pp dat ef
     build_helper
     pp="$(build_prog pingpong)"
     dat="$(build_prog dense_allreduce_time)"
+    ef="$(build_prog exchange_floor)"
     echo "helper=$HELPER_SO"
     echo "pingpong=$pp"
     echo "dense_allreduce_time=$dat"
+    echo "exchange_floor=$ef"
 }
 
 # run P CMD...: the heart of the rig.  mpiexec.mpich (always MPICH's hydra,
