@@ -59,13 +59,40 @@ static double wire_value_bytes(const sparcml_problem *p, int quantized)
     return quantized && p->qbits ? p->qbits / 8.0 + vs / p->qbucket : vs;
 }
 
+/* A message of n entries of a range of d elements travels dense when that
+ * is smaller unquantized (as stream.c decides), then maybe quantized. */
+static int msg_is_dense(const sparcml_problem *p, double n, double d)
+{
+    double vs = (double)sparcml_value_size(p->vtype);
+    return n * (sparcml_index_width(p->dim) + vs) >= d * vs;
+}
+
 /* Bytes of a message holding n entries of a range of d elements. */
 static double msg_bytes(const sparcml_problem *p, double n, double d)
 {
-    double e = sparcml_index_width(p->dim) + wire_value_bytes(p, p->qsparse);
-    return SPARCML_HEADER_BYTES + fmin(n * e, d * wire_value_bytes(p, 1));
+    if (msg_is_dense(p, n, d)) return SPARCML_HEADER_BYTES + d * wire_value_bytes(p, 1);
+    return SPARCML_HEADER_BYTES + n * (sparcml_index_width(p->dim) + wire_value_bytes(p, p->qsparse));
 }
 
+/* CPU cost of QSGD per value relative to merge-adding one entry (gamma):
+ * encoding draws a random number per value (6.7 ns per value against 5.5 ns
+ * per merged entry, measured on the benchmark machine), decoding is a
+ * lookup and a multiply (2.0 ns). */
+#define QSGD_ENCODE_PER_MERGE 1.2
+#define QSGD_DECODE_PER_MERGE 0.36
+
+/* Values QSGD encodes for a message of n entries of a range of d elements
+ * (and decodes at the other end): all d when the message travels dense,
+ * its n values when sparse values are quantized too, else none. */
+static double msg_quantized_values(const sparcml_problem *p, double n, double d)
+{
+    if (!p->qbits) return 0;
+    if (msg_is_dense(p, n, d)) return d;
+    return p->qsparse ? n : 0;
+}
+
+/* Per round a rank encodes its message, decodes its partner's and decodes
+ * its own (both sides must add the same quantized operands). */
 static double cost_recursive_double(const sparcml_settings *s, const sparcml_problem *p)
 {
     int p2 = 1;
@@ -76,32 +103,51 @@ static double cost_recursive_double(const sparcml_settings *s, const sparcml_pro
                                        + msg_bytes(p, select_union_estimate(p, p->P), N));
     for (int m = 1; m < p2; m *= 2) {
         double u = fmax(select_union_estimate(p, m), m == 1 ? (double)p->k_max : 0);
-        t += s->alpha + s->beta * msg_bytes(p, u, N) + s->gamma * 2 * u;
+        t += s->alpha + s->beta * msg_bytes(p, u, N) + s->gamma * 2 * u
+             + s->gamma * (QSGD_ENCODE_PER_MERGE + 2 * QSGD_DECODE_PER_MERGE) * msg_quantized_values(p, u, N);
     }
     return t;
 }
 
-/* The sparse reduce-scatter both split algorithms share. */
+/* Copying an entry (memcpy of its index and value) costs about a quarter of
+ * merge-adding it (5.5 ns per merged entry against 1-1.5 ns per copied
+ * 8-byte entry, measured on the benchmark machine). */
+#define COPY_PER_MERGE 0.25
+
+/* The sparse reduce-scatter both split algorithms share.  The owner of a
+ * slice adds the P-1 incoming parts one after the other into a growing
+ * sum: about k/P + (sum so far) entries per addition, in all about
+ * k + u/2 entries for a union of u (P k/2 + k when disjoint, 2 k when
+ * identical). */
 static double cost_reduce_scatter(const sparcml_settings *s, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim;
     double part = msg_bytes(p, (double)p->k_max / P, N / P);
+    double quantized = msg_quantized_values(p, (double)p->k_max / P, N / P);
     return (P - 1) * (s->alpha + s->beta * part)
-           + s->gamma * ((double)p->k_max + select_union_estimate(p, P));
+           + s->gamma * ((double)p->k_max + select_union_estimate(p, P) / 2)
+           + s->gamma * (QSGD_ENCODE_PER_MERGE + QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }
 
+/* The gathered slices are only copied into place (stream_concat). */
 static double cost_ssar_split(const sparcml_settings *s, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, u = select_union_estimate(p, P);
     double gathered = msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
+    /* the owner encodes its slice, every rank decodes all P */
+    double quantized = msg_quantized_values(p, u / P, N / P);
     return cost_reduce_scatter(s, p) + 2 * ceil_log2(p->P) * s->alpha
-           + s->beta * (P - 1) / P * gathered + s->gamma * u;
+           + s->beta * (P - 1) / P * gathered + COPY_PER_MERGE * s->gamma * u
+           + s->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
 static double cost_dsar_split(const sparcml_settings *s, const sparcml_problem *p)
 {
-    double P = p->P, D = (double)p->dim * wire_value_bytes(p, 1);
-    return cost_reduce_scatter(s, p) + ceil_log2(p->P) * s->alpha + s->beta * (P - 1) / P * D;
+    double P = p->P, N = (double)p->dim, D = N * wire_value_bytes(p, 1);
+    /* quantized: the owner encodes its dense slice, every rank decodes all */
+    double quantized = p->qbits ? N / P : 0;
+    return cost_reduce_scatter(s, p) + ceil_log2(p->P) * s->alpha + s->beta * (P - 1) / P * D
+           + s->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
 static double cost_dense(const sparcml_settings *s, const sparcml_problem *p)
