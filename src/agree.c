@@ -1,5 +1,5 @@
 /* agree.c -- one allreduce of a fixed record: maxima, minima (as maxima of
- * negated values) and one sum, combined by a user-defined operation. */
+ * negated values) and sums, combined by a user-defined operation. */
 #include "config.h"
 
 #include <pthread.h>
@@ -15,7 +15,8 @@ enum {
     F_NNZ_MAX, F_NNZ_NEG,
     F_DENSE_MAX,
     F_HASH_MAX, F_HASH_NEG,
-    F_NNZ_SUM, /* the only summed field: keep it last */
+    F_NNZ_SUM, /* the summed fields: keep them last */
+    F_UNION_SUM,
     F_COUNT_
 };
 
@@ -33,7 +34,8 @@ static void agree_combine(void *in, void *inout, int *len, MPI_Datatype *dt)
     for (int e = 0; e < *len; e++, a += F_COUNT_, b += F_COUNT_) {
         for (int f = 0; f < F_NNZ_SUM; f++)
             if (a[f] > b[f]) b[f] = a[f];
-        b[F_NNZ_SUM] = (int64_t)((uint64_t)a[F_NNZ_SUM] + (uint64_t)b[F_NNZ_SUM]);
+        for (int f = F_NNZ_SUM; f < F_COUNT_; f++)
+            b[f] = (int64_t)((uint64_t)a[f] + (uint64_t)b[f]);
     }
 }
 
@@ -64,6 +66,7 @@ int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
     v[F_DENSE_MAX] = l->dense;
     v[F_HASH_MAX] = (int64_t)l->settings_hash; v[F_HASH_NEG] = -(int64_t)l->settings_hash;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
+    v[F_UNION_SUM] = (int64_t)l->union_part;
     rc = PMPI_Allreduce(MPI_IN_PLACE, v, 1, agree_type, agree_op, comm);
     if (rc != MPI_SUCCESS) return rc;
 
@@ -76,6 +79,7 @@ int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
     out->k_min = (uint64_t)-v[F_NNZ_NEG];
     out->k_sum = (uint64_t)v[F_NNZ_SUM];
     out->any_dense = (int)v[F_DENSE_MAX];
+    out->union_sum = (uint64_t)v[F_UNION_SUM];
     if (out->reason) return MPI_SUCCESS;
     /* Arguments valid everywhere: do the ranks agree with each other? */
     if (v[F_DIM_MAX] != -v[F_DIM_NEG]) out->reason = SPARCML_R_DIM_MISMATCH;

@@ -20,6 +20,10 @@ typedef struct sparcml_local {
     uint64_t nnz;
     int dense;
     uint64_t settings_hash;
+    /* Nonzero values in this rank's 1/P of the previous call's result, when
+     * that result was dense (0 otherwise): their sum is the previous union
+     * size, for the selector's overlap estimate (allreduce.c). */
+    uint64_t union_part;
 } sparcml_local;
 
 typedef struct sparcml_agreed {
@@ -30,6 +34,7 @@ typedef struct sparcml_agreed {
     MPI_Count count;
     uint64_t k_max, k_min, k_sum;
     int any_dense;
+    uint64_t union_sum; /* sum of union_part */
 } sparcml_agreed;
 
 int agree(MPI_Comm comm, int rank, const sparcml_local *local, sparcml_agreed *out);

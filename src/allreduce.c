@@ -76,10 +76,32 @@ static int fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reas
     return sparcml_report(comm, rank, a->reason, detail);
 }
 
+/* The selector's overlap estimate follows the size of each result's union
+ * of indices, a number every rank knows identically.  A sparse result
+ * carries it; of a dense one each rank counts the nonzeros of its 1/P of
+ * the result, and the next call's agreement step adds them up (without
+ * this, a dense result would leave the estimate where it was, and a choice
+ * made on a wrong estimate could never be corrected). */
 static void learn(sparcml_ctx *ctx, const sparcml_problem *p, const sparcml_call *c)
 {
-    /* A dense result says nothing about the union any more. */
-    if (!c->result_dense) ctx->overlap = select_learn_overlap(p, c->result_nnz);
+    sv result;
+    ctx->union_pending = c->result_dense;
+    if (!c->result_dense) {
+        ctx->overlap = select_learn_overlap(p, c->result_nnz);
+        return;
+    }
+    split_bounds(c->dim, ctx->size, ctx->offsets);
+    result = stream_view(c->recvbuf);
+    ctx->union_part = stream_count_nonzero(&result, ctx->offsets[ctx->rank], ctx->offsets[ctx->rank + 1]);
+    ctx->union_problem = *p;
+}
+
+/* The second half of learning from a dense result (see learn). */
+static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
+{
+    if (!ctx->union_pending) return;
+    ctx->overlap = select_learn_overlap(&ctx->union_problem, a->union_sum);
+    ctx->union_pending = 0;
 }
 
 static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
@@ -146,12 +168,14 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         local.dense = c.input.dense;
         local.settings_hash = s->hash;
     }
+    local.union_part = c.ctx->union_pending ? c.ctx->union_part : 0;
     rc = agree(c.ctx->comm, c.ctx->rank, &local, &agreed);
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_call_errhandler(comm, rc);
         return rc;
     }
     if (agreed.reason != SPARCML_R_OK) return fail(comm, rank, &agreed, local.reason, detail);
+    learn_pending(c.ctx, &agreed);
 
     c.recvbuf = recvbuf;
     c.recv_bytes = (uint64_t)count * 8;

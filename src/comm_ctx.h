@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "select.h"
+
 /* Scratch buffers, reused across calls: they only grow. */
 enum {
     POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS,
@@ -33,6 +35,11 @@ typedef struct sparcml_ctx {
     /* The overlap estimate of the selector, learnt from the previous call:
      * identical on all ranks because results are. */
     double overlap;
+    /* After a dense result the union size is learnt one call later, from
+     * the sum of every rank's union_part in the next agreement step. */
+    int union_pending;
+    uint64_t union_part;
+    sparcml_problem union_problem; /* the problem the result belonged to */
     uint64_t calls;
 } sparcml_ctx;
 

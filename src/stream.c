@@ -400,3 +400,23 @@ sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, void 
     }
     return out;
 }
+
+uint64_t stream_count_nonzero(const sv *s, uint64_t lo, uint64_t hi)
+{
+    uint64_t n = 0;
+    switch (s->vtype) {
+    case SPARCML_FLOAT:
+        for (uint64_t i = lo; i < hi; i++) n += ((const float *)s->val)[i] != 0.0f;
+        break;
+    case SPARCML_DOUBLE:
+        for (uint64_t i = lo; i < hi; i++) n += ((const double *)s->val)[i] != 0.0;
+        break;
+    case SPARCML_INT32:
+        for (uint64_t i = lo; i < hi; i++) n += ((const uint32_t *)s->val)[i] != 0;
+        break;
+    default:
+        for (uint64_t i = lo; i < hi; i++) n += ((const uint64_t *)s->val)[i] != 0;
+        break;
+    }
+    return n;
+}

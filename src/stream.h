@@ -72,4 +72,8 @@ sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, void 
 /* Copy a stream to dst (may not overlap). */
 sv stream_copy(const sv *s, void *dst);
 
+/* Number of nonzero values among elements [lo, hi) of a dense stream
+ * (NaN counts as nonzero). */
+uint64_t stream_count_nonzero(const sv *s, uint64_t lo, uint64_t hi);
+
 #endif
