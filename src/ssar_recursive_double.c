@@ -25,17 +25,28 @@ static int active_rank(int newrank, int rem)
 }
 
 /* cur (in pool *cur_pool, or the caller's buffer when *cur_pool < 0)
- * becomes cur + other, with other's rank on the left when other_is_lower. */
-static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower)
+ * becomes cur + other, with other's rank on the left when other_is_lower.
+ * The last sum of the call goes straight into recvbuf when it surely fits
+ * and recvbuf is not an operand (under MPI_IN_PLACE it holds the input):
+ * that saves copying the result once more at the end. */
+static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower,
+                   int last)
 {
     int out_pool;
     void *out;
+    uint64_t bound;
     if (cur->dense && *cur_pool >= 0) {
         stream_accumulate(cur, other, other_is_lower);
         return MPI_SUCCESS;
     }
+    bound = stream_merge_bound(cur, other);
     out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
-    out = ctx_buffer(c->ctx, out_pool, stream_merge_bound(cur, other));
+    if (last && bound <= c->recv_bytes && cur->base != c->recvbuf) {
+        out = c->recvbuf;
+        out_pool = -1;
+    } else {
+        out = ctx_buffer(c->ctx, out_pool, bound);
+    }
     if (!out) return CALL_NOMEM(c);
     *cur = other_is_lower ? stream_merge_add(other, cur, out) : stream_merge_add(cur, other, out);
     *cur_pool = out_pool;
@@ -61,7 +72,8 @@ static int folded_rank(sparcml_call *c)
 /* One round: exchange cur with partner and add.  Before round j, cur is the
  * sum of the group of 2^j active ranks newrank >> j, identical on all its
  * members: that group, not this rank, names the quantization key. */
-static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int newrank, int round)
+static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int newrank, int round,
+                    int last)
 {
     MPI_Request req;
     sv other, own;
@@ -80,7 +92,7 @@ static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int ne
         *cur_pool = POOL_QOWN;
     }
     if (rc != MPI_SUCCESS) return rc;
-    return combine(c, cur, cur_pool, &other, partner < c->ctx->rank);
+    return combine(c, cur, cur_pool, &other, partner < c->ctx->rank, last);
 }
 
 int sparcml_ssar_recursive_double(sparcml_call *c)
@@ -94,7 +106,7 @@ int sparcml_ssar_recursive_double(sparcml_call *c)
     if (rank < 2 * rem) {
         if (rank % 2 == 0) return folded_rank(c);
         rc = p2p_recv(c, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &other, NULL);
-        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, 1);
+        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, 1, p2 == 1);
         if (rc != MPI_SUCCESS) return rc;
         newrank = rank / 2;
     } else {
@@ -102,7 +114,8 @@ int sparcml_ssar_recursive_double(sparcml_call *c)
     }
 
     for (int mask = 1; mask < p2; mask <<= 1) {
-        rc = exchange(c, &cur, &cur_pool, active_rank(newrank ^ mask, rem), newrank, round++);
+        rc = exchange(c, &cur, &cur_pool, active_rank(newrank ^ mask, rem), newrank, round++,
+                      mask * 2 >= p2);
         if (rc != MPI_SUCCESS) return rc;
     }
 
