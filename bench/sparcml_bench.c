@@ -16,10 +16,14 @@
  *                SPARCML_VERBOSE=1: the caller parses "bytes_sent=" and
  *                "algorithm=" from the library's last verbose line.
  *   --overhead   untagged MPI_FLOAT MPI_Allreduce, 8 B .. 1 MiB (x4), median
- *                per-call time over many batches (shim vs empty preload).
+ *                per-call time over many batches (run once with the shim and
+ *                once with an empty preload: "overhead" lines); also, in the
+ *                same process, MPI_Allreduce against PMPI_Allreduce in
+ *                alternating batches ("inproc" lines: median ratio of the
+ *                pairs, i.e. what the shim adds with machine noise cancelled).
  *   --agree      latency of a tiny tagged call (N=8, k=1) against a plain
  *                8-byte MPI_Allreduce and an emulation of the agreement
- *                step (13 int64 with a user-defined op).
+ *                step (AGREE_FIELDS int64 with a user-defined op).
  *   --smoke      tiny problems, all patterns, float and double, checks that
  *                the tagged result equals the dense one bit for bit; exit
  *                status 1 on any difference or error.
@@ -700,6 +704,45 @@ static int calls_for(double bytes)
     return c < 4 ? 4 : c > 256 ? 256 : (int)c;
 }
 
+static int pmpi_call(void *v)
+{
+    plain_ctx *c = v;
+    return PMPI_Allreduce(c->in, c->out, c->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* The same untagged call through MPI_Allreduce (the shim, when preloaded)
+ * and straight to PMPI_Allreduce (the vendor), in alternating batches of one
+ * process: the shim's cost with machine noise mostly cancelled.  Prints
+ * the medians of both and the median of the per-pair ratios. */
+static void inproc_pairs(plain_ctx *c, double sz, int calls, int batches)
+{
+    double *ratio = xalloc(sizeof(double) * (size_t)batches);
+    double *tm = xalloc(sizeof(double) * (size_t)batches), *tp = xalloc(sizeof(double) * (size_t)batches);
+    for (int i = 0; i < calls * 4 + 10; i++) { plain_call(c); pmpi_call(c); }
+    for (int bt = 0; bt < batches; bt++) {
+        double t[2], mx[2];
+        for (int w = 0; w < 2; w++) {
+            /* alternate which one goes first, so neither always follows the barrier */
+            call_fn fn = (w ^ (bt & 1)) ? pmpi_call : plain_call;
+            double t0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (int i = 0; i < calls; i++) fn(c);
+            t[fn == pmpi_call] = (MPI_Wtime() - t0) / calls;
+        }
+        MPI_Allreduce(t, mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        tm[bt] = mx[0];
+        tp[bt] = mx[1];
+        ratio[bt] = mx[0] / mx[1];
+    }
+    if (rank == 0)
+        printf("inproc,%d,%.0f,%.6e,%.6e,%.4f,%d,%d\n", nprocs, sz, median(tm, batches),
+               median(tp, batches), median(ratio, batches), calls, batches);
+    free(ratio);
+    free(tm);
+    free(tp);
+}
+
 static int mode_overhead(const options *o)
 {
     plain_ctx c;
@@ -718,6 +761,7 @@ static int mode_overhead(const options *o)
         calls = calls_for(sz);
         time_batches(plain_call, &c, calls, o->batches, &med, &mn);
         if (rank == 0) printf("overhead,%d,%.0f,%.6e,%.6e,%d,%d\n", nprocs, sz, med, mn, calls, o->batches);
+        inproc_pairs(&c, sz, calls, o->batches);
         fflush(stdout);
         if (last) break;
     }
@@ -733,13 +777,15 @@ static int tagged_call(void *v)
     return MPI_Allreduce(c->s, c->r, (int)c->count, c->t, MPI_SUM, MPI_COMM_WORLD);
 }
 
-typedef struct { MPI_Datatype t; MPI_Op op; int64_t v[13]; } agree_ctx;
+/* The agreement record of src/agree.c: 14 int64 fields. */
+#define AGREE_FIELDS 14
+typedef struct { MPI_Datatype t; MPI_Op op; int64_t v[AGREE_FIELDS]; } agree_ctx;
 static void agree_max(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     const int64_t *a = in;
     int64_t *b = inout;
     (void)dt;
-    for (int i = 0; i < *len * 13; i++) if (a[i] > b[i]) b[i] = a[i];
+    for (int i = 0; i < *len * AGREE_FIELDS; i++) if (a[i] > b[i]) b[i] = a[i];
 }
 static int agree_call(void *v)
 {
@@ -763,7 +809,7 @@ static int mode_agree(const options *o)
     tc.s = xalloc((size_t)tc.count * 8);
     tc.r = xalloc((size_t)tc.count * 8);
     sparcml_stream_from_sorted(tc.s, tc.count, N, SPARCML_FLOAT, 1, &idx, &one);
-    MPI_Type_contiguous(13, MPI_INT64_T, &ac.t);
+    MPI_Type_contiguous(AGREE_FIELDS, MPI_INT64_T, &ac.t);
     MPI_Type_commit(&ac.t);
     MPI_Op_create(agree_max, 1, &ac.op);
     memset(ac.v, 0, sizeof ac.v);
@@ -778,7 +824,8 @@ static int mode_agree(const options *o)
         if (rank == 0) printf("%s_N%llu_k1,%d,%llu,%.6e,%.6e,%d,%d\n", sparcml_label(),
                               (unsigned long long)N, nprocs, (unsigned long long)N, med, mn, calls, o->batches);
         time_batches(agree_call, &ac, calls, o->batches, &med, &mn);
-        if (rank == 0) printf("agree_emulation_104B_userop,%d,13,%.6e,%.6e,%d,%d\n", nprocs, med, mn, calls, o->batches);
+        if (rank == 0) printf("agree_emulation_userop,%d,%d,%.6e,%.6e,%d,%d\n", nprocs, AGREE_FIELDS, med, mn,
+                              calls, o->batches);
         fflush(stdout);
     }
     MPI_Op_free(&ac.op);

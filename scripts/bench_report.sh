@@ -92,7 +92,7 @@ if [ -f "$dir/overhead.csv" ]; then
     } >>"$md"
     awk -F, 'NR > 1 { print $1, $4, $5, $6 }' "$dir/overhead.csv" >"$data/overhead.dat"
 fi
-for qf in "$dir"/qsgd_shm.csv "$dir"/qsgd_rig.csv; do
+for qf in "$dir"/qsgd_*.csv; do
     [ -f "$qf" ] && head -1 "$qf" | grep -q '^env,method,P,N,density,qsgd_bits' || continue
     {
         echo
@@ -124,7 +124,7 @@ if [ -f "$dir/agree.csv" ]; then
         echo
         echo "### Cost of a tiny tagged call (agreement + algorithm) vs a plain 8-byte allreduce"
         echo
-        echo "| env | P | plain 8 B (us) | tagged N=8 k=1 (us) | agreement emulation, 104 B user op (us) | tagged / plain |"
+        echo "| env | P | plain 8 B (us) | tagged N=8 k=1 (us) | agreement emulation, user op of 14 int64 (us) | tagged / plain |"
         echo "|---|---|---|---|---|---|"
         awk -F, 'NR > 1 { printf "| %s | %s | %.1f | %.1f | %.1f | %s |\n", $1, $2, $3 * 1e6, $4 * 1e6, $5 * 1e6, $6 }' "$dir/agree.csv"
     } >>"$md"

@@ -133,7 +133,7 @@ export HYDRA_CONFIG_FILE=/dev/null
 
 log() { echo "bench_sweep: $*" >&2; }
 mkdir -p "$out"
-work="$top/build/bench"
+work="$top/build/bench-sweep" # not build/bench: make check builds the bench program there
 mkdir -p "$work/logs"
 cmdlog="$out/commands.log"
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/bench_sweep.sh $args_all" >>"$cmdlog"
@@ -461,7 +461,7 @@ if has_part agree; then
             for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
             return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
         END { print "env,P,plain_allreduce_8B_s,tagged_N8_k1_s,agree_emulation_s,tagged_over_plain"
-            for (k in keys) { pl = med3(v[k ",plain_allreduce_8B"]); tg = med3(v[k ",sparcml_auto"]); ag = med3(v[k ",agree_emulation_104B_userop"])
+            for (k in keys) { pl = med3(v[k ",plain_allreduce_8B"]); tg = med3(v[k ",sparcml_auto"]); ag = med3(v[k ",agree_emulation_userop"])
                 printf "%s,%.3e,%.3e,%.3e,%.2f\n", k, pl, tg, ag, (pl > 0 ? tg / pl : 0) } }' "$agraw" |
         { read -r h; echo "$h"; sort -t, -k1,1r -k2,2n; } >"$out/agree.csv"
     cat "$out/agree.csv" >&2
