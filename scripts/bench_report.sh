@@ -92,6 +92,16 @@ if [ -f "$dir/overhead.csv" ]; then
     } >>"$md"
     awk -F, 'NR > 1 { print $1, $4, $5, $6 }' "$dir/overhead.csv" >"$data/overhead.dat"
 fi
+if [ -f "$dir/overhead_inproc.csv" ]; then
+    {
+        echo
+        echo "### Pass-through overhead measured inside one process (MPI_Allreduce through the shim vs PMPI_Allreduce, alternating batches)"
+        echo
+        echo "| bytes | through the shim (us) | PMPI directly (us) | median ratio over runs | min | max | runs |"
+        echo "|---|---|---|---|---|---|---|"
+        awk -F, 'NR > 1 { printf "| %d | %.3f | %.3f | %.4f | %.4f | %.4f | %d |\n", $1, $2 * 1e6, $3 * 1e6, $4, $5, $6, $7 }' "$dir/overhead_inproc.csv"
+    } >>"$md"
+fi
 for qf in "$dir"/qsgd_*.csv; do
     [ -f "$qf" ] && head -1 "$qf" | grep -q '^env,method,P,N,density,qsgd_bits' || continue
     {

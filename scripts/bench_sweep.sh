@@ -401,7 +401,9 @@ done
 if has_part overhead; then
     log "pass-through overhead: $pairs alternating pairs, P=2, -bind-to core"
     ovraw="$work/logs/overhead_raw.csv"
+    inraw="$work/logs/overhead_inproc_raw.csv"
     echo "pair,preload,bytes,median_s" >"$ovraw"
+    : >"$inraw"
     for ((i = 1; i <= pairs; i++)); do
         # alternate which one goes first, so that drift cancels
         if ((i % 2)); then order="shim empty"; else order="empty shim"; fi
@@ -411,7 +413,9 @@ if has_part overhead; then
             echo "overhead: nice -n $nice_short mpiexec.mpich -n 2 -bind-to core env LD_PRELOAD=$which sparcml_bench --overhead --batches $ovh_batches" >>"$cmdlog"
             nice -n "$nice_short" timeout -k 10 "$run_timeout" mpiexec.mpich -n 2 -bind-to core env LD_PRELOAD="$pre" \
                 "$bench" --overhead --batches "$ovh_batches" 2>>"$runlog" |
-                awk -F, -v pr="$i" -v w="$which" '$1 == "overhead" { print pr "," w "," $3 "," $4 }' >>"$ovraw"
+                awk -F, -v pr="$i" -v w="$which" -v in_raw="$inraw" '
+                    $1 == "overhead" { print pr "," w "," $3 "," $4 }
+                    $1 == "inproc" && w == "shim" { print $3 "," $4 "," $5 "," $6 >> in_raw }' >>"$ovraw"
         done
     done
     # per size: median of per-pair ratios shim/empty, and of the times
@@ -439,6 +443,15 @@ if has_part overhead; then
             for (i = 2; i <= n; i++) { x = dst[i]; for (j = i - 1; j >= 1 && dst[j] > x; j--) dst[j + 1] = dst[j]; dst[j + 1] = x }
             return n }' "$ovraw" >"$out/overhead.csv"
     cat "$out/overhead.csv" >&2
+    # In-process pairs (MPI_Allreduce through the shim vs PMPI_Allreduce in
+    # alternating batches of the shim runs): median over runs per size.
+    sort -t, -k1,1n -k4,4g "$inraw" | awk -F, '
+        function flush() { if (n) printf "%s,%.4e,%.4e,%.4f,%.4f,%.4f,%d\n", b, m[int((n + 1) / 2)], q[int((n + 1) / 2)], r[int((n + 1) / 2)], r[1], r[n], n }
+        BEGIN { print "bytes,mpi_s_of_median_run,pmpi_s_of_median_run,median_ratio,min_ratio,max_ratio,runs" }
+        $1 != b { flush(); b = $1; n = 0 }
+        { n++; r[n] = $4; m[n] = $2; q[n] = $3 }
+        END { flush() }' >"$out/overhead_inproc.csv"
+    cat "$out/overhead_inproc.csv" >&2
 fi
 
 # ------------------------------------------------------------ agreement cost
