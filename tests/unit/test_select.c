@@ -86,37 +86,48 @@ START_TEST(regimes)
 }
 END_TEST
 
-/* The choices the model makes on the 1 Gbit/s rig (bench/RESULTS.md) for
- * P = 8, N = 16M floats, random indices, with the rig's measured alpha and
- * beta and the default gamma, must be the algorithms measured fastest there
- * (bench/results/sweep_rig_density_s2.csv, 2026-11-22, quiet machine):
- * recursive doubling at d = 1e-3 (11.8 ms against 13.1 ms for SSAR split),
- * SSAR split at d = 0.05 (485 ms against 646 ms for recursive doubling
- * and 613 ms for DSAR), DSAR split at d = 0.1 (703 against 760 ms SSAR) and
- * 0.25 (868 against 915 ms SSAR).  At d = 0.5, DSAR, SSAR and the dense
- * allreduce were within the run-to-run noise (1.18-1.27 s): only a
- * bandwidth-bound choice is required there. */
-START_TEST(rig_measured_ordering)
+/* The 1 Gbit/s rig of bench/RESULTS.md with its measured alpha, beta and
+ * gamma: 8 ranks share 2 cores there, so a rank's merge costs about 4 times
+ * the per-core default (recursive doubling at d = 1e-3 spent 3.4-4.1 ms
+ * above the 7.7 ms of its bare message exchange on 235K merged entries:
+ * 14-17 ns per entry). */
+static sparcml_settings rig_settings(void)
 {
     sparcml_settings s = defaults();
-    const uint64_t N = 16u << 20;
     s.alpha = 17.1e-6;
     s.beta = 8.31e-9;
-    s.gamma = 5e-9;
-    struct { double d; sparcml_algorithm best; } pts[] = {
-        {1e-3, SPARCML_ALG_RECURSIVE_DOUBLE},
-        {0.05, SPARCML_ALG_SSAR_SPLIT_ALLGATHER},
-        {0.1, SPARCML_ALG_DSAR_SPLIT_ALLGATHER},
-        {0.25, SPARCML_ALG_DSAR_SPLIT_ALLGATHER},
+    s.gamma = 17e-9;
+    return s;
+}
+
+#define ALG_BIT(a) (1u << (a))
+
+/* For P = 8, N = 16M floats, random indices, the model must choose among
+ * what was measured fastest on the rig (bench/results/
+ * sweep_rig_density_s2.csv and _s3.csv, 2026-11-22, quiet machine); where
+ * two algorithms were within run-to-run noise (< 10 %), either is right:
+ * d = 1e-3: recursive doubling 11.1-11.8 ms, SSAR split 10.5-13.1 ms;
+ * d = 1e-2: SSAR split 107 ms, recursive doubling 122 ms (13 % slower);
+ * d = 0.05: SSAR split 482-485 ms, DSAR 609-613 ms, recursive doubling
+ *           592-646 ms;
+ * d = 0.1 and 0.25: DSAR 703-712 and 868 ms, SSAR 750-760 and 915 ms,
+ *           recursive doubling 1080-1105 and 1927 ms;
+ * d = 0.5: DSAR, SSAR, dense within noise (1.18-1.27 s), recursive
+ *           doubling 2.15 s. */
+START_TEST(rig_measured_ordering)
+{
+    sparcml_settings s = rig_settings();
+    const uint64_t N = 16u << 20;
+    const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER),
+                   dsar = ALG_BIT(SPARCML_ALG_DSAR_SPLIT_ALLGATHER), dense = ALG_BIT(SPARCML_ALG_DENSE);
+    struct { double d; unsigned right; } pts[] = {
+        {1e-3, rd | ssar}, {1e-2, ssar}, {0.05, ssar}, {0.1, dsar | ssar}, {0.25, dsar | ssar},
+        {0.5, dsar | ssar | dense},
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         sparcml_problem p = problem(8, N, (uint64_t)(pts[i].d * (double)N), 1);
-        ck_assert_msg(select_algorithm(&s, &p) == pts[i].best, "d = %g: chose %d, measured best %d",
-                      pts[i].d, (int)select_algorithm(&s, &p), (int)pts[i].best);
-    }
-    {
-        sparcml_problem p = problem(8, N, N / 2, 1);
-        ck_assert_int_ne(select_algorithm(&s, &p), SPARCML_ALG_RECURSIVE_DOUBLE);
+        sparcml_algorithm a = select_algorithm(&s, &p);
+        ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g: chose %d", pts[i].d, (int)a);
     }
 }
 END_TEST
@@ -126,24 +137,14 @@ END_TEST
  * bits sends fewer bytes than recursive doubling (8.6 and 5.0 MB against
  * 9.3 MB per rank) but took 289-351 ms and 253-261 ms against 126-128 ms:
  * encoding and decoding all N values costs more than the bytes saved.
- * There 8 ranks share 2 cores, so a rank's CPU work takes 4 times as long
- * as the per-core default gamma says (recursive doubling at d = 1e-3 spent
- * 4.1 ms above the 7.7 ms of its bare message exchange on 235K merged
- * entries: 17 ns per entry), so this ordering is checked with gamma = 20 ns,
- * the value a user of such a machine sets (SPARCML_GAMMA_NS_PER_ENTRY). */
+ * (SSAR split sends these slices sparse and unquantized, as without QSGD.) */
 START_TEST(rig_measured_ordering_qsgd)
 {
-    sparcml_settings s = defaults();
-    const uint64_t N = 16u << 20;
-    s.alpha = 17.1e-6;
-    s.beta = 8.31e-9;
-    s.gamma = 20e-9;
+    sparcml_settings s = rig_settings();
     for (int bits = 2; bits <= 4; bits += 2) {
-        sparcml_problem p = problem(8, N, N / 100, 1);
+        sparcml_problem p = problem(8, 16u << 20, (16u << 20) / 100, 1);
         p.qbits = bits;
         p.qbucket = 512;
-        /* (SSAR split sends these slices sparse, unquantized: the same as
-         * without QSGD, and close to recursive doubling) */
         ck_assert_msg(select_algorithm(&s, &p) != SPARCML_ALG_DSAR_SPLIT_ALLGATHER,
                       "bits = %d: chose DSAR", bits);
     }
