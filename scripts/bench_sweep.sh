@@ -24,6 +24,9 @@
 #   --psweep "LIST"     P values of the P sweep (default 2 .. 8)
 #   --ident "LIST"      densities of the identical-index runs
 #   --qsgd "LIST"       densities of the QSGD runs (default 0.01 0.1)
+#   --auto-only         density/P/identical points: only the run of dense,
+#                       allgather and auto (for re-measuring auto after a
+#                       change of the cost model; the forced runs stay)
 #   --tag NAME          write sweep_<env>_<sweep>NAME.csv instead of
 #                       overwriting sweep_<env>_<sweep>.csv (for re-running
 #                       points measured while the machine was busy: the
@@ -45,7 +48,12 @@
 #     per algorithm: the library reads SPARCML_ALGORITHM once), on the
 #     1gbit netsim rig and on plain shared memory; "sparcml_auto" gets the
 #     environment's measured alpha/beta (SPARCML_ALPHA_US,
-#     SPARCML_BETA_NS_PER_BYTE; shared memory: 2-rank ping-pong),
+#     SPARCML_BETA_NS_PER_BYTE; shared memory: 2-rank ping-pong) and, on
+#     the rig, its gamma (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_RIG_GAMMA,
+#     default 17: the merge cost per entry of a rank there, where 8 ranks
+#     share 2 cores; measured as recursive doubling's time at d = 1e-3 less
+#     bench/support/exchange_floor's time for its messages, per merged
+#     entry: bench/RESULTS.md),
 #     "sparcml_auto_defaults" the library's defaults; bytes per rank of every sparcml run
 #     from a second run with SPARCML_VERBOSE=1 (sparcml_bench --bytes);
 #   * P sweep (2..8) at d = 0.1 %, identical-index runs;
@@ -63,7 +71,8 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top" || exit 1
 
 args_all="$*"
-opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag=""
+opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag="" auto_only=0
+rig_gamma=${BENCH_RIG_GAMMA:-17}
 nice_sweep=0
 if [ "$(id -u)" -eq 0 ]; then nice_short=-20; else nice_short=0; fi
 quick=0
@@ -88,6 +97,7 @@ while [ "$#" -gt 0 ]; do
         --psweep) opt_psweep=$2; shift ;;
         --ident) opt_ident=$2; shift ;;
         --qsgd) opt_qsgd=$2; shift ;;
+        --auto-only) auto_only=1 ;;
         --tag) tag=$2; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_sweep: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -122,6 +132,7 @@ fi
 [ -n "$opt_ident" ] && ident_densities=$opt_ident
 [ -n "$opt_qsgd" ] && qsgd_densities=$opt_qsgd
 [[ "$tag" =~ ^[A-Za-z0-9_-]*$ ]] || { echo "bench_sweep: bad --tag" >&2; exit 2; }
+[[ "$rig_gamma" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench_sweep: bad BENCH_RIG_GAMMA" >&2; exit 2; }
 [[ "$nice_sweep" =~ ^-?[0-9]+$ && "$nice_short" =~ ^-?[0-9]+$ ]] || { echo "bench_sweep: bad --nice" >&2; exit 2; }
 prio=$nice_sweep
 PMAX=8
@@ -173,7 +184,7 @@ fi
     echo "git=$(git -C "$top" rev-parse --short HEAD 2>/dev/null) src_dirty=$(git -C "$top" status --porcelain -- src include 2>/dev/null | wc -l)"
     echo "shim_sha256=$(sha256sum "$shim" | cut -c1-16)"
     echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "quick=$quick N=$N reps=$reps rate=$rate"
+    echo "quick=$quick N=$N reps=$reps rate=$rate rig_gamma=$rig_gamma auto_only=$auto_only"
     echo "parts=$parts"
 } >"$out/environment.$$.txt"
 cat "$out/environment.$$.txt" >&2
@@ -301,7 +312,8 @@ point() {
     local a b model=() args o line alg_bytes label
     if [ "$where" = rig ]; then
         a=$rig_alpha b=$rig_beta
-        model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
+        model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
+               SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma")
     else
         a=$shm_alpha b=$shm_beta
         model=(SPARCML_ALPHA_US="$shm_alpha" SPARCML_BETA_NS_PER_BYTE="$shm_beta")
@@ -311,8 +323,10 @@ point() {
     # 1. dense, allgather and sparcml auto in one run (interleaved reps)
     runs=("auto::${model[*]}")
     # 2. each forced algorithm; on the rig also auto with the library defaults
-    for alg in $forced; do runs+=("$alg::${model[*]}"); done
-    runs+=("auto_defaults::")
+    if [ "$auto_only" -eq 0 ]; then
+        for alg in $forced; do runs+=("$alg::${model[*]}"); done
+        runs+=("auto_defaults::")
+    fi
     for r in "${runs[@]}"; do
         label=${r%%::*}
         local menv=()
@@ -346,14 +360,15 @@ point() {
 # at P = 8, random indices.  The model gets this environment's alpha/beta.
 qsgd_points() {
     local where=$1 qcsv=$2 a b o alg_bytes line
-    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
+    local g=()
+    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta g=(SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma"); else a=$shm_alpha b=$shm_beta; fi
     echo "env,method,P,N,density,qsgd_bits,median_s,min_s,bytes_sent_per_rank,algorithm" >"$qcsv"
     for d in $qsgd_densities; do
         for alg in dsar_split_allgather auto; do
             for bits in 0 8 4 2; do
                 log "$where qsgd P=$PMAX d=$d $alg bits=$bits"
                 local env=(SPARCML_ALGORITHM="$alg" SPARCML_QSGD_BITS="$bits"
-                           SPARCML_ALPHA_US="$a" SPARCML_BETA_NS_PER_BYTE="$b")
+                           SPARCML_ALPHA_US="$a" SPARCML_BETA_NS_PER_BYTE="$b" ${g[@]+"${g[@]}"})
                 o=$("launch_$where" "$PMAX" BENCH_LABEL="${alg}_q$bits" "${env[@]}"                         -- --n "$N" --density "$d" --reps "$reps" --alpha-us "$a" --beta-ns "$b"                         --methods sparcml)
                 alg_bytes=$(bytes_run "$where" "$PMAX" "${env[@]}" -- --n "$N" --density "$d")
                 line=$(echo "$o" | grep -m1 '^sparcml_')
