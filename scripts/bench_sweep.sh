@@ -49,7 +49,11 @@
 #     1gbit netsim rig and on plain shared memory; "sparcml_auto" gets the
 #     environment's measured alpha/beta (SPARCML_ALPHA_US,
 #     SPARCML_BETA_NS_PER_BYTE; shared memory: 2-rank ping-pong) and, on
-#     the rig, its gamma (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_RIG_GAMMA,
+#     the rig, its collective latency as alpha (an 8-byte allreduce of all 8
+#     ranks per round: with 8 ranks on 2 cores a message waits for its
+#     receiver to be scheduled, ~100 us, not the 18 us of a ping-pong with
+#     the other ranks idle; the Lemma 5.1 bound keeps the ping-pong alpha)
+#     and its gamma (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_RIG_GAMMA,
 #     default 17: the merge cost per entry of a rank there, where 8 ranks
 #     share 2 cores; measured as recursive doubling's time at d = 1e-3 less
 #     bench/support/exchange_floor's time for its messages, per merged
@@ -247,7 +251,7 @@ launch_rig() { # P ENV... -- ARGS...
 }
 
 rig_up=0
-rig_alpha="" rig_beta=""
+rig_alpha="" rig_beta="" rig_alpha_model=""
 rig_start() {
     [ "$rig_up" -eq 1 ] && return 0
     log "starting the netsim rig ($PMAX hosts, $rate, prefix $NETSIM_PREFIX)"
@@ -261,6 +265,19 @@ rig_start() {
     rig_beta=$(echo "$m" | sed -n 's/^beta_ns_per_byte=//p')
     [ -n "$rig_alpha" ] && [ -n "$rig_beta" ] || { log "measuring the rig failed"; return 1; }
     log "rig: alpha_us=$rig_alpha beta_ns_per_byte=$rig_beta"
+    # The latency a message of a collective sees when all PMAX ranks are
+    # active (they share 2 cores): an 8-byte MPI_Allreduce (recursive
+    # doubling, ceil(log2 PMAX) rounds) per round, median of 3 rounds of
+    # sparcml_bench --agree.  This, not the ping-pong between two ranks with
+    # the others idle, is the alpha the cost model needs here.
+    local t
+    wait_quiet
+    t=$(launch_rig "$PMAX" -- --agree --batches 30 |
+        awk -F, '$1 == "plain_allreduce_8B" { print $4 }' | sort -g | sed -n 2p)
+    rig_alpha_model=$(awk -v t="$t" -v p="$PMAX" 'BEGIN { l = 0; while (2 ^ l < p) l++; if (t > 0) printf "%.2f", t * 1e6 / l }')
+    [ -n "$rig_alpha_model" ] || { log "measuring the collective latency failed"; return 1; }
+    echo "alpha_collective_us=$rig_alpha_model" >>"$out/rig_alpha_beta.txt"
+    log "rig: collective alpha_us=$rig_alpha_model (8-byte allreduce at P=$PMAX per round; the model's alpha)"
 }
 cleanup() {
     if [ "$rig_up" -eq 1 ] && [ "$keep_rig" -eq 0 ]; then
@@ -312,7 +329,7 @@ point() {
     local a b model=() args o line alg_bytes label
     if [ "$where" = rig ]; then
         a=$rig_alpha b=$rig_beta
-        model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
+        model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
                SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma")
     else
         a=$shm_alpha b=$shm_beta
@@ -362,13 +379,15 @@ qsgd_points() {
     local where=$1 qcsv=$2 a b o alg_bytes line
     local g=()
     if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta g=(SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma"); else a=$shm_alpha b=$shm_beta; fi
+    local am=$a
+    [ "$where" = rig ] && am=$rig_alpha_model
     echo "env,method,P,N,density,qsgd_bits,median_s,min_s,bytes_sent_per_rank,algorithm" >"$qcsv"
     for d in $qsgd_densities; do
         for alg in dsar_split_allgather auto; do
             for bits in 0 8 4 2; do
                 log "$where qsgd P=$PMAX d=$d $alg bits=$bits"
                 local env=(SPARCML_ALGORITHM="$alg" SPARCML_QSGD_BITS="$bits"
-                           SPARCML_ALPHA_US="$a" SPARCML_BETA_NS_PER_BYTE="$b" ${g[@]+"${g[@]}"})
+                           SPARCML_ALPHA_US="$am" SPARCML_BETA_NS_PER_BYTE="$b" ${g[@]+"${g[@]}"})
                 o=$("launch_$where" "$PMAX" BENCH_LABEL="${alg}_q$bits" "${env[@]}"                         -- --n "$N" --density "$d" --reps "$reps" --alpha-us "$a" --beta-ns "$b"                         --methods sparcml)
                 alg_bytes=$(bytes_run "$where" "$PMAX" "${env[@]}" -- --n "$N" --density "$d")
                 line=$(echo "$o" | grep -m1 '^sparcml_')
@@ -478,7 +497,8 @@ if has_part agree; then
         for p in 2 4 8; do
             log "agreement cost: $where P=$p"
             model=()
-            [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
+            [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
+                                         SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma")
             prio=$nice_short "launch_$where" "$p" ${model[@]+"${model[@]}"} -- --agree --batches "$agree_batches" |
                 awk -F, -v w="$where" 'NF >= 5 && $2 ~ /^[0-9]+$/ { print w "," $1 "," $2 "," $4 }' >>"$agraw"
         done
