@@ -24,6 +24,7 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "testlib.h"
 
@@ -40,6 +41,9 @@ typedef struct tcase {
 } tcase;
 
 static int failures, checks, qsgd_levels_s;
+/* SPARCML_ALGORITHM unset or auto: the selector may pick another algorithm
+ * on a repeated call once it has learnt how the indices overlap. */
+static int adaptive;
 
 static void fail(const tcase *t, int rank, const char *what)
 {
@@ -202,7 +206,13 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
             sparcml_stream_to_dense(recv, got, t->dim);
             check_values(t, rank, P, got);
         } else if (hash != first_hash) {
-            fail(t, rank, "repeated call gave a different result");
+            /* A forced algorithm must give the very same bits every time;
+             * auto may have moved to another algorithm (another format or
+             * another order of additions), whose result must then be right
+             * on its own.  Either way it is the same on all ranks (above). */
+            if (!adaptive) fail(t, rank, "repeated call gave a different result");
+            sparcml_stream_to_dense(recv, got, t->dim);
+            check_values(t, rank, P, got);
         }
     }
     free(send); free(recv); free(scratch); free(got);
@@ -238,6 +248,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (qbits && atoi(qbits) > 0) qsgd_levels_s = (1 << (atoi(qbits) - 1)) - 1;
+    adaptive = !getenv("SPARCML_ALGORITHM") || strcasecmp(getenv("SPARCML_ALGORITHM"), "auto") == 0;
     for (int v = 0; v < 4; v++) sparcml_type_create(vtypes[v], &types[v]);
 
     run_all(MPI_COMM_WORLD, "world", types, 1);
