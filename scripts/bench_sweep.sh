@@ -47,15 +47,15 @@
 #     allgather baseline, sparcml auto and each forced algorithm (one mpiexec
 #     per algorithm: the library reads SPARCML_ALGORITHM once), on the
 #     1gbit netsim rig and on plain shared memory; "sparcml_auto" gets the
-#     environment's measured alpha/beta (SPARCML_ALPHA_US,
-#     SPARCML_BETA_NS_PER_BYTE; shared memory: 2-rank ping-pong) and, on
-#     the rig, its collective latency as alpha (an 8-byte allreduce of all 8
-#     ranks per round: with 8 ranks on 2 cores a message waits for its
-#     receiver to be scheduled, ~100 us, not the 18 us of a ping-pong with
-#     the other ranks idle; the Lemma 5.1 bound keeps the ping-pong alpha)
-#     and its gamma (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_RIG_GAMMA,
-#     default 17: the merge cost per entry of a rank there, where 8 ranks
-#     share 2 cores; measured as recursive doubling's time at d = 1e-3 less
+#     environment's measured parameters: beta from a ping-pong
+#     (SPARCML_BETA_NS_PER_BYTE), the collective latency as alpha
+#     (SPARCML_ALPHA_US: an 8-byte allreduce of all 8 ranks per round; with
+#     8 ranks on 2 cores a message waits for its receiver to be scheduled,
+#     ~100 us on the rig, not the 18 us of a ping-pong with the other ranks
+#     idle; the Lemma 5.1 bounds keep the ping-pong alpha) and gamma
+#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17: the merge cost
+#     per entry of a rank where 8 ranks share 2 cores, measured on the rig
+#     as recursive doubling's time at d = 1e-3 less
 #     bench/support/exchange_floor's time for its messages, per merged
 #     entry: bench/RESULTS.md),
 #     "sparcml_auto_defaults" the library's defaults; bytes per rank of every sparcml run
@@ -76,7 +76,7 @@ cd "$top" || exit 1
 
 args_all="$*"
 opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag="" auto_only=0
-rig_gamma=${BENCH_RIG_GAMMA:-17}
+cpu_gamma=${BENCH_GAMMA:-17}
 nice_sweep=0
 if [ "$(id -u)" -eq 0 ]; then nice_short=-20; else nice_short=0; fi
 quick=0
@@ -136,7 +136,7 @@ fi
 [ -n "$opt_ident" ] && ident_densities=$opt_ident
 [ -n "$opt_qsgd" ] && qsgd_densities=$opt_qsgd
 [[ "$tag" =~ ^[A-Za-z0-9_-]*$ ]] || { echo "bench_sweep: bad --tag" >&2; exit 2; }
-[[ "$rig_gamma" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench_sweep: bad BENCH_RIG_GAMMA" >&2; exit 2; }
+[[ "$cpu_gamma" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench_sweep: bad BENCH_GAMMA" >&2; exit 2; }
 [[ "$nice_sweep" =~ ^-?[0-9]+$ && "$nice_short" =~ ^-?[0-9]+$ ]] || { echo "bench_sweep: bad --nice" >&2; exit 2; }
 prio=$nice_sweep
 PMAX=8
@@ -188,7 +188,7 @@ fi
     echo "git=$(git -C "$top" rev-parse --short HEAD 2>/dev/null) src_dirty=$(git -C "$top" status --porcelain -- src include 2>/dev/null | wc -l)"
     echo "shim_sha256=$(sha256sum "$shim" | cut -c1-16)"
     echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "quick=$quick N=$N reps=$reps rate=$rate rig_gamma=$rig_gamma auto_only=$auto_only"
+    echo "quick=$quick N=$N reps=$reps rate=$rate cpu_gamma=$cpu_gamma auto_only=$auto_only"
     echo "parts=$parts"
 } >"$out/environment.$$.txt"
 cat "$out/environment.$$.txt" >&2
@@ -250,6 +250,19 @@ launch_rig() { # P ENV... -- ARGS...
         "$top/scripts/netsim.sh" run "$p" -- "$bench" "$@" 2>>"$runlog"
 }
 
+# collective_alpha ENV: the latency a message of a collective sees when all
+# PMAX ranks are active (they share 2 cores): an 8-byte MPI_Allreduce
+# (recursive doubling, ceil(log2 PMAX) rounds) per round, median of 3 rounds
+# of sparcml_bench --agree, in us.  This, not the ping-pong between two
+# ranks with the others idle, is the alpha the cost model needs here.
+collective_alpha() {
+    local t
+    wait_quiet
+    t=$("launch_$1" "$PMAX" -- --agree --batches 30 |
+        awk -F, '$1 == "plain_allreduce_8B" { print $4 }' | sort -g | sed -n 2p)
+    awk -v t="$t" -v p="$PMAX" 'BEGIN { l = 0; while (2 ^ l < p) l++; if (t > 0) printf "%.2f", t * 1e6 / l }'
+}
+
 rig_up=0
 rig_alpha="" rig_beta="" rig_alpha_model=""
 rig_start() {
@@ -265,16 +278,7 @@ rig_start() {
     rig_beta=$(echo "$m" | sed -n 's/^beta_ns_per_byte=//p')
     [ -n "$rig_alpha" ] && [ -n "$rig_beta" ] || { log "measuring the rig failed"; return 1; }
     log "rig: alpha_us=$rig_alpha beta_ns_per_byte=$rig_beta"
-    # The latency a message of a collective sees when all PMAX ranks are
-    # active (they share 2 cores): an 8-byte MPI_Allreduce (recursive
-    # doubling, ceil(log2 PMAX) rounds) per round, median of 3 rounds of
-    # sparcml_bench --agree.  This, not the ping-pong between two ranks with
-    # the others idle, is the alpha the cost model needs here.
-    local t
-    wait_quiet
-    t=$(launch_rig "$PMAX" -- --agree --batches 30 |
-        awk -F, '$1 == "plain_allreduce_8B" { print $4 }' | sort -g | sed -n 2p)
-    rig_alpha_model=$(awk -v t="$t" -v p="$PMAX" 'BEGIN { l = 0; while (2 ^ l < p) l++; if (t > 0) printf "%.2f", t * 1e6 / l }')
+    rig_alpha_model=$(collective_alpha rig)
     [ -n "$rig_alpha_model" ] || { log "measuring the collective latency failed"; return 1; }
     echo "alpha_collective_us=$rig_alpha_model" >>"$out/rig_alpha_beta.txt"
     log "rig: collective alpha_us=$rig_alpha_model (8-byte allreduce at P=$PMAX per round; the model's alpha)"
@@ -288,7 +292,7 @@ trap cleanup EXIT
 
 # alpha/beta of shared memory: 2 ranks bound to the 2 cores, and 8 ranks on
 # 2 cores (the setting of the shm sweeps; ranks 2..7 wait in a barrier).
-shm_alpha="" shm_beta=""
+shm_alpha="" shm_beta="" shm_alpha_model=""
 shm_measure() {
     [ -n "$shm_alpha" ] && return 0
     local pp m
@@ -303,6 +307,10 @@ shm_measure() {
     m=$(timeout -k 10 300 mpiexec.mpich -n "$PMAX" env LD_PRELOAD="$yield" "$pp" 2>>"$runlog")
     { echo "# $PMAX ranks on $(nproc) cores, yield preload (ranks 2..$((PMAX - 1)) idle)"; echo "$m"; } >>"$out/shm_alpha_beta.txt"
     log "shm (2 ranks): alpha_us=$shm_alpha beta_ns_per_byte=$shm_beta"
+    shm_alpha_model=$(collective_alpha shm)
+    [ -n "$shm_alpha_model" ] || shm_alpha_model=$shm_alpha
+    echo "alpha_collective_us=$shm_alpha_model" >>"$out/shm_alpha_beta.txt"
+    log "shm: collective alpha_us=$shm_alpha_model (the model's alpha)"
 }
 
 # ------------------------------------------------------------ one point
@@ -330,10 +338,11 @@ point() {
     if [ "$where" = rig ]; then
         a=$rig_alpha b=$rig_beta
         model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-               SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma")
+               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
     else
         a=$shm_alpha b=$shm_beta
-        model=(SPARCML_ALPHA_US="$shm_alpha" SPARCML_BETA_NS_PER_BYTE="$shm_beta")
+        model=(SPARCML_ALPHA_US="$shm_alpha_model" SPARCML_BETA_NS_PER_BYTE="$shm_beta"
+               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
     fi
     args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
     log "$where $sweep P=$p d=$d $pat"
@@ -378,9 +387,10 @@ point() {
 qsgd_points() {
     local where=$1 qcsv=$2 a b o alg_bytes line
     local g=()
-    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta g=(SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma"); else a=$shm_alpha b=$shm_beta; fi
-    local am=$a
-    [ "$where" = rig ] && am=$rig_alpha_model
+    g=(SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
+    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
+    local am=$rig_alpha_model
+    [ "$where" = shm ] && am=$shm_alpha_model
     echo "env,method,P,N,density,qsgd_bits,median_s,min_s,bytes_sent_per_rank,algorithm" >"$qcsv"
     for d in $qsgd_densities; do
         for alg in dsar_split_allgather auto; do
@@ -498,7 +508,7 @@ if has_part agree; then
             log "agreement cost: $where P=$p"
             model=()
             [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-                                         SPARCML_GAMMA_NS_PER_ENTRY="$rig_gamma")
+                                         SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
             prio=$nice_short "launch_$where" "$p" ${model[@]+"${model[@]}"} -- --agree --batches "$agree_batches" |
                 awk -F, -v w="$where" 'NF >= 5 && $2 ~ /^[0-9]+$/ { print w "," $1 "," $2 "," $4 }' >>"$agraw"
         done
