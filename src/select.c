@@ -60,7 +60,10 @@ static double wire_value_bytes(const sparcml_problem *p, int quantized)
 }
 
 /* A message of n entries of a range of d elements travels dense when that
- * is smaller unquantized (as stream.c decides), then maybe quantized. */
+ * is smaller unquantized, then maybe quantized.  This is stream.c's rule
+ * (sparcml_prefers_dense) in floating point, except that it prices indices
+ * at the full vector's width, where a slice of a vector longer than 2^32
+ * may use 4-byte indices. */
 static int msg_is_dense(const sparcml_problem *p, double n, double d)
 {
     double vs = (double)sparcml_value_size(p->vtype);
