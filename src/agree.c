@@ -1,8 +1,6 @@
-/* agree.c -- one allreduce of a fixed record: maxima, minima (as maxima of
- * negated values) and sums, combined by a user-defined operation. */
+/* agree.c -- the agreement record: maxima, minima (as maxima of negated
+ * values) and sums of what each rank knows. */
 #include "config.h"
-
-#include <pthread.h>
 
 #include "agree.h"
 #include "errors.h"
@@ -15,37 +13,14 @@ enum {
     F_NNZ_MAX, F_NNZ_NEG,
     F_DENSE_MAX,
     F_HASH_MAX, F_HASH_NEG,
+    F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
 };
+_Static_assert((int)F_COUNT_ == (int)AGREE_FIELDS, "agree.h's AGREE_FIELDS is the number of fields");
 
 #define RANK_BITS 24
-
-static MPI_Op agree_op = MPI_OP_NULL;
-static MPI_Datatype agree_type = MPI_DATATYPE_NULL;
-static pthread_once_t agree_once = PTHREAD_ONCE_INIT;
-
-static void agree_combine(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-    const int64_t *a = in;
-    int64_t *b = inout;
-    (void)dt;
-    for (int e = 0; e < *len; e++, a += F_COUNT_, b += F_COUNT_) {
-        for (int f = 0; f < F_NNZ_SUM; f++)
-            if (a[f] > b[f]) b[f] = a[f];
-        for (int f = F_NNZ_SUM; f < F_COUNT_; f++)
-            b[f] = (int64_t)((uint64_t)a[f] + (uint64_t)b[f]);
-    }
-}
-
-static void agree_init(void)
-{
-    /* One element is the whole record, so MPI never splits it. */
-    PMPI_Type_contiguous(F_COUNT_, MPI_INT64_T, &agree_type);
-    PMPI_Type_commit(&agree_type);
-    PMPI_Op_create(agree_combine, 1, &agree_op);
-}
 
 static int64_t reason_field(int reason, int rank)
 {
@@ -53,11 +28,9 @@ static int64_t reason_field(int reason, int rank)
     return ((int64_t)reason << RANK_BITS) | (int64_t)((1 << RANK_BITS) - 1 - rank);
 }
 
-int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
+void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
 {
-    int64_t v[F_COUNT_] = {0};
-    int rc;
-    pthread_once(&agree_once, agree_init);
+    int64_t *v = r->v;
     v[F_REASON] = reason_field(l->reason, rank);
     v[F_DIM_MAX] = (int64_t)l->dim;        v[F_DIM_NEG] = -(int64_t)l->dim;
     v[F_VTYPE_MAX] = l->vtype;             v[F_VTYPE_NEG] = -l->vtype;
@@ -65,11 +38,28 @@ int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
     v[F_NNZ_MAX] = (int64_t)l->nnz;        v[F_NNZ_NEG] = -(int64_t)l->nnz;
     v[F_DENSE_MAX] = l->dense;
     v[F_HASH_MAX] = (int64_t)l->settings_hash; v[F_HASH_NEG] = -(int64_t)l->settings_hash;
+    v[F_PIGGYBACK_MAX] = l->piggyback;     v[F_PIGGYBACK_NEG] = -l->piggyback;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
-    rc = PMPI_Allreduce(MPI_IN_PLACE, v, 1, agree_type, agree_op, comm);
-    if (rc != MPI_SUCCESS) return rc;
+}
 
+void agree_record_clear(agree_record *r)
+{
+    for (int f = 0; f < F_NNZ_SUM; f++) r->v[f] = INT64_MIN;
+    for (int f = F_NNZ_SUM; f < F_COUNT_; f++) r->v[f] = 0;
+}
+
+void agree_record_merge(agree_record *inout, const agree_record *in)
+{
+    for (int f = 0; f < F_NNZ_SUM; f++)
+        if (in->v[f] > inout->v[f]) inout->v[f] = in->v[f];
+    for (int f = F_NNZ_SUM; f < F_COUNT_; f++) /* wraps, never undefined */
+        inout->v[f] = (int64_t)((uint64_t)in->v[f] + (uint64_t)inout->v[f]);
+}
+
+void agree_record_read(const agree_record *r, sparcml_agreed *out)
+{
+    const int64_t *v = r->v;
     out->reason = (int)(v[F_REASON] >> RANK_BITS);
     out->reason_rank = out->reason ? (1 << RANK_BITS) - 1 - (int)(v[F_REASON] & ((1 << RANK_BITS) - 1)) : -1;
     out->dim = (uint64_t)v[F_DIM_MAX];
@@ -80,18 +70,14 @@ int agree(MPI_Comm comm, int rank, const sparcml_local *l, sparcml_agreed *out)
     out->k_sum = (uint64_t)v[F_NNZ_SUM];
     out->any_dense = (int)v[F_DENSE_MAX];
     out->union_sum = (uint64_t)v[F_UNION_SUM];
-    if (out->reason) return MPI_SUCCESS;
-    /* Arguments valid everywhere: do the ranks agree with each other? */
+    if (out->reason) return;
+    /* Arguments valid everywhere: do the ranks agree with each other?  The
+     * piggyback decision follows from count, value type, settings and the
+     * history of the communicator, so it can differ only when one of those
+     * does: it comes last. */
     if (v[F_DIM_MAX] != -v[F_DIM_NEG]) out->reason = SPARCML_R_DIM_MISMATCH;
     else if (v[F_VTYPE_MAX] != -v[F_VTYPE_NEG]) out->reason = SPARCML_R_VALUE_TYPE_MISMATCH;
     else if (v[F_COUNT_MAX] != -v[F_COUNT_NEG]) out->reason = SPARCML_R_COUNT_MISMATCH;
     else if (v[F_HASH_MAX] != -v[F_HASH_NEG]) out->reason = SPARCML_R_CONFIG_MISMATCH;
-    return MPI_SUCCESS;
-}
-
-void agree_finalize(void)
-{
-    /* Only this thread runs MPI_Finalize, and no allreduce runs any more. */
-    if (agree_op != MPI_OP_NULL) PMPI_Op_free(&agree_op);
-    if (agree_type != MPI_DATATYPE_NULL) PMPI_Type_free(&agree_type);
+    else if (v[F_PIGGYBACK_MAX] != -v[F_PIGGYBACK_NEG]) out->reason = SPARCML_R_HISTORY_MISMATCH;
 }

@@ -1,11 +1,14 @@
-/* agree.h -- the agreement step every tagged allreduce starts with.
+/* agree.h -- the agreement record every tagged allreduce combines.
  *
- * One small allreduce on the private communicator combines what each rank
- * knows locally: whether its arguments are valid, dim, value type, count,
- * nnz, whether its input is dense, and a hash of its settings.  From then on
- * every rank decides from the same numbers, so all pick the same algorithm,
- * and a failure on any rank is known to all ranks together: nobody is left
- * waiting in a collective the others abandoned. */
+ * Each rank describes what it knows locally -- whether its arguments are
+ * valid, dim, value type, count, nnz, whether its input is dense, a hash of
+ * its settings, and whether it piggybacks its data on the agreement -- in a
+ * fixed record.  The records of all ranks are combined (maxima, minima and
+ * sums) along the recursive-doubling schedule, riding on the messages of
+ * ssar_recursive_double.c (allreduce.c explains when data comes along).
+ * From then on every rank decides from the same numbers, so all pick the
+ * same algorithm, and a failure on any rank is known to all ranks together:
+ * nobody is left waiting in an exchange the others abandoned. */
 #ifndef SPARCML_AGREE_H
 #define SPARCML_AGREE_H
 
@@ -20,6 +23,7 @@ typedef struct sparcml_local {
     uint64_t nnz;
     int dense;
     uint64_t settings_hash;
+    int piggyback; /* this rank sends its data along with the record */
     /* Nonzero values in this rank's 1/P of the previous call's result, when
      * that result was dense (0 otherwise): their sum is the previous union
      * size, for the selector's overlap estimate (allreduce.c). */
@@ -37,9 +41,24 @@ typedef struct sparcml_agreed {
     uint64_t union_sum; /* sum of union_part */
 } sparcml_agreed;
 
-int agree(MPI_Comm comm, int rank, const sparcml_local *local, sparcml_agreed *out);
+enum { AGREE_FIELDS = 16 };
 
-/* Free the datatype and op (at MPI_Finalize). */
-void agree_finalize(void);
+/* The record on the wire: 128 bytes, a multiple of 8 so that a stream can
+ * follow it in the same message. */
+typedef struct agree_record {
+    int64_t v[AGREE_FIELDS];
+} agree_record;
+
+/* This rank's record. */
+void agree_record_init(agree_record *r, int rank, const sparcml_local *l);
+
+/* The record that combines no rank's: merging into it copies. */
+void agree_record_clear(agree_record *r);
+
+/* inout = combination of in and inout (commutative and associative). */
+void agree_record_merge(agree_record *inout, const agree_record *in);
+
+/* The verdict of a record that combines every rank's. */
+void agree_record_read(const agree_record *r, sparcml_agreed *out);
 
 #endif

@@ -6,7 +6,9 @@
  *  2. the private duplicate is fetched (created, collectively, on first use);
  *  3. each rank validates its own arguments and stream, and the agreement
  *     step shares the verdict: if any rank failed, all fail together;
- *  4. the algorithm is selected from agreed numbers only, then run;
+ *  4. the algorithm is selected from agreed numbers only, then run -- or,
+ *     when the memo predicts recursive doubling, it already ran within the
+ *     agreement step, and its result is delivered only after the verdict;
  *  5. failures the algorithm detects (result too large for recvbuf) are
  *     identical on all ranks by construction. */
 #include "config.h"
@@ -104,23 +106,29 @@ static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
     ctx->union_pending = 0;
 }
 
-static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
+static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
 {
     sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
                          c->q.bits, c->q.bucket, c->q_sparse};
-    sparcml_algorithm alg;
-    double t0 = PMPI_Wtime();
-    int rc;
     p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
-    alg = select_algorithm(s, &p);
-    rc = algorithms[alg](c);
+    return p;
+}
+
+/* After the algorithm: report a failure it found, or learn and count. */
+static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
+                    MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
+{
+    sparcml_problem p = problem_of(c, a);
+    sparcml_rd_memo *memo = &c->ctx->memo;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
+        select_memo_forget(memo);
         PMPI_Comm_call_errhandler(comm, rc);
         return rc;
     }
     if (c->reason != SPARCML_R_OK) {
         sparcml_agreed same = *a;
         char detail[128];
+        select_memo_forget(memo);
         same.reason = c->reason;
         same.reason_rank = -1;
         snprintf(detail, sizeof detail, "algorithm %s, count %lld words (need %lld for any result)",
@@ -128,10 +136,57 @@ static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed 
                  (long long)sparcml_capacity(c->dim, c->vtype));
         return fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
     }
+    /* A piggybacked call ran recursive doubling on a prediction: remember
+     * what the selector makes of the agreed numbers now. */
+    c->selected = c->piggybacked ? select_algorithm(s, &p) : alg;
+    select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->selected);
     learn(c->ctx, &p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
     return MPI_SUCCESS;
+}
+
+static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
+{
+    sparcml_problem p = problem_of(c, a);
+    double t0 = PMPI_Wtime();
+    sparcml_algorithm alg = select_algorithm(s, &p);
+    return conclude(s, c, a, comm, alg, algorithms[alg](c), t0);
+}
+
+/* The data came along with the records: deliver it now that they agree. */
+static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
+                              MPI_Comm comm, double t0)
+{
+    int rc = MPI_SUCCESS;
+    /* Absent only if some rank failed, which the records would say. */
+    if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
+    else call_deliver(c, &c->pending);
+    return conclude(s, c, a, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
+}
+
+/* The agreement step: every rank's record travels along the schedule of
+ * recursive doubling.  Without piggybacking, streams are absent and the
+ * messages are records only (one small allreduce).  With it, each rank's
+ * stream comes along and recursive doubling is done in the same exchange,
+ * saving the agreement's log2(P) latencies: the prediction that it would
+ * be chosen comes from the memo (select.h), identical on all ranks.  If a
+ * rank's input is invalid, its stream is absent and the records tell every
+ * rank at the end; if ranks predicted differently (an erroneous program),
+ * they still exchange the same messages, and the records say so. */
+static int exchange_records(sparcml_call *c, const sparcml_local *local, sparcml_agreed *agreed)
+{
+    sv input = c->input;
+    int rc;
+    agree_record_init(&c->record, c->ctx->rank, local);
+    c->recording = 1;
+    c->pending = sv_absent();
+    if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
+    rc = sparcml_ssar_recursive_double(c);
+    c->recording = 0;
+    c->input = input;
+    agree_record_read(&c->record, agreed);
+    return rc;
 }
 
 int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -143,6 +198,7 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     sparcml_call c = {0};
     char detail[sizeof s->error] = "";
     int inter = 0, rank = 0, rc;
+    double t0;
 
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
@@ -156,6 +212,7 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         PMPI_Comm_call_errhandler(comm, rc);
         return rc;
     }
+    t0 = PMPI_Wtime();
     local.reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
                                : validate_local(sendbuf, recvbuf, count, vtype, op, &c.input,
                                                 detail, sizeof detail);
@@ -168,21 +225,13 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         local.dense = c.input.dense;
         local.settings_hash = s->hash;
     }
+    local.piggyback = s->piggyback && select_memo_hit(&c.ctx->memo, (uint64_t)count, vtype);
     local.union_part = c.ctx->union_pending ? c.ctx->union_part : 0;
-    rc = agree(c.ctx->comm, c.ctx->rank, &local, &agreed);
-    if (rc != MPI_SUCCESS) {
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
-    if (agreed.reason != SPARCML_R_OK) return fail(comm, rank, &agreed, local.reason, detail);
-    learn_pending(c.ctx, &agreed);
 
     c.recvbuf = recvbuf;
     c.recv_bytes = (uint64_t)count * 8;
-    c.dim = agreed.dim;
+    c.dim = c.input.dim;
     c.vtype = vtype;
-    c.k_max = agreed.k_max;
-    c.k_sum = agreed.k_sum;
     /* QSGD applies to floating-point values only: integers stay exact. */
     if (vtype == SPARCML_FLOAT || vtype == SPARCML_DOUBLE) {
         c.q.bits = s->qsgd_bits;
@@ -190,5 +239,23 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         c.q.seed = s->qsgd_seed;
         c.q_sparse = s->qsgd_sparse;
     }
+    c.piggybacked = local.piggyback;
+    rc = exchange_records(&c, &local, &agreed);
+    if (rc != MPI_SUCCESS) {
+        select_memo_forget(&c.ctx->memo);
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    if (agreed.reason != SPARCML_R_OK) {
+        select_memo_forget(&c.ctx->memo);
+        if (c.piggybacked) stats_record_piggybacked_failure();
+        return fail(comm, rank, &agreed, local.reason, detail);
+    }
+    learn_pending(c.ctx, &agreed);
+    c.dim = agreed.dim;
+    c.k_max = agreed.k_max;
+    c.k_sum = agreed.k_sum;
+    if (c.piggybacked) return finish_piggybacked(s, &c, &agreed, comm, t0);
+    c.bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     return run(s, &c, &agreed, comm);
 }

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "agree.h"
 #include "comm_ctx.h"
 #include "qsgd.h"
 #include "stream.h"
@@ -30,12 +31,23 @@ typedef struct sparcml_call {
     uint64_t result_nnz;
     int result_dense;
     int reason;          /* enum sparcml_reason, identical on all ranks */
+    /* Agreement (allreduce.c): while `recording`, every message carries the
+     * sender's agreement record ahead of its stream (absent streams send the
+     * record alone), each received record is merged into `record`, and the
+     * result is kept in `pending` instead of being delivered: only the
+     * complete record says whether it may be. */
+    int recording;
+    int piggybacked;          /* this call's data travelled with the records */
+    int selected;             /* what the selector picks for the agreed numbers */
+    agree_record record;
+    sv pending;
 } sparcml_call;
 
 /* Internal tags: only ever used on the private duplicate communicator. */
 enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER };
 
-/* Copy the final result into recvbuf (or set reason when it does not fit). */
+/* Copy the final result into recvbuf (or set reason when it does not fit);
+ * while recording, only keep it in c->pending. */
 void call_deliver(sparcml_call *c, const sv *result);
 
 /* What goes on the wire for a stream: the stream itself, or its QSGD
@@ -72,7 +84,7 @@ int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *
 /* A plain (unquantized) wire view of a stream. */
 static inline wire wire_of(const sv *s)
 {
-    wire w = {s->base, stream_bytes(s), 0};
+    wire w = {s->base, sv_is_absent(s) ? 0 : stream_bytes(s), 0};
     return w;
 }
 

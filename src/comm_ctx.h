@@ -20,6 +20,7 @@ enum {
     POOL_QMSG, /* a quantized outgoing message */
     POOL_QDEC, /* a decoded incoming message */
     POOL_QOWN, /* this rank's own contribution as its partner will decode it */
+    POOL_FRAME, /* an outgoing agreement record with the stream behind it */
     POOL_COUNT_
 };
 
@@ -40,6 +41,7 @@ typedef struct sparcml_ctx {
     int union_pending;
     uint64_t union_part;
     sparcml_problem union_problem; /* the problem the result belonged to */
+    sparcml_rd_memo memo; /* when to piggyback data on the agreement */
     uint64_t calls;
 } sparcml_ctx;
 

@@ -35,6 +35,8 @@ static const struct {
     [SPARCML_R_VALUE_TYPE_MISMATCH] = {"value type differs between ranks", MPI_ERR_TYPE},
     [SPARCML_R_COUNT_MISMATCH] = {"count differs between ranks", MPI_ERR_COUNT},
     [SPARCML_R_CONFIG_MISMATCH] = {"SPARCML_* settings differ between ranks", MPI_ERR_OTHER},
+    [SPARCML_R_HISTORY_MISMATCH] = {"ranks disagree on the outcome of earlier calls on this communicator",
+                                    MPI_ERR_OTHER},
     [SPARCML_R_CAPACITY] = {"recv capacity too small for the result", MPI_ERR_TRUNCATE},
     [SPARCML_R_NOMEM] = {"out of memory", MPI_ERR_NO_MEM},
     [SPARCML_R_CONFIG_INVALID] = {"invalid SPARCML_* setting", MPI_ERR_OTHER},

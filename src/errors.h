@@ -37,6 +37,7 @@ enum sparcml_reason {
     SPARCML_R_VALUE_TYPE_MISMATCH,
     SPARCML_R_COUNT_MISMATCH,
     SPARCML_R_CONFIG_MISMATCH,
+    SPARCML_R_HISTORY_MISMATCH, /* earlier calls ended differently on some rank */
     /* while running */
     SPARCML_R_CAPACITY,         /* the result does not fit recvbuf */
     SPARCML_R_NOMEM,

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "agree.h"
 #include "allreduce.h"
 #include "comm_ctx.h"
 #include "registry.h"
@@ -47,7 +46,6 @@ int MPI_Finalize(void)
 {
     if (settings_get()->stats) stats_report();
     ctx_finalize();
-    agree_finalize();
     return PMPI_Finalize();
 }
 

@@ -8,7 +8,12 @@
 
 void call_deliver(sparcml_call *c, const sv *result)
 {
-    uint64_t bytes = stream_bytes(result);
+    uint64_t bytes;
+    if (c->recording) {
+        c->pending = *result;
+        return;
+    }
+    bytes = stream_bytes(result);
     c->result_nnz = result->nnz;
     c->result_dense = result->dense;
     /* Every rank holds the same result and the same capacity, so every rank
@@ -54,16 +59,51 @@ int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *o
     return MPI_SUCCESS;
 }
 
+/* While recording, a message is the agreement record followed by the
+ * stream, copied together into one buffer: MPICH would pack a two-block
+ * datatype into a temporary buffer anyway, and one contiguous message
+ * costs the same latency as the record alone. */
+static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
+{
+    uint64_t bytes = sizeof c->record + w->bytes;
+    char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
+    if (!frame) return CALL_NOMEM(c);
+    memcpy(frame, &c->record, sizeof c->record);
+    if (w->bytes) memcpy(frame + sizeof c->record, w->buf, w->bytes);
+    c->bytes_sent += sizeof c->record;
+    return PMPI_Isend_c(frame, (MPI_Count)bytes, MPI_BYTE, dest, tag, c->ctx->comm, req);
+}
+
 int p2p_send(sparcml_call *c, const wire *w, int dest, int tag)
 {
+    MPI_Request req;
+    int rc;
     c->bytes_sent += w->bytes;
-    return PMPI_Send_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm);
+    if (!c->recording) return PMPI_Send_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm);
+    rc = framed_isend(c, w, dest, tag, &req);
+    return rc == MPI_SUCCESS ? PMPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
 }
 
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     c->bytes_sent += w->bytes;
+    if (c->recording) return framed_isend(c, w, dest, tag, req);
     return PMPI_Isend_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm, req);
+}
+
+/* Take the record off the front of a received message: merge it, and
+ * point *payload / *n at the stream behind it (n == 0: absent).  Every
+ * message of a recording exchange comes from a recording sender (all
+ * ranks record in the same exchanges), so it is at least a record long. */
+static int unframe(sparcml_call *c, char **payload, MPI_Count *n)
+{
+    agree_record in;
+    if (*n < (MPI_Count)sizeof in) return MPI_ERR_INTERN;
+    memcpy(&in, *payload, sizeof in);
+    agree_record_merge(&c->record, &in);
+    *payload += sizeof in;
+    *n -= (MPI_Count)sizeof in;
+    return MPI_SUCCESS;
 }
 
 int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
@@ -71,7 +111,8 @@ int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *
     MPI_Message msg;
     MPI_Status st;
     MPI_Count n;
-    void *buf, *dec;
+    char *buf;
+    void *dec;
     int rc = PMPI_Mprobe(src, tag, c->ctx->comm, &msg, &st);
     if (rc != MPI_SUCCESS) return rc;
     PMPI_Get_count_c(&st, MPI_BYTE, &n);
@@ -83,10 +124,15 @@ int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *
         return CALL_NOMEM(c);
     }
     rc = PMPI_Mrecv_c(buf, n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && c->recording) rc = unframe(c, &buf, &n);
     if (rc != MPI_SUCCESS) return rc;
+    if (where) *where = raw_pool;
+    if (n == 0) {
+        *out = sv_absent();
+        return MPI_SUCCESS;
+    }
     if (!qsgd_is_message(buf)) {
         *out = stream_view(buf);
-        if (where) *where = raw_pool;
         return MPI_SUCCESS;
     }
     dec = ctx_buffer(c->ctx, dec_pool, qsgd_decoded_bytes(buf));

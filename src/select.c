@@ -183,3 +183,39 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
         if (cost[a] < cost[best]) best = a;
     return best;
 }
+
+static int memo_find(const sparcml_rd_memo *m, uint64_t count, int vtype)
+{
+    for (int i = 0; i < m->used; i++)
+        if (m->count[i] == count && m->vtype[i] == vtype) return i;
+    return -1;
+}
+
+int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype)
+{
+    return memo_find(m, count, vtype) >= 0;
+}
+
+void select_memo_note(sparcml_rd_memo *m, uint64_t count, int vtype, sparcml_algorithm chosen)
+{
+    int i = memo_find(m, count, vtype);
+    if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE) {
+        if (i < 0) return;
+        m->used--; /* move the last slot into the hole */
+        m->count[i] = m->count[m->used];
+        m->vtype[i] = m->vtype[m->used];
+        if (m->next > m->used) m->next = m->used;
+        return;
+    }
+    if (i >= 0) return;
+    if (m->used < SELECT_MEMO_SLOTS) i = m->used++;
+    else { i = m->next; m->next = (m->next + 1) % SELECT_MEMO_SLOTS; }
+    m->count[i] = count;
+    m->vtype[i] = vtype;
+}
+
+void select_memo_forget(sparcml_rd_memo *m)
+{
+    m->used = 0;
+    m->next = 0;
+}

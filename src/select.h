@@ -32,6 +32,26 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
 /* The forced algorithm, or the cheapest applicable one. */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
+/* Which (count, value type) pairs chose recursive doubling in their latest
+ * call on a communicator.  A call whose pair is remembered sends its data
+ * along with the agreement records (allreduce.c), as recursive doubling.
+ * Only agreed outcomes change the memo, in the same order on every rank,
+ * and count and datatype are arguments MPI requires to be the same on all
+ * ranks: so all ranks predict alike.  A handful of slots serves loops that
+ * alternate between a few buffers. */
+enum { SELECT_MEMO_SLOTS = 4 };
+typedef struct sparcml_rd_memo {
+    uint64_t count[SELECT_MEMO_SLOTS];
+    int vtype[SELECT_MEMO_SLOTS];
+    int used, next;
+} sparcml_rd_memo;
+
+int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype);
+/* Remember (chosen is recursive doubling) or drop the pair. */
+void select_memo_note(sparcml_rd_memo *m, uint64_t count, int vtype, sparcml_algorithm chosen);
+/* After a failed call. */
+void select_memo_forget(sparcml_rd_memo *m);
+
 /* The overlap that would have predicted a result with result_nnz entries. */
 double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz);
 

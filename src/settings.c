@@ -55,6 +55,7 @@ static const struct var {
     {"SPARCML_QSGD_SEED", KIND_UINT, "0", offsetof(sparcml_settings, qsgd_seed), 0, 0,
      18446744073709551615.0},
     {"SPARCML_QSGD_SPARSE", KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
+    {"SPARCML_PIGGYBACK", KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -148,10 +149,10 @@ static uint64_t settings_hash(const sparcml_settings *s)
     const unsigned char *parts[] = {
         (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
         (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
-        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse};
+        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback};
     const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
                             sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
-                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse};
+                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback};
     uint64_t h = 1469598103934665603ull;
     for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;

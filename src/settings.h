@@ -30,6 +30,7 @@ typedef struct sparcml_settings {
     uint64_t qsgd_bucket;        /* SPARCML_QSGD_BUCKET: values per bucket */
     uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
     int qsgd_sparse;             /* SPARCML_QSGD_SPARSE: 0/1, quantize sparse values too */
+    int piggyback;               /* SPARCML_PIGGYBACK: 0/1, agreement rides on recursive doubling */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

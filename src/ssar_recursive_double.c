@@ -13,7 +13,12 @@
  * rank is the left operand, so partners compute the very same sums.  With
  * QSGD a rank quantizes its message once and then adds, in place of its own
  * exact stream, the decoded message its partner adds: both sides sum the
- * same two quantized operands.  The final fold-out message is exact. */
+ * same two quantized operands.  The final fold-out message is exact.
+ *
+ * The same schedule carries the agreement records (allreduce.c): then a
+ * rank may have no stream (sv_absent), and any sum with an absent stream,
+ * or of streams that do not match, is absent: the records, complete at the
+ * end, report why, and nothing is delivered. */
 #include "config.h"
 
 #include "call.h"
@@ -28,20 +33,26 @@ static int active_rank(int newrank, int rem)
  * becomes cur + other, with other's rank on the left when other_is_lower.
  * The last sum of the call goes straight into recvbuf when it surely fits
  * and recvbuf is not an operand (under MPI_IN_PLACE it holds the input):
- * that saves copying the result once more at the end. */
+ * that saves copying the result once more at the end.  Not while recording:
+ * recvbuf stays untouched until the records say the call succeeded. */
 static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower,
                    int last)
 {
     int out_pool;
     void *out;
     uint64_t bound;
+    if (sv_is_absent(cur) || sv_is_absent(other) || cur->dim != other->dim
+        || cur->vtype != other->vtype) {
+        *cur = sv_absent();
+        return MPI_SUCCESS;
+    }
     if (cur->dense && *cur_pool >= 0) {
         stream_accumulate(cur, other, other_is_lower);
         return MPI_SUCCESS;
     }
     bound = stream_merge_bound(cur, other);
     out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
-    if (last && bound <= c->recv_bytes && cur->base != c->recvbuf) {
+    if (last && !c->recording && bound <= c->recv_bytes && cur->base != c->recvbuf) {
         out = c->recvbuf;
         out_pool = -1;
     } else {
@@ -63,6 +74,8 @@ static int folded_rank(sparcml_call *c)
      * the result will overwrite. */
     rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &w);
     if (rc == MPI_SUCCESS) rc = p2p_send(c, &w, rank + 1, TAG_FOLD_IN);
+    /* The result comes with the complete record, this rank's part included. */
+    if (c->recording) agree_record_clear(&c->record);
     if (rc == MPI_SUCCESS) rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &result, NULL);
     if (rc != MPI_SUCCESS) return rc;
     call_deliver(c, &result);

@@ -14,6 +14,9 @@ static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
 static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
+/* Calls whose data travelled with the agreement records, and those of
+ * them that failed. */
+static atomic_uint_fast64_t piggybacked, piggybacked_failed;
 
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
@@ -30,18 +33,23 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
     atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
+    if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
     if (alg == SPARCML_ALG_DENSE)
         atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
-               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f\n",
+               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
-               (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6);
+               (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
+               c->piggybacked ? "piggybacked" : "separate",
+               sparcml_algorithm_name((sparcml_algorithm)c->selected));
         fflush(stdout);
     }
 }
+
+void stats_record_piggybacked_failure(void) { atomic_fetch_add(&piggybacked_failed, 1); }
 
 void stats_record_error(int reason)
 {
@@ -52,12 +60,12 @@ void stats_record_error(int reason)
  * p times, as in mpiP's aggregate view); time: the maximum over ranks. */
 void stats_report(void)
 {
-    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ };
+    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 };
     MPI_Comm world;
     int rank, size;
     uint64_t sm[SUMS], smr[SUMS], ns[N], nsr[N];
     uint64_t *calls = smr, *bytes = smr + N, *dense = smr + 2 * N;
-    uint64_t *errs = smr + 3 * N, *fb = errs + SPARCML_R_COUNT_;
+    uint64_t *errs = smr + 3 * N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
     PMPI_Comm_rank(world, &rank);
     PMPI_Comm_size(world, &size);
@@ -69,6 +77,8 @@ void stats_report(void)
     }
     for (int r = 0; r < SPARCML_R_COUNT_; r++) sm[3 * N + r] = atomic_load(&errors[r]);
     for (int f = 0; f < FALLBACK_COUNT_; f++) sm[3 * N + SPARCML_R_COUNT_ + f] = atomic_load(&fallbacks[f]);
+    sm[SUMS - 2] = atomic_load(&piggybacked);
+    sm[SUMS - 1] = atomic_load(&piggybacked_failed);
     PMPI_Reduce(sm, smr, SUMS, MPI_UINT64_T, MPI_SUM, 0, world);
     PMPI_Reduce(ns, nsr, N, MPI_UINT64_T, MPI_MAX, 0, world);
     PMPI_Comm_free(&world);
@@ -89,6 +99,12 @@ void stats_report(void)
                "forced by SPARCML_ALGORITHM: %llu)\n",
                (unsigned long long)(fb[FALLBACK_MODEL] + fb[FALLBACK_FORCED]),
                (unsigned long long)fb[FALLBACK_MODEL], (unsigned long long)fb[FALLBACK_FORCED]);
+    if (pig[0])
+        printf("sparcml: calls with recursive doubling done within the agreement step: %llu\n",
+               (unsigned long long)pig[0]);
+    if (pig[1])
+        printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
+               (unsigned long long)pig[1]);
     for (int r = 1; r < SPARCML_R_COUNT_; r++)
         if (errs[r])
             printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),

@@ -16,6 +16,9 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
 /* Record a tagged call that failed with `reason`. */
 void stats_record_error(int reason);
 
+/* Record a failed call whose data travelled with the agreement records. */
+void stats_record_piggybacked_failure(void);
+
 /* At MPI_Finalize: print the report on rank 0 of MPI_COMM_WORLD (collective
  * over a private duplicate of it). */
 void stats_report(void);

@@ -26,6 +26,11 @@ typedef struct sv {
     int dense;
 } sv;
 
+/* "No stream": what a rank contributes while only its agreement record
+ * travels (allreduce.c), and what any sum with it becomes. */
+static inline sv sv_absent(void) { sv s = {0}; return s; }
+static inline int sv_is_absent(const sv *s) { return s->base == NULL; }
+
 /* Validate the stream at buf, at most avail bytes long, whose value type
  * must be want_vtype.  Returns SPARCML_R_OK or the reason it is malformed;
  * *where receives the offending entry (for unsorted/out-of-range indices). */

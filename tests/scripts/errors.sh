@@ -1,6 +1,9 @@
 #!/bin/bash
 # Malformed input on all ranks and on one rank: every rank gets the MPI
 # error, nothing hangs (timeout), nothing is written outside the buffers.
+# Forced recursive doubling runs the same table with most bad calls taking
+# the path where data travels with the agreement records, and
+# SPARCML_PIGGYBACK=0 with none of them doing so.
 . "$(dirname "$0")/common.sh"
 TIMEOUT=120
 for p in 1 2 3 4 5 8; do
@@ -9,5 +12,21 @@ for p in 1 2 3 4 5 8; do
     check "malformed inputs, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
     check "malformed inputs, P=$p: each error has a one-line message" \
         'grep -q "sparcml: MPI_Allreduce: rank [0-9]*: index >= dim: sendbuf entry 2" "$err"'
+    for pig in 1 0; do
+        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=ssar_recursive_double SPARCML_STATS=1 \
+            SPARCML_PIGGYBACK=$pig -- "$TESTBIN/sparse_errors"
+        rc=$?
+        check "malformed inputs, recursive doubling, SPARCML_PIGGYBACK=$pig, P=$p: $(grep sparse_errors: "$out")" \
+            '[ "$rc" -eq 0 ]'
+        # Summed over ranks; of the 51..56 bad calls per rank, all but the
+        # first and those that change count or type follow a correct call
+        # with the same count and type.
+        f=$(sed -n 's/^sparcml: failed calls whose data travelled with the agreement records: //p' "$out")
+        if [ "$pig" = 1 ]; then
+            check "P=$p: bad calls whose data travelled with the records: ${f:-0}" '[ "${f:-0}" -ge $((40 * p)) ]'
+        else
+            check "P=$p, SPARCML_PIGGYBACK=0: no data travelled with the records" '[ -z "$f" ]'
+        fi
+    done
 done
 finish

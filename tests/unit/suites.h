@@ -6,4 +6,5 @@ Suite *settings_suite(void);
 Suite *registry_suite(void);
 Suite *select_suite(void);
 Suite *qsgd_suite(void);
+Suite *agree_suite(void);
 #endif

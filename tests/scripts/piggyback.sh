@@ -1,0 +1,62 @@
+#!/bin/bash
+# Calls whose data travels with the agreement records (sparcml(7),
+# DESCRIPTION; SPARCML_PIGGYBACK).  tests/mpi/piggyback checks every result
+# against the exact sum; here each call's agreement mode, read from the
+# verbose lines of rank 0, is checked against the rule, replayed from the
+# lines themselves: a call is piggybacked exactly when the latest earlier
+# successful call with the same count and value type ended with the
+# selector choosing ssar_recursive_double (for a piggybacked call, the
+# "selector=" field: what the selector makes of its agreed numbers).  The
+# sequence must contain at least one wrong prediction (a piggybacked call
+# the selector would not have run as recursive doubling) and its
+# correction.  P = 3 (folded) and 4; then the same with SPARCML_PIGGYBACK=0.
+. "$(dirname "$0")/common.sh"
+
+# replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
+# stdin; print "ok PIGGYBACKED WRONG" or "bad <line number>: <why>".
+replay() {
+    awk '
+    /^sparcml: allreduce / {
+        alg = mode = sel = ""
+        for (i = 1; i <= NF; i++) {
+            split($i, kv, "=")
+            if (kv[1] == "algorithm") alg = kv[2]
+            if (kv[1] == "agreement") mode = kv[2]
+            if (kv[1] == "selector") sel = kv[2]
+        }
+        next
+    }
+    /^call count=/ {
+        n++
+        split($2, c, "="); split($3, v, "=")
+        key = c[2] "," v[2]
+        want = (key in memo && memo[key]) ? "piggybacked" : "separate"
+        if (pig == 0) want = "separate"
+        if (mode != want) { printf "bad call %d (%s): %s, expected %s\n", n, key, mode, want; bad = 1; exit }
+        if (mode == "piggybacked") {
+            npig++
+            if (alg != "ssar_recursive_double") { printf "bad call %d: piggybacked ran %s\n", n, alg; bad = 1; exit }
+            if (sel != "ssar_recursive_double") { nwrong++; corrected[key] = 0; pending[key] = 1 }
+        } else if (pending[key]) { ncorr++; pending[key] = 0 }
+        memo[key] = (sel == "ssar_recursive_double")
+        alg = mode = sel = "none"
+    }
+    END { if (!bad) printf "ok %d %d %d %d\n", n, npig, nwrong, ncorr }' pig="$1"
+}
+
+for pig in 1 0; do
+    for p in 3 4; do
+        run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 SPARCML_PIGGYBACK=$pig -- "$TESTBIN/piggyback"
+        rc=$?
+        check "SPARCML_PIGGYBACK=$pig P=$p: every result exact: $(tail -1 "$out")" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
+        read -r verdict calls npig nwrong ncorr < <(grep -E '^(sparcml: allreduce|call count=)' "$out" | replay "$pig")
+        check "SPARCML_PIGGYBACK=$pig P=$p: agreement modes follow the rule ($verdict, calls ${calls:-?})" \
+            '[ "$verdict" = ok ] && [ "$calls" -eq 17 ]'
+        if [ "$pig" = 1 ]; then
+            check "P=$p: piggybacked calls ${npig:-0}, wrong predictions ${nwrong:-0}, corrected ${ncorr:-0}" \
+                '[ "${npig:-0}" -ge 8 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ]'
+        fi
+    done
+done
+finish

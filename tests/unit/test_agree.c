@@ -1,0 +1,174 @@
+/* The agreement record (agree.c) and the piggyback memo (select.c). */
+#include <string.h>
+
+#include "agree.h"
+#include "errors.h"
+#include "select.h"
+#include "sparcml.h"
+#include "suites.h"
+
+static sparcml_local valid(uint64_t nnz)
+{
+    sparcml_local l = {SPARCML_R_OK, 1000, SPARCML_FLOAT, 300, nnz, 0, 42, 1, 0};
+    return l;
+}
+
+/* Combine records the way a P-rank exchange may: left to right. */
+static void combine_linear(const sparcml_local *l, int P, agree_record *out)
+{
+    agree_record r;
+    agree_record_init(out, 0, &l[0]);
+    for (int i = 1; i < P; i++) {
+        agree_record_init(&r, i, &l[i]);
+        agree_record_merge(out, &r);
+    }
+}
+
+/* ... and as recursive doubling does: pairs, then pairs of pairs. */
+static void combine_tree(const sparcml_local *l, int P, agree_record *out)
+{
+    agree_record r[8];
+    for (int i = 0; i < P; i++) agree_record_init(&r[i], i, &l[i]);
+    for (int step = 1; step < P; step *= 2)
+        for (int i = 0; i + step < P; i += 2 * step) agree_record_merge(&r[i], &r[i + step]);
+    *out = r[0];
+}
+
+START_TEST(record_combines_max_min_sum)
+{
+    sparcml_local l[8];
+    agree_record a, b;
+    sparcml_agreed v;
+    uint64_t kmax = 0, kmin = UINT64_MAX, ksum = 0;
+    for (int i = 0; i < 8; i++) {
+        l[i] = valid((uint64_t)(i * 37 % 11 + 3));
+        l[i].union_part = (uint64_t)i;
+        if (l[i].nnz > kmax) kmax = l[i].nnz;
+        if (l[i].nnz < kmin) kmin = l[i].nnz;
+        ksum += l[i].nnz;
+    }
+    l[5].dense = 1;
+    combine_linear(l, 8, &a);
+    combine_tree(l, 8, &b);
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0); /* order does not matter */
+    agree_record_clear(&b);
+    agree_record_merge(&b, &a);
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0); /* merging into a cleared record copies */
+    agree_record_read(&a, &v);
+    ck_assert_int_eq(v.reason, SPARCML_R_OK);
+    ck_assert_int_eq(v.reason_rank, -1);
+    ck_assert_uint_eq(v.dim, 1000);
+    ck_assert_int_eq(v.vtype, SPARCML_FLOAT);
+    ck_assert_int_eq((int)v.count, 300);
+    ck_assert_uint_eq(v.k_max, kmax);
+    ck_assert_uint_eq(v.k_min, kmin);
+    ck_assert_uint_eq(v.k_sum, ksum);
+    ck_assert_int_eq(v.any_dense, 1);
+    ck_assert_uint_eq(v.union_sum, 28);
+}
+END_TEST
+
+START_TEST(record_reports_the_failing_rank)
+{
+    sparcml_local l[6];
+    agree_record a;
+    sparcml_agreed v;
+    for (int i = 0; i < 6; i++) l[i] = valid(5);
+    l[4].reason = SPARCML_R_UNSORTED;
+    l[2].reason = SPARCML_R_UNSORTED;
+    combine_tree(l, 6, &a);
+    agree_record_read(&a, &v);
+    ck_assert_int_eq(v.reason, SPARCML_R_UNSORTED);
+    ck_assert_int_eq(v.reason_rank, 2); /* the lowest of the ranks with that reason */
+    l[5].reason = SPARCML_R_NULL_BUFFER;
+    combine_linear(l, 6, &a);
+    agree_record_read(&a, &v);
+    ck_assert_int_eq(v.reason, SPARCML_R_UNSORTED); /* the larger code wins */
+    ck_assert_int_eq(v.reason_rank, 2);
+}
+END_TEST
+
+START_TEST(record_finds_mismatches)
+{
+    static const struct {
+        int field, reason;
+    } cases[] = {{0, SPARCML_R_DIM_MISMATCH}, {1, SPARCML_R_VALUE_TYPE_MISMATCH},
+                 {2, SPARCML_R_COUNT_MISMATCH}, {3, SPARCML_R_CONFIG_MISMATCH},
+                 {4, SPARCML_R_HISTORY_MISMATCH}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        sparcml_local l[3] = {valid(1), valid(2), valid(3)};
+        agree_record a;
+        sparcml_agreed v;
+        switch (cases[c].field) {
+        case 0: l[1].dim++; break;
+        case 1: l[1].vtype = SPARCML_DOUBLE; break;
+        case 2: l[1].count--; break;
+        case 3: l[1].settings_hash++; break;
+        case 4: l[1].piggyback = 0; break;
+        }
+        combine_linear(l, 3, &a);
+        agree_record_read(&a, &v);
+        ck_assert_int_eq(v.reason, cases[c].reason);
+        ck_assert_int_eq(v.reason_rank, -1);
+    }
+    {   /* a count mismatch makes ranks predict differently: count is named */
+        sparcml_local l[2] = {valid(1), valid(1)};
+        agree_record a;
+        sparcml_agreed v;
+        l[1].count++;
+        l[1].piggyback = 0;
+        combine_linear(l, 2, &a);
+        agree_record_read(&a, &v);
+        ck_assert_int_eq(v.reason, SPARCML_R_COUNT_MISMATCH);
+    }
+}
+END_TEST
+
+START_TEST(memo_remembers_recursive_doubling_only)
+{
+    sparcml_rd_memo m = {0};
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT));
+    select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT));
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_DOUBLE));
+    ck_assert(!select_memo_hit(&m, 101, SPARCML_FLOAT));
+    select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE); /* no duplicate */
+    ck_assert_int_eq(m.used, 1);
+    for (int a = SPARCML_ALG_SSAR_SPLIT_ALLGATHER; a < SPARCML_ALG_COUNT_; a++) {
+        select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE);
+        select_memo_note(&m, 100, SPARCML_FLOAT, (sparcml_algorithm)a);
+        ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT));
+    }
+}
+END_TEST
+
+START_TEST(memo_keeps_the_latest_pairs)
+{
+    sparcml_rd_memo m = {0};
+    uint64_t n = SELECT_MEMO_SLOTS + 3;
+    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, SPARCML_INT32, SPARCML_ALG_RECURSIVE_DOUBLE);
+    for (uint64_t c = 1; c <= n; c++)
+        ck_assert_int_eq(select_memo_hit(&m, c, SPARCML_INT32), c > n - SELECT_MEMO_SLOTS);
+    select_memo_note(&m, n, SPARCML_INT32, SPARCML_ALG_DENSE); /* drop one in the middle */
+    ck_assert(!select_memo_hit(&m, n, SPARCML_INT32));
+    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32));
+    select_memo_note(&m, 1000, SPARCML_INT32, SPARCML_ALG_RECURSIVE_DOUBLE); /* fills the hole */
+    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32));
+    ck_assert(select_memo_hit(&m, 1000, SPARCML_INT32));
+    select_memo_forget(&m);
+    ck_assert(!select_memo_hit(&m, 1000, SPARCML_INT32));
+}
+END_TEST
+
+Suite *agree_suite(void)
+{
+    Suite *s = suite_create("agree");
+    TCase *t = tcase_create("record");
+    tcase_add_test(t, record_combines_max_min_sum);
+    tcase_add_test(t, record_reports_the_failing_rank);
+    tcase_add_test(t, record_finds_mismatches);
+    tcase_add_test(t, memo_remembers_recursive_doubling_only);
+    tcase_add_test(t, memo_keeps_the_latest_pairs);
+    suite_add_tcase(s, t);
+    return s;
+}
