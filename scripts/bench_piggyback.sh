@@ -1,0 +1,63 @@
+#!/bin/bash
+# bench_piggyback.sh -- the agreement piggybacked on recursive doubling
+# against a separate agreement, side by side on the 1 Gbit/s netsim rig.
+#
+# usage: scripts/bench_piggyback.sh [--rounds R] [--reps N] [--out FILE]
+#
+# P = 8, N = 16M floats; points: identical indices at d = 1e-4 and random
+# indices at d = 1e-4 and 1e-3 (where recursive doubling is chosen).  Each
+# round runs, per point, one mpiexec with the allgather baseline and
+# sparcml auto (SPARCML_PIGGYBACK=1, the default) and one with auto and
+# SPARCML_PIGGYBACK=0, alternating, so drift of the machine hits both alike;
+# each run reports the median of --reps timed calls (max over ranks).  auto
+# gets the rig's measured parameters as in scripts/bench_sweep.sh.  Writes
+# one CSV row per run (method, round, the bench's CSV) to FILE (default
+# bench/results/piggyback_rig.csv) and prints the median ratios.  Root (rig).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+rounds=3 reps=15 out="$top/bench/results/piggyback_rig.csv"
+while [ $# -gt 0 ]; do
+    case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds R] [--reps N] [--out FILE]" >&2; exit 2 ;;
+    esac
+done
+export NETSIM_PREFIX=${NETSIM_PREFIX:-spbench} HYDRA_CONFIG_FILE=/dev/null
+"$top/scripts/setup.sh" >/dev/null
+work="$top/build/bench-piggyback"
+mkdir -p "$work"
+cp "$top/build/src/.libs/libsparcml.so" "$work/libsparcml.so"
+mpicc.mpich -O2 -std=c11 "$top/bench/sparcml_bench.c" -o "$work/sparcml_bench" -lm
+# The rig's measured parameters (bench/results/rig_alpha_beta.txt; gamma:
+# bench_sweep.sh's BENCH_GAMMA).
+rig() { sed -n "s/^$1=//p" "$top/bench/results/rig_alpha_beta.txt"; }
+alpha=$(rig alpha_us) beta=$(rig beta_ns_per_byte) acoll=$(rig alpha_collective_us)
+model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_NS_PER_ENTRY=17)
+trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1 || true' EXIT
+"$top/scripts/netsim.sh" up 8 1gbit >/dev/null
+echo "run,round,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps" >"$out"
+points=("identical 1e-4" "random 1e-4" "random 1e-3")
+for r in $(seq 1 "$rounds"); do
+    for pt in "${points[@]}"; do
+        set -- $pt
+        for pig in 1 0; do
+            methods=sparcml
+            [ "$pig" = 1 ] && methods=allgather,sparcml
+            env LD_PRELOAD="$work/libsparcml.so" "${model[@]}" SPARCML_PIGGYBACK=$pig \
+                BENCH_LABEL="auto_piggyback$pig" timeout 900 \
+                "$top/scripts/netsim.sh" run 8 -- "$work/sparcml_bench" --n 16777216 \
+                --density "$2" --pattern "$1" --reps "$reps" --alpha-us "$alpha" --beta-ns "$beta" \
+                --methods "$methods" | grep -v '^method' | sed "s/^/pig$pig,$r,/" >>"$out"
+        done
+    done
+done
+# Median over rounds of each method's median, and the ratios.
+awk -F, 'NR > 1 { key = $5 " " $7 " d=" $6; t[key, $3] = t[key, $3] " " $9; keys[key] = 1; m[$3] = 1 }
+    function med(s,   a, n, i, j, x) { n = split(s, a, " "); for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { for (k in keys) {
+        ag = med(t[k, "allgather"]); p1 = med(t[k, "sparcml_auto_piggyback1"]); p0 = med(t[k, "sparcml_auto_piggyback0"])
+        printf "%s: allgather %.3f ms, auto (piggyback) %.3f ms, auto (separate) %.3f ms; allgather/auto %.2f, separate/piggyback %.2f\n",
+            k, ag * 1e3, p1 * 1e3, p0 * 1e3, ag / p1, p0 / p1 } }' "$out"
