@@ -118,17 +118,21 @@ static double cost_recursive_double(const sparcml_settings *s, const sparcml_pro
 #define COPY_PER_MERGE 0.25
 
 /* The sparse reduce-scatter both split algorithms share.  The owner of a
- * slice adds the P-1 incoming parts one after the other into a growing
- * sum: about k/P + (sum so far) entries per addition, in all about
- * k + u/2 entries for a union of u (P k/2 + k when disjoint, 2 k when
- * identical). */
+ * slice adds the P-1 incoming parts of about k/P entries one after the
+ * other into a growing sum: merge-adding costs the entries of both
+ * operands, in all about k + u/2 entries for a union of u (P k/2 + k when
+ * disjoint, 2 k when identical); but once the sum is dense (split_phases.c)
+ * a part is added into it in place, at the cost of copying its entries. */
 static double cost_reduce_scatter(const sparcml_settings *s, const sparcml_problem *p)
 {
-    double P = p->P, N = (double)p->dim;
-    double part = msg_bytes(p, (double)p->k_max / P, N / P);
-    double quantized = msg_quantized_values(p, (double)p->k_max / P, N / P);
-    return (P - 1) * (s->alpha + s->beta * part)
-           + s->gamma * ((double)p->k_max + select_union_estimate(p, P) / 2)
+    double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
+    double part = msg_bytes(p, k, N / P);
+    double quantized = msg_quantized_values(p, k, N / P);
+    for (int j = 1; j < p->P; j++) {
+        double sum = select_union_estimate(p, j) / P; /* of the slice, after j parts */
+        merged += msg_is_dense(p, sum, N / P) ? COPY_PER_MERGE * k : sum + k;
+    }
+    return (P - 1) * (s->alpha + s->beta * part) + s->gamma * merged
            + s->gamma * (QSGD_ENCODE_PER_MERGE + QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }
 
@@ -162,9 +166,24 @@ static double cost_dense(const sparcml_settings *s, const sparcml_problem *p)
     return fmin(rd, rab) + s->gamma * (double)p->k_max;
 }
 
-void select_costs(const sparcml_settings *s, const sparcml_problem *p,
+/* Moving a byte from one rank's memory to another's costs CPU time too:
+ * it is copied into and out of a shared segment or a socket buffer.  Where
+ * ranks share cores that, not the link, sets the pace: with 8 ranks on 2
+ * cores (shared memory, bench/RESULTS.md) the vendor's dense allreduce of
+ * 16M floats took 256-392 ms, about 2.2 ns per byte it moves, ten times the
+ * 2-rank ping-pong's 0.21 ns/B, and DSAR's dense allgather was priced 2x
+ * too low.  A byte costs at least 1/8 of a merged 8-byte entry (gamma, which
+ * is measured with the same core sharing): 2.1 ns/B at gamma = 17 ns.
+ * Where the link is slower than that (the 1 Gbit/s rig: 8.3 ns/B, or the
+ * defaults) nothing changes. */
+#define BYTE_PER_MERGE 0.125
+
+void select_costs(const sparcml_settings *given, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_])
 {
+    sparcml_settings eff = *given;
+    const sparcml_settings *s = &eff;
+    eff.beta = fmax(given->beta, BYTE_PER_MERGE * given->gamma);
     cost[SPARCML_ALG_AUTO] = INFINITY;
     cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(s, p);
     cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(s, p);

@@ -151,6 +151,40 @@ START_TEST(rig_measured_ordering_qsgd)
 }
 END_TEST
 
+/* Shared memory, 8 ranks on 2 cores (bench/results/shm_alpha_beta.txt:
+ * collective alpha 16.7 us, 2-rank ping-pong beta 0.21 ns/B; gamma 17 ns as
+ * on the rig), P = 8, N = 16M floats, random indices: the model must choose
+ * among what was measured fastest there (bench/results/
+ * sweep_shm_density_s4.csv; within 10 % either is right):
+ * d = 1e-5: recursive doubling 0.24 ms, SSAR 0.68;
+ * d = 1e-4, 1e-3: SSAR 0.87, 5.59 ms, recursive doubling 0.96, 5.98;
+ * d = 1e-2: SSAR 46 ms, recursive doubling 59;
+ * d = 0.05: SSAR 180 ms, DSAR 182, recursive doubling 287, dense 301;
+ * d = 0.1, 0.25: DSAR 250, 250 ms; SSAR 294, 305; dense 392, 311;
+ * d = 0.5: dense 365 ms, DSAR 385, SSAR 429.
+ * Before the copy floor on beta (select.c, BYTE_PER_MERGE) the model chose
+ * the dense allreduce from d = 0.05 on: 1.24-1.67x slower. */
+START_TEST(shm_measured_ordering)
+{
+    sparcml_settings s = defaults();
+    const uint64_t N = 16u << 20;
+    const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER),
+                   dsar = ALG_BIT(SPARCML_ALG_DSAR_SPLIT_ALLGATHER), dense = ALG_BIT(SPARCML_ALG_DENSE);
+    struct { double d; unsigned right; } pts[] = {
+        {1e-5, rd}, {1e-4, rd | ssar}, {1e-3, rd | ssar}, {1e-2, ssar}, {0.05, ssar | dsar},
+        {0.1, dsar}, {0.25, dsar}, {0.5, dense | dsar},
+    };
+    s.alpha = 16.66e-6;
+    s.beta = 0.2138e-9;
+    s.gamma = 17e-9;
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        sparcml_problem p = problem(8, N, (uint64_t)(pts[i].d * (double)N), 1);
+        sparcml_algorithm a = select_algorithm(&s, &p);
+        ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g: chose %d", pts[i].d, (int)a);
+    }
+}
+END_TEST
+
 Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -161,6 +195,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, regimes);
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
+    tcase_add_test(tc, shm_measured_ordering);
     suite_add_tcase(s, tc);
     return s;
 }
