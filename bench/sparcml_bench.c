@@ -24,6 +24,12 @@
  *   --agree      latency of a tiny tagged call (N=8, k=1) against a plain
  *                8-byte MPI_Allreduce and an emulation of the agreement
  *                step (AGREE_FIELDS int64 with a user-defined op).
+ *   --cpu        also report, per method, how busy the whole machine was
+ *                while it ran (rank 0 reads /proc/stat around each timed
+ *                call: busy jiffies over all jiffies, summed over the
+ *                repetitions; 10 ms granularity, so use many --reps): a
+ *                "# cpu" line per method.  Shows whether a run is bound by
+ *                the machine's cores rather than the (emulated) network.
  *   --smoke      tiny problems, all patterns, float and double, checks that
  *                the tagged result equals the dense one bit for bit; exit
  *                status 1 on any difference or error.
@@ -79,7 +85,7 @@ typedef struct {
     int pattern, vtype, reps, warmup;
     int methods;
     double alpha_us, beta_ns;
-    int mode_bytes, mode_overhead, mode_agree, mode_smoke, header;
+    int mode_bytes, mode_overhead, mode_agree, mode_smoke, header, cpu;
     uint64_t seed;
     double min_bytes, max_bytes;
     int batches;
@@ -465,6 +471,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Busy and total jiffies of all CPUs so far (/proc/stat), for --cpu. */
+static void cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+    unsigned long long f[10] = {0};
+    FILE *fp = fopen("/proc/stat", "r");
+    *busy = *total = 0;
+    if (!fp) return;
+    if (fscanf(fp, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2],
+               &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9]) >= 8) {
+        for (int i = 0; i < 8; i++) *total += f[i]; /* guest time is inside user */
+        *busy = *total - f[3] - f[4];                /* less idle and iowait */
+    }
+    fclose(fp);
+}
+
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
@@ -519,6 +540,7 @@ static int mode_timing(const options *o)
     bench_state b;
     static const int order[] = {M_DENSE, M_ALLGATHER, M_SPARCML};
     double *t[3], e, L, bd, bi;
+    unsigned long long cpu_busy[3] = {0}, cpu_total[3] = {0};
     uint64_t ck_expect, ck_local;
     int m, r, bad = 0, reps = o->reps;
     int methods = o->mode_bytes ? M_SPARCML : o->methods;
@@ -544,12 +566,22 @@ static int mode_timing(const options *o)
     for (r = 0; r < reps; r++) {
         for (m = 0; m < 3; m++) {
             double t0, dt, mx;
+            unsigned long long b0 = 0, t0j = 0, b1, t1j;
             int rc;
             if (!(methods & order[m])) continue;
             MPI_Barrier(MPI_COMM_WORLD);
+            if (o->cpu && rank == 0) cpu_jiffies(&b0, &t0j);
             t0 = MPI_Wtime();
             rc = run_method(&b, order[m]);
             dt = MPI_Wtime() - t0;
+            if (o->cpu) {
+                MPI_Barrier(MPI_COMM_WORLD); /* the last rank is done too */
+                if (rank == 0) {
+                    cpu_jiffies(&b1, &t1j);
+                    cpu_busy[m] += b1 - b0;
+                    cpu_total[m] += t1j - t0j;
+                }
+            }
             if (check_rc(rc, order[m] == M_SPARCML ? "sparcml" : method_name(order[m]))) return 1;
             MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             t[m][r] = mx;
@@ -600,6 +632,10 @@ static int mode_timing(const options *o)
                        (unsigned long long)p.k, reps);
             }
         }
+        for (m = 0; m < 3 && o->cpu; m++)
+            if (methods & order[m])
+                printf("# cpu method=%s busy=%.3f jiffies=%llu\n", method_name(order[m]),
+                       cpu_total[m] ? (double)cpu_busy[m] / (double)cpu_total[m] : 0.0, cpu_total[m]);
         fflush(stdout);
     }
     for (m = 0; m < 3; m++) free(t[m]);
@@ -872,6 +908,7 @@ static int parse_args(int argc, char **argv, options *o)
         FLAG("--overhead", mode_overhead)
         FLAG("--agree", mode_agree)
         FLAG("--smoke", mode_smoke)
+        FLAG("--cpu", cpu)
         FLAG("--header", header)
 #undef FLAG
         if (!v) {
