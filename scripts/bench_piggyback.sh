@@ -34,7 +34,8 @@ mpicc.mpich -O2 -std=c11 "$top/bench/sparcml_bench.c" -o "$work/sparcml_bench" -
 # bench_sweep.sh's BENCH_GAMMA).
 rig() { sed -n "s/^$1=//p" "$top/bench/results/rig_alpha_beta.txt"; }
 alpha=$(rig alpha_us) beta=$(rig beta_ns_per_byte) acoll=$(rig alpha_collective_us)
-model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_NS_PER_ENTRY=17)
+model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_NS_PER_ENTRY=17
+       SPARCML_RANKS_PER_CORE=1)
 trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1 || true' EXIT
 "$top/scripts/netsim.sh" up 8 1gbit >/dev/null
 echo "run,round,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps" >"$out"

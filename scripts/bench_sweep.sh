@@ -53,7 +53,10 @@
 #     8 ranks on 2 cores a message waits for its receiver to be scheduled,
 #     ~100 us on the rig, not the 18 us of a ping-pong with the other ranks
 #     idle; the Lemma 5.1 bounds keep the ping-pong alpha) and gamma
-#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17: the merge cost
+#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17, with
+#     SPARCML_RANKS_PER_CORE=1 since these are measured with the ranks
+#     sharing cores already; "auto (def.)" runs get neither and the library
+#     scales its defaults by the ranks per core it detects: the merge cost
 #     per entry of a rank where 8 ranks share 2 cores, measured on the rig
 #     as recursive doubling's time at d = 1e-3 less
 #     bench/support/exchange_floor's time for its messages, per merged
@@ -338,11 +341,11 @@ point() {
     if [ "$where" = rig ]; then
         a=$rig_alpha b=$rig_beta
         model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
+               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
     else
         a=$shm_alpha b=$shm_beta
         model=(SPARCML_ALPHA_US="$shm_alpha_model" SPARCML_BETA_NS_PER_BYTE="$shm_beta"
-               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
+               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
     fi
     args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
     log "$where $sweep P=$p d=$d $pat"
@@ -387,7 +390,7 @@ point() {
 qsgd_points() {
     local where=$1 qcsv=$2 a b o alg_bytes line
     local g=()
-    g=(SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
+    g=(SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
     if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
     local am=$rig_alpha_model
     [ "$where" = shm ] && am=$shm_alpha_model
@@ -508,7 +511,7 @@ if has_part agree; then
             log "agreement cost: $where P=$p"
             model=()
             [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-                                         SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma")
+                                         SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
             prio=$nice_short "launch_$where" "$p" ${model[@]+"${model[@]}"} -- --agree --batches "$agree_batches" |
                 awk -F, -v w="$where" 'NF >= 5 && $2 ~ /^[0-9]+$/ { print w "," $1 "," $2 "," $4 }' >>"$agraw"
         done

@@ -109,7 +109,7 @@ static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
 static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
 {
     sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
-                         c->q.bits, c->q.bucket, c->q_sparse};
+                         c->q.bits, c->q.bucket, c->q_sparse, c->ctx->ranks_per_core};
     p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
     return p;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "comm_ctx.h"
+#include "placement.h"
+#include "settings.h"
 
 static int ctx_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
@@ -45,6 +47,11 @@ static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
     if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
     PMPI_Comm_rank(ctx->comm, &ctx->rank);
     PMPI_Comm_size(ctx->comm, &ctx->size);
+    ctx->ranks_per_core = settings_get()->ranks_per_core;
+    if (ctx->ranks_per_core == 0) { /* auto: collective, like the dup */
+        rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
+        if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
+    }
     n = ctx->size;
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);

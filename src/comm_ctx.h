@@ -42,6 +42,7 @@ typedef struct sparcml_ctx {
     uint64_t union_part;
     sparcml_problem union_problem; /* the problem the result belonged to */
     sparcml_rd_memo memo; /* when to piggyback data on the agreement */
+    double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
     uint64_t calls;
 } sparcml_ctx;
 

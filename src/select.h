@@ -20,6 +20,7 @@ typedef struct sparcml_problem {
     int qbits;       /* QSGD bits per value on the wire (0: exact values) */
     uint32_t qbucket;
     int qsparse;     /* sparse values are quantized too */
+    double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
 } sparcml_problem;
 
 /* Estimated distinct indices in the sum of m of the P streams. */

@@ -26,7 +26,7 @@ const char *sparcml_algorithm_name(sparcml_algorithm a)
     return a >= 0 && a < SPARCML_ALG_COUNT_ ? algorithm_names[a] : "invalid";
 }
 
-typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT } kind;
+typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER } kind;
 
 /* Every variable: name, kind, default text, field, and for numbers the unit
  * scale to seconds and the accepted range (in the variable's own unit). */
@@ -56,6 +56,9 @@ static const struct var {
      18446744073709551615.0},
     {"SPARCML_QSGD_SPARSE", KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
     {"SPARCML_PIGGYBACK", KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
+    /* "auto" is stored as 0: detected per communicator (placement.c). */
+    {"SPARCML_RANKS_PER_CORE", KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
+     1, 4096},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -119,6 +122,12 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected a number in [%g, %g])",
                  v->name, text, v->min, v->max);
         return -1;
+    case KIND_AUTO_OR_NUMBER:
+        if (strcmp(text, "auto") == 0) { *(double *)field = 0; return 0; }
+        if (parse_number(text, v->min, v->max, &x) == 0) { *(double *)field = x * v->scale; return 0; }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected auto or a number in [%g, %g])",
+                 v->name, text, v->min, v->max);
+        return -1;
     case KIND_QBITS:
         if (strcmp(text, "0") == 0 || strcmp(text, "2") == 0 || strcmp(text, "4") == 0
             || strcmp(text, "8") == 0) {
@@ -149,10 +158,12 @@ static uint64_t settings_hash(const sparcml_settings *s)
     const unsigned char *parts[] = {
         (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
         (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
-        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback};
+        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
+        (const void *)&s->ranks_per_core};
     const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
                             sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
-                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback};
+                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
+                            sizeof s->ranks_per_core};
     uint64_t h = 1469598103934665603ull;
     for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;

@@ -31,6 +31,7 @@ typedef struct sparcml_settings {
     uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
     int qsgd_sparse;             /* SPARCML_QSGD_SPARSE: 0/1, quantize sparse values too */
     int piggyback;               /* SPARCML_PIGGYBACK: 0/1, agreement rides on recursive doubling */
+    double ranks_per_core;       /* SPARCML_RANKS_PER_CORE: >= 1, or 0 for "auto" (detect) */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

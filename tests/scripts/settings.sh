@@ -4,7 +4,8 @@
 . "$(dirname "$0")/common.sh"
 prog="$TESTBIN/no_shim"
 for bad in SPARCML_ALGORITHM=ring SPARCML_VERBOSE=yes SPARCML_DISABLE=2 SPARCML_ALPHA_US=-3 \
-           SPARCML_BETA_NS_PER_BYTE=fast SPARCML_STATS= SPARCML_ALGORITM=dense; do
+           SPARCML_BETA_NS_PER_BYTE=fast SPARCML_STATS= SPARCML_ALGORITM=dense \
+           SPARCML_RANKS_PER_CORE=0 SPARCML_PIGGYBACK=yes; do
     run_mpi 2 "$with_shim" "$bad" -- "$prog" shim
     rc=$?
     check "$bad stops the job with a message naming it" \
@@ -13,6 +14,17 @@ done
 run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 -- "$prog" shim
 check "SPARCML_VERBOSE=1: one line per call on rank 0" \
     '[ "$(grep -c "^sparcml: allreduce algorithm=" "$out")" -eq 1 ]'
+# Ranks per core: detected from the ranks on this machine over its online
+# CPUs (all ranks of a test run here), or as set.
+cpus=$(getconf _NPROCESSORS_ONLN)
+for p in 1 2 4 8; do
+    want=$(awk -v p="$p" -v c="$cpus" 'BEGIN { r = p / c; printf "%g", (r > 1 ? r : 1) }')
+    run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 -- "$prog" shim
+    got=$(sed -n 's/^sparcml: allreduce .* ranks_per_core=\([0-9.e+]*\).*/\1/p' "$out")
+    check "P=$p on $cpus CPUs: ranks per core detected as $want (got ${got:-nothing})" '[ "$got" = "$want" ]'
+done
+run_mpi 2 "$with_shim" SPARCML_VERBOSE=1 SPARCML_RANKS_PER_CORE=3.5 -- "$prog" shim
+check "SPARCML_RANKS_PER_CORE=3.5 is used as set" 'grep -q "ranks_per_core=3.5$" "$out"'
 run_mpi 3 "$with_shim" SPARCML_STATS=1 SPARCML_ALGORITHM=dense -- "$prog" shim
 check "SPARCML_STATS=1: report at MPI_Finalize counts the call on each of 3 ranks" \
     'grep -Eq "^sparcml: dense +3 " "$out"'

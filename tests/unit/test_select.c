@@ -17,7 +17,7 @@ static sparcml_settings defaults(void)
 
 static sparcml_problem problem(int P, uint64_t dim, uint64_t k, double overlap)
 {
-    sparcml_problem p = {P, dim, SPARCML_FLOAT, k, k * (uint64_t)P, 1, overlap, 0, 0, 0};
+    sparcml_problem p = {P, dim, SPARCML_FLOAT, k, k * (uint64_t)P, 1, overlap, 0, 0, 0, 1};
     return p;
 }
 
@@ -114,9 +114,8 @@ static sparcml_settings rig_settings(void)
  *           recursive doubling 1080-1105 and 1927 ms;
  * d = 0.5: DSAR, SSAR, dense within noise (1.18-1.27 s), recursive
  *           doubling 2.15 s. */
-START_TEST(rig_measured_ordering)
+static void check_rig_points(const sparcml_settings *s, double ranks_per_core)
 {
-    sparcml_settings s = rig_settings();
     const uint64_t N = 16u << 20;
     const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER),
                    dsar = ALG_BIT(SPARCML_ALG_DSAR_SPLIT_ALLGATHER), dense = ALG_BIT(SPARCML_ALG_DENSE);
@@ -126,9 +125,33 @@ START_TEST(rig_measured_ordering)
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         sparcml_problem p = problem(8, N, (uint64_t)(pts[i].d * (double)N), 1);
-        sparcml_algorithm a = select_algorithm(&s, &p);
-        ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g: chose %d", pts[i].d, (int)a);
+        sparcml_algorithm a;
+        p.ranks_per_core = ranks_per_core;
+        a = select_algorithm(s, &p);
+        ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g, %g ranks per core: chose %d", pts[i].d,
+                      ranks_per_core, (int)a);
     }
+}
+
+START_TEST(rig_measured_ordering)
+{
+    sparcml_settings s = rig_settings();
+    check_rig_points(&s, 1);
+}
+END_TEST
+
+/* The library's defaults (alpha 20 us, beta 8.3 ns/B, gamma 5 ns: a rank
+ * with a core of its own) on the rig, where 8 ranks share 2 cores: scaled
+ * by the 4 ranks per core the library detects, they choose what was
+ * measured fastest too.  Unscaled they chose recursive doubling at
+ * d = 1e-2 (122.8 ms against SSAR's 107.5, sweep_rig_density_s3.csv). */
+START_TEST(rig_defaults_scaled_by_ranks_per_core)
+{
+    sparcml_settings s = defaults();
+    s.alpha = 20e-6;
+    s.beta = 8.3e-9;
+    s.gamma = 5e-9;
+    check_rig_points(&s, 4);
 }
 END_TEST
 
@@ -196,6 +219,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
+    tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,6 +34,8 @@ START_TEST(defaults)
     ck_assert_double_eq_tol(s.alpha, 20e-6, 1e-12);
     ck_assert_double_eq_tol(s.beta, 8.3e-9, 1e-15);
     ck_assert_double_eq_tol(s.gamma, 5e-9, 1e-15);
+    ck_assert_int_eq(s.piggyback, 1);
+    ck_assert(s.ranks_per_core == 0); /* auto */
     ck_assert_str_eq(s.error, "");
 }
 END_TEST
@@ -51,6 +53,12 @@ START_TEST(valid_values)
     ck_assert_double_eq_tol(s.alpha, 50e-6, 1e-12);
     ck_assert_int_eq(parse_with(&s, "SPARCML_BETA_NS_PER_BYTE", "8"), 0);
     ck_assert_double_eq_tol(s.beta, 8e-9, 1e-15);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_RANKS_PER_CORE", "4"), 0);
+    ck_assert_double_eq_tol(s.ranks_per_core, 4, 1e-12);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_RANKS_PER_CORE", "auto"), 0);
+    ck_assert(s.ranks_per_core == 0);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_PIGGYBACK", "0"), 0);
+    ck_assert_int_eq(s.piggyback, 0);
 }
 END_TEST
 
@@ -63,6 +71,8 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_ALPHA_US", "-1"},       {"SPARCML_ALPHA_US", "abc"},
         {"SPARCML_ALPHA_US", "5us"},      {"SPARCML_BETA_NS_PER_BYTE", "nan"},
         {"SPARCML_BETA_NS_PER_BYTE", "inf"}, {"SPARCML_GAMMA_NS_PER_ENTRY", "0"},
+        {"SPARCML_RANKS_PER_CORE", "0.5"}, {"SPARCML_RANKS_PER_CORE", "Auto"},
+        {"SPARCML_RANKS_PER_CORE", ""},   {"SPARCML_PIGGYBACK", "on"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;
@@ -88,6 +98,10 @@ START_TEST(hash_tracks_selection_settings)
     parse_with(&c, "SPARCML_VERBOSE", "1"); /* does not steer selection */
     ck_assert_uint_ne(a.hash, b.hash);
     ck_assert_uint_eq(b.hash, c.hash);
+    parse_with(&a, "SPARCML_RANKS_PER_CORE", "2");
+    parse_with(&c, "SPARCML_PIGGYBACK", "0");
+    ck_assert_uint_ne(a.hash, b.hash);
+    ck_assert_uint_ne(c.hash, b.hash);
 }
 END_TEST
 

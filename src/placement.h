@@ -1,0 +1,19 @@
+/* placement.h -- how many ranks of a communicator share each core.
+ *
+ * The cost model's alpha and gamma are for a rank with a core of its own.
+ * Where ranks share cores (8 ranks on a 2-core machine, or more ranks than
+ * cores on a node), CPU work takes proportionally longer and a message
+ * waits for its receiver to be scheduled: the model scales both by the
+ * number of ranks per core (select.c).  It is detected once per
+ * communicator, collectively and identically on every rank. */
+#ifndef SPARCML_PLACEMENT_H
+#define SPARCML_PLACEMENT_H
+
+#include <mpi.h>
+
+/* The largest ratio, over the machines the ranks of comm run on, of ranks
+ * on that machine to its online CPUs; at least 1.  Collective over comm;
+ * the same value on every rank.  MPI errors are returned, *out is 1 then. */
+int placement_ranks_per_core(MPI_Comm comm, double *out);
+
+#endif
