@@ -47,11 +47,12 @@ static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
     if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
     PMPI_Comm_rank(ctx->comm, &ctx->rank);
     PMPI_Comm_size(ctx->comm, &ctx->size);
-    ctx->ranks_per_core = settings_get()->ranks_per_core;
-    if (ctx->ranks_per_core == 0) { /* auto: collective, like the dup */
-        rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
-        if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
-    }
+    /* Collective like the dup, so done on every rank even where the
+     * setting makes it moot: ranks whose settings differ must still meet
+     * in the agreement step, which reports the mismatch. */
+    rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
+    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
+    if (settings_get()->ranks_per_core > 0) ctx->ranks_per_core = settings_get()->ranks_per_core;
     n = ctx->size;
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);

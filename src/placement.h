@@ -12,8 +12,10 @@
 #include <mpi.h>
 
 /* The largest ratio, over the machines the ranks of comm run on, of ranks
- * on that machine to its online CPUs; at least 1.  Collective over comm;
- * the same value on every rank.  MPI errors are returned, *out is 1 then. */
+ * on that machine to the CPUs they may use there (the union of their
+ * affinity masks); at least 1.  Collective over comm, called by every rank
+ * whatever its settings; the same value on every rank.  MPI errors are
+ * returned, *out is 1 then. */
 int placement_ranks_per_core(MPI_Comm comm, double *out);
 
 #endif

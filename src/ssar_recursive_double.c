@@ -98,7 +98,10 @@ static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int ne
     if (rc != MPI_SUCCESS) return rc;
     rc = p2p_recv(c, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &other, NULL);
     /* cur may be updated in place: the send must be complete first. */
-    PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    {
+        int wrc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS) rc = wrc;
+    }
     if (rc == MPI_SUCCESS && w.quantized) {
         rc = p2p_decode_own(c, cur, &w, POOL_QOWN, &own);
         *cur = own;

@@ -51,4 +51,14 @@ timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" SPARCML_ALG
 rc=$?
 check "settings differing between ranks are an error on every rank" \
     '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c "settings differ between ranks" "$err")" -eq 2 ]'
+# The same for the settings that change what the first call on a
+# communicator does (ranks per core, detected collectively unless set) or
+# how the agreement travels.
+for var in SPARCML_RANKS_PER_CORE=2 SPARCML_PIGGYBACK=0; do
+    timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" "$var" "$prog" shim : \
+        -n 2 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
+    rc=$?
+    check "$var on one rank of 3 is an error on every rank" \
+        '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c "settings differ between ranks" "$err")" -eq 3 ]'
+done
 finish
