@@ -116,9 +116,8 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
 
 /* After the algorithm: report a failure it found, or learn and count. */
 static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
-                    MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
+                    const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
 {
-    sparcml_problem p = problem_of(c, a);
     sparcml_rd_memo *memo = &c->ctx->memo;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
         select_memo_forget(memo);
@@ -138,9 +137,9 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
      * what the selector makes of the agreed numbers now. */
-    c->selected = c->piggybacked ? select_algorithm(s, &p) : alg;
+    c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
     select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->selected);
-    learn(c->ctx, &p, c);
+    learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
     return MPI_SUCCESS;
@@ -151,18 +150,19 @@ static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed 
     sparcml_problem p = problem_of(c, a);
     double t0 = PMPI_Wtime();
     sparcml_algorithm alg = select_algorithm(s, &p);
-    return conclude(s, c, a, comm, alg, algorithms[alg](c), t0);
+    return conclude(s, c, a, &p, comm, alg, algorithms[alg](c), t0);
 }
 
 /* The data came along with the records: deliver it now that they agree. */
 static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
                               MPI_Comm comm, double t0)
 {
+    sparcml_problem p = problem_of(c, a);
     int rc = MPI_SUCCESS;
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
     else call_deliver(c, &c->pending);
-    return conclude(s, c, a, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
+    return conclude(s, c, a, &p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
 }
 
 /* The agreement step: every rank's record travels along the schedule of

@@ -94,20 +94,26 @@ static double msg_quantized_values(const sparcml_problem *p, double n, double d)
     return p->qsparse ? n : 0;
 }
 
+/* The parameters the costs are computed with: the settings' alpha, beta
+ * and gamma as select_costs adjusts them for the machine. */
+typedef struct model {
+    double alpha, beta, gamma;
+} model;
+
 /* Per round a rank encodes its message, decodes its partner's and decodes
  * its own (both sides must add the same quantized operands). */
-static double cost_recursive_double(const sparcml_settings *s, const sparcml_problem *p)
+static double cost_recursive_double(const model *m, const sparcml_problem *p)
 {
     int p2 = 1;
     double t = 0, N = (double)p->dim;
     while (p2 * 2 <= p->P) p2 *= 2;
     if (p2 != p->P) /* fold in and out */
-        t += 2 * s->alpha + s->beta * (msg_bytes(p, (double)p->k_max, N)
+        t += 2 * m->alpha + m->beta * (msg_bytes(p, (double)p->k_max, N)
                                        + msg_bytes(p, select_union_estimate(p, p->P), N));
-    for (int m = 1; m < p2; m *= 2) {
-        double u = fmax(select_union_estimate(p, m), m == 1 ? (double)p->k_max : 0);
-        t += s->alpha + s->beta * msg_bytes(p, u, N) + s->gamma * 2 * u
-             + s->gamma * (QSGD_ENCODE_PER_MERGE + 2 * QSGD_DECODE_PER_MERGE) * msg_quantized_values(p, u, N);
+    for (int group = 1; group < p2; group *= 2) {
+        double u = fmax(select_union_estimate(p, group), group == 1 ? (double)p->k_max : 0);
+        t += m->alpha + m->beta * msg_bytes(p, u, N) + m->gamma * 2 * u
+             + m->gamma * (QSGD_ENCODE_PER_MERGE + 2 * QSGD_DECODE_PER_MERGE) * msg_quantized_values(p, u, N);
     }
     return t;
 }
@@ -123,7 +129,7 @@ static double cost_recursive_double(const sparcml_settings *s, const sparcml_pro
  * operands, in all about k + u/2 entries for a union of u (P k/2 + k when
  * disjoint, 2 k when identical); but once the sum is dense (split_phases.c)
  * a part is added into it in place, at the cost of copying its entries. */
-static double cost_reduce_scatter(const sparcml_settings *s, const sparcml_problem *p)
+static double cost_reduce_scatter(const model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
     double part = msg_bytes(p, k, N / P);
@@ -132,38 +138,38 @@ static double cost_reduce_scatter(const sparcml_settings *s, const sparcml_probl
         double sum = select_union_estimate(p, j) / P; /* of the slice, after j parts */
         merged += msg_is_dense(p, sum, N / P) ? COPY_PER_MERGE * k : sum + k;
     }
-    return (P - 1) * (s->alpha + s->beta * part) + s->gamma * merged
-           + s->gamma * (QSGD_ENCODE_PER_MERGE + QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
+    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * merged
+           + m->gamma * (QSGD_ENCODE_PER_MERGE + QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }
 
 /* The gathered slices are only copied into place (stream_concat). */
-static double cost_ssar_split(const sparcml_settings *s, const sparcml_problem *p)
+static double cost_ssar_split(const model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, u = select_union_estimate(p, P);
     double gathered = msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
     /* the owner encodes its slice, every rank decodes all P */
     double quantized = msg_quantized_values(p, u / P, N / P);
-    return cost_reduce_scatter(s, p) + 2 * ceil_log2(p->P) * s->alpha
-           + s->beta * (P - 1) / P * gathered + COPY_PER_MERGE * s->gamma * u
-           + s->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
+    return cost_reduce_scatter(m, p) + 2 * ceil_log2(p->P) * m->alpha
+           + m->beta * (P - 1) / P * gathered + COPY_PER_MERGE * m->gamma * u
+           + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
-static double cost_dsar_split(const sparcml_settings *s, const sparcml_problem *p)
+static double cost_dsar_split(const model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, D = N * wire_value_bytes(p, 1);
     /* quantized: the owner encodes its dense slice, every rank decodes all */
     double quantized = p->qbits ? N / P : 0;
-    return cost_reduce_scatter(s, p) + ceil_log2(p->P) * s->alpha + s->beta * (P - 1) / P * D
-           + s->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
+    return cost_reduce_scatter(m, p) + ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * D
+           + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
-static double cost_dense(const sparcml_settings *s, const sparcml_problem *p)
+static double cost_dense(const model *m, const sparcml_problem *p)
 {
     double P = p->P, L = ceil_log2(p->P), D = (double)p->dim * sparcml_value_size(p->vtype);
     /* The vendor picks recursive doubling or Rabenseifner; assume the better. */
-    double rd = L * (s->alpha + s->beta * D);
-    double rab = 2 * L * s->alpha + 2 * (P - 1) / P * s->beta * D;
-    return fmin(rd, rab) + s->gamma * (double)p->k_max;
+    double rd = L * (m->alpha + m->beta * D);
+    double rab = 2 * L * m->alpha + 2 * (P - 1) / P * m->beta * D;
+    return fmin(rd, rab) + m->gamma * (double)p->k_max;
 }
 
 /* Moving a byte from one rank's memory to another's costs CPU time too:
@@ -178,23 +184,20 @@ static double cost_dense(const sparcml_settings *s, const sparcml_problem *p)
  * defaults) nothing changes. */
 #define BYTE_PER_MERGE 0.125
 
-void select_costs(const sparcml_settings *given, const sparcml_problem *p,
+void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_])
 {
-    sparcml_settings eff = *given;
-    const sparcml_settings *s = &eff;
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
     /* alpha and gamma are for a rank with a core of its own (placement.h);
      * measured on the benchmark rig with 4 ranks per core: alpha 95 us per
      * collective round against a 19 us ping-pong, gamma 17 ns against 5. */
-    eff.alpha = given->alpha * share;
-    eff.gamma = given->gamma * share;
-    eff.beta = fmax(given->beta, BYTE_PER_MERGE * eff.gamma);
+    model m = {s->alpha * share, 0, s->gamma * share};
+    m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
     cost[SPARCML_ALG_AUTO] = INFINITY;
-    cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(s, p);
-    cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(s, p);
-    cost[SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = p->dense_fits ? cost_dsar_split(s, p) : INFINITY;
-    cost[SPARCML_ALG_DENSE] = p->dense_fits ? cost_dense(s, p) : INFINITY;
+    cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(&m, p);
+    cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(&m, p);
+    cost[SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = p->dense_fits ? cost_dsar_split(&m, p) : INFINITY;
+    cost[SPARCML_ALG_DENSE] = p->dense_fits ? cost_dense(&m, p) : INFINITY;
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
