@@ -161,7 +161,7 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
     int rc = MPI_SUCCESS;
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
-    else call_deliver(c, &c->pending);
+    else rc = call_deliver(c, &c->pending);
     return conclude(s, c, a, &p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
 }
 

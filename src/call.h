@@ -46,9 +46,10 @@ typedef struct sparcml_call {
 /* Internal tags: only ever used on the private duplicate communicator. */
 enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER };
 
-/* Copy the final result into recvbuf (or set reason when it does not fit);
- * while recording, only keep it in c->pending. */
-void call_deliver(sparcml_call *c, const sv *result);
+/* Copy the final result into recvbuf in the format the size rule gives it
+ * (or set reason when it does not fit); while recording, only keep it in
+ * c->pending. */
+int call_deliver(sparcml_call *c, const sv *result);
 
 /* What goes on the wire for a stream: the stream itself, or its QSGD
  * encoding (in pool POOL_QMSG).  Each message is quantized once, by its
@@ -99,14 +100,29 @@ int sparcml_ssar_split_allgather(sparcml_call *c);
 int sparcml_dsar_split_allgather(sparcml_call *c);
 int sparcml_dense_allreduce(sparcml_call *c);
 
+/* What the owner of a slice holds after the reduce-scatter. */
+typedef struct split_slice {
+    sv sum;                  /* re-based to the slice; in a pool buffer */
+    const uint64_t *present; /* dense sum: the union's indices (NULL: all) */
+    uint64_t union_nnz;      /* indices any rank supplied in the slice */
+} split_slice;
+
 /* The sparse reduce-scatter both split algorithms start with: slice r of
- * [0, dim) (ctx->offsets[r] .. ctx->offsets[r+1]) is summed on rank r.
- * *mine receives this rank's reduced slice (in a pool buffer). */
-int split_reduce_scatter(sparcml_call *c, sv *mine);
+ * [0, dim) (ctx->offsets[r] .. ctx->offsets[r+1]) is summed on rank r. */
+int split_reduce_scatter(sparcml_call *c, split_slice *mine);
+
+/* Allgather of the owners' union sizes (into ctx->unions); *total is the
+ * number of entries of the result. */
+int split_union(sparcml_call *c, const split_slice *mine, uint64_t *total);
+
+/* Allgather of the reduced slices into recvbuf, in the format the size
+ * rule gives a result of result_nnz entries (after split_union). */
+int split_gather(sparcml_call *c, const split_slice *mine, uint64_t result_nnz);
 
 /* Allgather of one message of any size per rank into POOL_GATHER; message r
- * starts at *gathered + ctx->displs[r]. */
-int split_allgather_messages(sparcml_call *c, const wire *mine, char **gathered);
+ * starts at *gathered + ctx->displs[r].  Its sizes are allgathered first
+ * unless sizes_known (then ctx->counts holds them, rounded to 8). */
+int split_allgather_messages(sparcml_call *c, const wire *mine, int sizes_known, char **gathered);
 
 /* The bounds of the P slices: offsets[0..P]. */
 void split_bounds(uint64_t dim, int P, uint64_t *offsets);

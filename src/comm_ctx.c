@@ -17,6 +17,7 @@ static void ctx_destroy(sparcml_ctx *ctx)
     free(ctx->counts);
     free(ctx->displs);
     free(ctx->offsets);
+    free(ctx->unions);
     free(ctx->reqs);
     if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
     free(ctx);
@@ -57,8 +58,9 @@ static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
+    ctx->unions = malloc(n * sizeof *ctx->unions);
     ctx->reqs = malloc(n * sizeof *ctx->reqs);
-    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->reqs) {
+    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs) {
         ctx_destroy(ctx);
         return MPI_ERR_NO_MEM;
     }

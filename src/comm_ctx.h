@@ -21,6 +21,8 @@ enum {
     POOL_QDEC, /* a decoded incoming message */
     POOL_QOWN, /* this rank's own contribution as its partner will decode it */
     POOL_FRAME, /* an outgoing agreement record with the stream behind it */
+    POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
+    POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
     POOL_COUNT_
 };
 
@@ -32,6 +34,7 @@ typedef struct sparcml_ctx {
     MPI_Count *counts;  /* size entries, for the v-collectives */
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
+    uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
     MPI_Request *reqs;  /* size entries */
     /* The overlap estimate of the selector, learnt from the previous call:
      * identical on all ranks because results are. */

@@ -1,14 +1,24 @@
 /* dsar_split_allgather.c -- DSAR_Split_allgather (SparCML, SC'19, 5.2).
  *
- * Sparse reduce-scatter as in SSAR_Split_allgather, but each owner turns its
- * reduced slice dense, written straight into its place in recvbuf, and a
- * dense in-place MPI_Allgatherv completes the result.  The choice once the
- * sum has filled in: the allgather moves (P-1)/P * N values per rank with
- * no index overhead and no local assembly.
- *
- * With QSGD the dense slices travel quantized instead: each owner encodes
- * its slice once, the messages are allgathered, and every rank (the owner
- * too) decodes all of them, so all hold the same bits. */
+ * Algorithm: sparse reduce-scatter as in SSAR_Split_allgather, but each
+ *   owner turns its reduced slice dense, written straight into its place in
+ *   recvbuf, and a dense in-place MPI_Allgatherv completes the result.  The
+ *   choice once the sum has filled in: the allgather moves (P-1)/P N values
+ *   per rank with no index overhead and no local assembly.  With QSGD the
+ *   dense slices travel quantized instead: each owner encodes its slice
+ *   once, the messages are allgathered, and every rank (the owner too)
+ *   decodes all of them, so all hold the same bits.
+ *   The result must still follow the size rule: when no rank's input alone
+ *   makes it dense (k_max), the owners' union sizes are allgathered first,
+ *   and a result that turns out sparse is gathered as SSAR_Split_allgather
+ *   gathers it.
+ * Restrictions: a dense result must fit recvbuf (else MPI_ERR_TRUNCATE).
+ * Cost (select.c, cost_dsar_split): the reduce-scatter, ceil(log2 P) alpha
+ *   + beta (P-1)/P N vs, plus ceil(log2 P) alpha for the union sizes when
+ *   the result's format is not certain.
+ * Memory: the reduce-scatter's parts and sums; the result in recvbuf.
+ * Rounds: P-1 point-to-point, then one allgather (two when the format is
+ *   not certain). */
 #include "config.h"
 
 #include <string.h>
@@ -41,7 +51,7 @@ static int allgather_quantized(sparcml_call *c, const sv *mine, sv *out)
     slice = stream_init(dense, dim, c->vtype, dim, 1);
     stream_densify(mine, slice.val);
     rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &w);
-    if (rc == MPI_SUCCESS) rc = split_allgather_messages(c, &w, &gathered);
+    if (rc == MPI_SUCCESS) rc = split_allgather_messages(c, &w, 0, &gathered);
     if (rc != MPI_SUCCESS) return rc;
     for (int r = 0; r < ctx->size; r++) {
         const char *m = gathered + ctx->displs[r];
@@ -57,21 +67,28 @@ static int allgather_quantized(sparcml_call *c, const sv *mine, sv *out)
 int sparcml_dsar_split_allgather(sparcml_call *c)
 {
     sparcml_ctx *ctx = c->ctx;
+    split_slice mine;
+    uint64_t result_nnz;
     int rc;
-    sv mine, out;
+    sv out;
 
-    /* Decided before any message: every rank has the same dim and count. */
+    rc = split_reduce_scatter(c, &mine);
+    if (rc != MPI_SUCCESS) return rc;
+    /* Every rank has the same k_max, and then the same union sizes. */
+    if (!sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) {
+        rc = split_union(c, &mine, &result_nnz);
+        if (rc != MPI_SUCCESS) return rc;
+        if (!sparcml_prefers_dense(c->dim, c->vtype, result_nnz)) return split_gather(c, &mine, result_nnz);
+    }
     if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
         c->reason = SPARCML_R_CAPACITY;
         return MPI_SUCCESS;
     }
-    rc = split_reduce_scatter(c, &mine);
-    if (rc != MPI_SUCCESS) return rc;
     /* The input has been consumed: recvbuf may be written. */
     out = stream_init(c->recvbuf, c->dim, c->vtype, c->dim, 1);
     c->result_nnz = c->dim;
     c->result_dense = 1;
-    if (c->q.bits) return allgather_quantized(c, &mine, &out);
-    stream_densify(&mine, (char *)out.val + ctx->offsets[ctx->rank] * out.vs);
+    if (c->q.bits) return allgather_quantized(c, &mine.sum, &out);
+    stream_densify(&mine.sum, (char *)out.val + ctx->offsets[ctx->rank] * out.vs);
     return allgather_dense(c, &out);
 }

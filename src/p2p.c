@@ -6,23 +6,42 @@
 
 #include "call.h"
 
-void call_deliver(sparcml_call *c, const sv *result)
+/* A result no merge has shaped (at P = 1 the input itself) follows the
+ * size rule too: it is written dense when that is not larger. */
+static int deliver_dense(sparcml_call *c, const sv *result)
 {
-    uint64_t bytes;
+    sv src = *result, out;
+    if (src.base == c->recvbuf) { /* MPI_IN_PLACE: expand from a copy */
+        void *copy = ctx_buffer(c->ctx, POOL_SEND, stream_bytes(&src));
+        if (!copy) return CALL_NOMEM(c);
+        src = stream_copy(&src, copy);
+    }
+    out = stream_init(c->recvbuf, src.dim, src.vtype, src.dim, 1);
+    stream_densify(&src, out.val);
+    c->result_nnz = out.nnz;
+    c->result_dense = 1;
+    return MPI_SUCCESS;
+}
+
+int call_deliver(sparcml_call *c, const sv *result)
+{
+    int dense = result->dense || sparcml_prefers_dense(result->dim, result->vtype, result->nnz);
+    uint64_t bytes = dense ? sparcml_dense_bytes(result->dim, result->vtype) : stream_bytes(result);
     if (c->recording) {
         c->pending = *result;
-        return;
+        return MPI_SUCCESS;
     }
-    bytes = stream_bytes(result);
-    c->result_nnz = result->nnz;
-    c->result_dense = result->dense;
     /* Every rank holds the same result and the same capacity, so every rank
      * takes the same branch here. */
     if (bytes > c->recv_bytes) {
         c->reason = SPARCML_R_CAPACITY;
-        return;
+        return MPI_SUCCESS;
     }
+    if (dense && !result->dense) return deliver_dense(c, result);
+    c->result_nnz = result->nnz;
+    c->result_dense = result->dense;
     if (result->base != c->recvbuf) memmove(c->recvbuf, result->base, bytes);
+    return MPI_SUCCESS;
 }
 
 int call_quantizes(const sparcml_call *c, const sv *s)

@@ -70,11 +70,25 @@ static int msg_is_dense(const sparcml_problem *p, double n, double d)
     return n * (sparcml_index_width(p->dim) + vs) >= d * vs;
 }
 
+/* Bytes of a message of n entries of a range of d elements, in a format. */
+static double msg_bytes_as(const sparcml_problem *p, int dense, double n, double d)
+{
+    if (dense) return SPARCML_HEADER_BYTES + d * wire_value_bytes(p, 1);
+    return SPARCML_HEADER_BYTES + n * (sparcml_index_width(p->dim) + wire_value_bytes(p, p->qsparse));
+}
+
 /* Bytes of a message holding n entries of a range of d elements. */
 static double msg_bytes(const sparcml_problem *p, double n, double d)
 {
-    if (msg_is_dense(p, n, d)) return SPARCML_HEADER_BYTES + d * wire_value_bytes(p, 1);
-    return SPARCML_HEADER_BYTES + n * (sparcml_index_width(p->dim) + wire_value_bytes(p, p->qsparse));
+    return msg_bytes_as(p, msg_is_dense(p, n, d), n, d);
+}
+
+/* No rank's input alone makes the result dense: the algorithms that sum
+ * densely must first learn the union's size to pick the result's format
+ * (dense_allreduce.c, dsar_split_allgather.c). */
+static int format_uncertain(const sparcml_problem *p)
+{
+    return !msg_is_dense(p, (double)p->k_max, (double)p->dim);
 }
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma):
@@ -132,7 +146,9 @@ static double cost_recursive_double(const model *m, const sparcml_problem *p)
 static double cost_reduce_scatter(const model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
-    double part = msg_bytes(p, k, N / P);
+    /* A slice keeps its input's format (stream_slice): sparse input, when
+     * k_max is, sends sparse parts even where a dense slice is smaller. */
+    double part = msg_bytes_as(p, msg_is_dense(p, (double)p->k_max, N), k, N / P);
     double quantized = msg_quantized_values(p, k, N / P);
     for (int j = 1; j < p->P; j++) {
         double sum = select_union_estimate(p, j) / P; /* of the slice, after j parts */
@@ -159,17 +175,28 @@ static double cost_dsar_split(const model *m, const sparcml_problem *p)
     double P = p->P, N = (double)p->dim, D = N * wire_value_bytes(p, 1);
     /* quantized: the owner encodes its dense slice, every rank decodes all */
     double quantized = p->qbits ? N / P : 0;
+    double unions = format_uncertain(p) ? ceil_log2(p->P) * m->alpha : 0;
     return cost_reduce_scatter(m, p) + ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * D
-           + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
+           + unions + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
+/* The vendor picks recursive doubling or Rabenseifner; assume the better. */
+static double cost_vendor_allreduce(const model *m, const sparcml_problem *p, double bytes)
+{
+    double P = p->P, L = ceil_log2(p->P);
+    double rd = L * (m->alpha + m->beta * bytes);
+    double rab = 2 * L * m->alpha + 2 * (P - 1) / P * m->beta * bytes;
+    return fmin(rd, rab);
+}
+
+/* When the format is uncertain the index sets are OR-ed as bitmaps first
+ * (N/8 bytes) and a sparse result is selected out of the dense sum. */
 static double cost_dense(const model *m, const sparcml_problem *p)
 {
-    double P = p->P, L = ceil_log2(p->P), D = (double)p->dim * sparcml_value_size(p->vtype);
-    /* The vendor picks recursive doubling or Rabenseifner; assume the better. */
-    double rd = L * (m->alpha + m->beta * D);
-    double rab = 2 * L * m->alpha + 2 * (P - 1) / P * m->beta * D;
-    return fmin(rd, rab) + m->gamma * (double)p->k_max;
+    double N = (double)p->dim, D = N * sparcml_value_size(p->vtype);
+    double bitmap = format_uncertain(p)
+                        ? cost_vendor_allreduce(m, p, N / 8) + COPY_PER_MERGE * m->gamma * N : 0;
+    return cost_vendor_allreduce(m, p, D) + bitmap + m->gamma * (double)p->k_max;
 }
 
 /* Moving a byte from one rank's memory to another's costs CPU time too:

@@ -78,8 +78,7 @@ static int folded_rank(sparcml_call *c)
     if (c->recording) agree_record_clear(&c->record);
     if (rc == MPI_SUCCESS) rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &result, NULL);
     if (rc != MPI_SUCCESS) return rc;
-    call_deliver(c, &result);
-    return MPI_SUCCESS;
+    return call_deliver(c, &result);
 }
 
 /* One round: exchange cur with partner and add.  Before round j, cur is the
@@ -140,6 +139,5 @@ int sparcml_ssar_recursive_double(sparcml_call *c)
         rc = p2p_send(c, &w, rank - 1, TAG_FOLD_OUT);
         if (rc != MPI_SUCCESS) return rc;
     }
-    call_deliver(c, &cur);
-    return MPI_SUCCESS;
+    return call_deliver(c, &cur);
 }

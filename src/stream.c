@@ -305,17 +305,10 @@ static uint64_t lower_bound(const sv *s, uint64_t x)
     return lo;
 }
 
-static uint64_t slice_nnz(const sv *s, uint64_t lo, uint64_t hi)
-{
-    return s->dense ? hi - lo : lower_bound(s, hi) - lower_bound(s, lo);
-}
-
 uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi)
 {
-    uint64_t m = slice_nnz(s, lo, hi);
-    if (s->dense || sparcml_prefers_dense(hi - lo, s->vtype, m))
-        return sparcml_dense_bytes(hi - lo, s->vtype);
-    return sparcml_sparse_bytes(hi - lo, s->vtype, m);
+    if (s->dense) return sparcml_dense_bytes(hi - lo, s->vtype);
+    return sparcml_sparse_bytes(hi - lo, s->vtype, lower_bound(s, hi) - lower_bound(s, lo));
 }
 
 /* Copy n indices from (src, sw) minus `shift` to (dst, dw). */
@@ -343,58 +336,67 @@ sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)
     }
     first = lower_bound(s, lo);
     m = lower_bound(s, hi) - first;
-    if (sparcml_prefers_dense(dim, s->vtype, m)) {
-        sv part = *s; /* the entries in range, still with global indices */
-        part.idx = (char *)s->idx + first * s->iw;
-        part.val = (char *)s->val + first * s->vs;
-        part.nnz = m;
-        out = stream_init(outbuf, dim, s->vtype, dim, 1);
-        memset(out.val, 0, dim * s->vs);
-        for (uint64_t i = 0; i < m; i++)
-            memcpy((char *)out.val + (sparcml_get_index(part.idx, s->iw, i) - lo) * s->vs,
-                   (char *)part.val + i * s->vs, s->vs);
-        return out;
-    }
     out = stream_init(outbuf, dim, s->vtype, m, 0);
     copy_indices(out.idx, out.iw, (char *)s->idx + first * s->iw, s->iw, m, lo, 0);
     memcpy(out.val, (char *)s->val + first * s->vs, m * s->vs);
     return out;
 }
 
-static uint64_t concat_nnz(const sv *parts, int n)
+/* ------------------------------------------------------------- presence */
+
+void stream_mark_present(const sv *s, uint64_t *present)
 {
-    uint64_t nnz = 0;
-    for (int r = 0; r < n; r++) nnz += parts[r].nnz;
-    return nnz;
+    for (uint64_t i = 0; i < s->nnz; i++) {
+        uint64_t x = sparcml_get_index(s->idx, s->iw, i);
+        present[x / 64] |= UINT64_C(1) << (x % 64);
+    }
 }
 
-uint64_t stream_concat_bytes(const sv *parts, int n, uint64_t dim)
+uint64_t stream_count_present(const uint64_t *present, uint64_t dim)
 {
-    uint64_t nnz = concat_nnz(parts, n);
-    int vtype = parts[0].vtype;
-    return sparcml_prefers_dense(dim, vtype, nnz) ? sparcml_dense_bytes(dim, vtype)
-                                                   : sparcml_sparse_bytes(dim, vtype, nnz);
+    uint64_t n = 0;
+    for (uint64_t w = 0; w < dim / 64; w++) n += (uint64_t)__builtin_popcountll(present[w]);
+    if (dim % 64) n += (uint64_t)__builtin_popcountll(present[dim / 64] & ((UINT64_C(1) << (dim % 64)) - 1));
+    return n;
 }
 
-sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, void *outbuf)
+sv stream_select(const sv *s, const uint64_t *present, uint64_t n, void *outbuf)
 {
-    uint64_t nnz = concat_nnz(parts, n), at = 0;
+    sv out = stream_init(outbuf, s->dim, s->vtype, n, 0);
+    uint64_t o = 0;
+    if (!present) {
+        for (uint64_t x = 0; x < s->dim; x++) sparcml_put_index(out.idx, out.iw, x, x);
+        memcpy(out.val, s->val, s->dim * s->vs);
+        return out;
+    }
+    for (uint64_t w = 0; w < (s->dim + 63) / 64; w++) {
+        for (uint64_t bits = present[w]; bits; bits &= bits - 1) {
+            uint64_t x = w * 64 + (uint64_t)__builtin_ctzll(bits);
+            sparcml_put_index(out.idx, out.iw, o, x);
+            memcpy((char *)out.val + o * out.vs, (char *)s->val + x * s->vs, s->vs);
+            o++;
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------- concat */
+
+sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, int dense, void *outbuf)
+{
+    uint64_t nnz = 0, at = 0;
     int vtype = parts[0].vtype;
     sv out;
-    if (sparcml_prefers_dense(dim, vtype, nnz)) {
+    if (dense) {
         out = stream_init(outbuf, dim, vtype, dim, 1);
         for (int r = 0; r < n; r++) stream_densify(&parts[r], (char *)out.val + lo[r] * out.vs);
         return out;
     }
+    for (int r = 0; r < n; r++) nnz += parts[r].nnz;
     out = stream_init(outbuf, dim, vtype, nnz, 0);
     for (int r = 0; r < n; r++) {
         const sv *p = &parts[r];
-        char *oi = (char *)out.idx + at * out.iw;
-        if (p->dense) {
-            for (uint64_t i = 0; i < p->dim; i++) sparcml_put_index(oi, out.iw, i, lo[r] + i);
-        } else {
-            copy_indices(oi, out.iw, p->idx, p->iw, p->nnz, lo[r], 1);
-        }
+        copy_indices((char *)out.idx + at * out.iw, out.iw, p->idx, p->iw, p->nnz, lo[r], 1);
         memcpy((char *)out.val + at * out.vs, p->val, p->nnz * p->vs);
         at += p->nnz;
     }

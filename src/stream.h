@@ -61,18 +61,31 @@ sv stream_merge_add(const sv *a, const sv *b, void *outbuf);
 void stream_accumulate(sv *acc, const sv *b, int b_left);
 
 /* Entries of s with index in [lo, hi), re-based to start at 0: a stream of
- * dimension hi - lo, sparse or dense by the size rule (dense if s is dense).
- * stream_slice_bytes gives the exact size slice would write. */
+ * dimension hi - lo in the format of s.  A sparse slice stays sparse even
+ * where a dense one would be smaller: its indices say which entries a rank
+ * supplied, which a dense slice could not (a stored zero is not an absent
+ * index).  stream_slice_bytes gives the exact size slice would write. */
 uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi);
 sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
 
 /* Write the dim values of s (zeros where nothing is stored) to dense. */
 void stream_densify(const sv *s, void *dense);
 
-/* Result of concatenating the consecutive slices parts[0..n) (part r covers
- * [lo[r], lo[r] + parts[r].dim)) into one stream of dimension dim. */
-uint64_t stream_concat_bytes(const sv *parts, int n, uint64_t dim);
-sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, void *outbuf);
+/* Presence bitmaps: bit x of present[x / 64] says index x is in a union of
+ * index sets.  A dense sum keeps one beside it, because its zeros cannot
+ * tell a sum that cancelled (an entry of a sparse result) from an index
+ * nobody supplied (not an entry). */
+void stream_mark_present(const sv *s, uint64_t *present); /* s sparse */
+uint64_t stream_count_present(const uint64_t *present, uint64_t dim);
+
+/* The n entries of dense s whose bit is set in present (NULL: all of
+ * them), as a sparse stream at outbuf (sparcml_sparse_bytes(dim, vtype, n)). */
+sv stream_select(const sv *s, const uint64_t *present, uint64_t n, void *outbuf);
+
+/* Concatenate the consecutive slices parts[0..n) (part r covers [lo[r],
+ * lo[r] + parts[r].dim)) into one stream of dimension dim: dense, or sparse
+ * (then every part must be sparse). */
+sv stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, int dense, void *outbuf);
 
 /* Copy a stream to dst (may not overlap). */
 sv stream_copy(const sv *s, void *dst);

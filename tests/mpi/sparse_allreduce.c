@@ -3,14 +3,18 @@
  *
  * For MPI_COMM_WORLD and a split sub-communicator with non-contiguous,
  * reversed ranks; float, double, int32, int64; densities 0, 1e-4, 1e-2,
- * 0.3, 1; random, identical, disjoint and skewed (one rank empty, one
- * dense) index sets; with and without MPI_IN_PLACE; through MPI_Allreduce
+ * 0.3, 1; random, identical, disjoint, skewed (one rank empty, one
+ * dense) and clustered (every rank's indices in the first quarter) index
+ * sets; with and without MPI_IN_PLACE; through MPI_Allreduce
  * and MPI_Allreduce_c:
  *  - the result equals a reference sum computed here from every rank's
  *    regenerated input (exact for integers, with two's complement wrap;
  *    for floats within P * epsilon * sum|x_i| of a double reference: the
  *    worst-case error of summing P values in any order is (P-1) * eps/2 *
  *    sum|x_i|);
+ *  - the result holds exactly the union of the inputs' indices (a dense
+ *    input holds every index) and is sparse exactly when the size rule of
+ *    sparcml-stream(7) says so;
  *  - the result stream is bitwise identical on all ranks (hash compared);
  *  - a second and third call with the same buffers give the same bytes.
  *
@@ -28,8 +32,8 @@
 
 #include "testlib.h"
 
-enum { PAT_RANDOM, PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_COUNT };
-static const char *const pat_names[] = {"random", "identical", "disjoint", "skewed"};
+enum { PAT_RANDOM, PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_CLUSTERED, PAT_COUNT };
+static const char *const pat_names[] = {"random", "identical", "disjoint", "skewed", "clustered"};
 static const double densities[] = {0, 1e-4, 1e-2, 0.3, 1};
 static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT32, SPARCML_INT64};
 
@@ -38,6 +42,7 @@ typedef struct tcase {
     int vtype, pattern, inplace, large_count_api;
     double density;
     const char *comm_name;
+    int sparse_input; /* sparse even where dense would be smaller */
 } tcase;
 
 static int failures, checks, qsgd_levels_s;
@@ -66,6 +71,8 @@ static int holds(const tcase *t, int r, int P, uint64_t i)
         if (r == 0) return 0;
         if (r == 1 % P) return 1;
         return u < t->density;
+    case PAT_CLUSTERED: /* the density of the whole vector, in a quarter */
+        return i < t->dim / 4 && u < 4 * t->density;
     default:
         return u < t->density;
     }
@@ -96,7 +103,7 @@ static void build_input(const tcase *t, int r, int P, void *buf, MPI_Count count
         value_of(t, r, i, vals + nnz * vs);
         nnz++;
     }
-    if (sparcml_prefers_dense(t->dim, t->vtype, nnz)) {
+    if (!t->sparse_input && sparcml_prefers_dense(t->dim, t->vtype, nnz)) {
         /* Dense input: expand the entries (zeros elsewhere). */
         char *d = (char *)buf + SPARCML_HEADER_BYTES;
         sparcml_write_header(buf, t->dim, t->vtype, t->dim, SPARCML_DENSE);
@@ -170,10 +177,56 @@ static void check_values(const tcase *t, int rank, int P, const void *got)
     }
 }
 
+/* Does rank r send a dense stream (build_input's rule)? */
+static int sends_dense(const tcase *t, int r, int P)
+{
+    uint64_t nnz = 0;
+    if (t->sparse_input) return 0;
+    for (uint64_t i = 0; i < t->dim; i++) nnz += (uint64_t)holds(t, r, P, i);
+    return sparcml_prefers_dense(t->dim, t->vtype, nnz);
+}
+
+/* The result's format and indices: exactly the union of the inputs'
+ * indices, sparse exactly while that is smaller (sparcml-stream(7)). */
+static void check_format(const tcase *t, int rank, int P, const void *result)
+{
+    sparcml_header h;
+    uint64_t n = 0, at = 0, idx;
+    int any_dense = 0;
+    unsigned char v[8];
+    sparcml_stream_header(result, &h);
+    for (int r = 0; r < P; r++) any_dense |= sends_dense(t, r, P);
+    for (uint64_t i = 0; i < t->dim; i++)
+        for (int r = 0; r < P; r++)
+            if (any_dense || holds(t, r, P, i)) { n++; break; }
+    if ((h.format == SPARCML_DENSE) != sparcml_prefers_dense(t->dim, t->vtype, n)) {
+        fail(t, rank, h.format == SPARCML_DENSE ? "dense result where the sparse one is smaller"
+                                                : "sparse result where the dense one is not larger");
+        return;
+    }
+    if (h.format == SPARCML_DENSE) return;
+    if (h.nnz != n) {
+        fail(t, rank, "sparse result does not hold exactly the union of the indices");
+        return;
+    }
+    for (uint64_t i = 0; i < t->dim && at < n; i++) {
+        int held = 0;
+        for (int r = 0; r < P && !held; r++) held = holds(t, r, P, i);
+        if (!held) continue;
+        sparcml_stream_entry(result, at++, &idx, v);
+        if (idx != i) {
+            fail(t, rank, "sparse result's indices are not the union of the inputs'");
+            return;
+        }
+    }
+}
+
 static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
 {
     int rank, P, rc;
-    MPI_Count count = sparcml_capacity(t->dim, t->vtype);
+    /* sparcml_capacity suffices for results, not for larger sparse inputs */
+    MPI_Count count = t->sparse_input ? sparcml_sparse_capacity(t->dim, t->vtype, t->dim)
+                                      : sparcml_capacity(t->dim, t->vtype);
     void *send = t_alloc_words(count), *recv = t_alloc_words(count);
     void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
     uint64_t first_hash = 0;
@@ -210,6 +263,7 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         if (repeat && hash != first_hash && !adaptive) fail(t, rank, "repeated call gave a different result");
         if (!repeat) first_hash = hash;
         if (!repeat || hash != first_hash) {
+            check_format(t, rank, P, recv);
             sparcml_stream_to_dense(recv, got, t->dim);
             check_values(t, rank, P, got);
         }
@@ -224,15 +278,24 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype types[4], uint
         for (int d = 0; d < 5; d++)
             for (int p = 0; p < PAT_COUNT; p++)
                 for (int inplace = 0; inplace < 2; inplace++) {
-                    tcase t = {seed + (uint64_t)n, 20011, vtypes[v], p, inplace, n % 2, densities[d], name};
+                    tcase t = {seed + (uint64_t)n, 20011, vtypes[v], p, inplace, n % 2, densities[d], name, 0};
                     run_case(&t, comm, types[v]);
                     n++;
                 }
     /* Fewer elements than ranks: some slices are empty. */
     for (int v = 0; v < 4; v++)
         for (int d = 3; d < 5; d++) {
-            tcase t = {seed + 1000 + (uint64_t)n++, 5, vtypes[v], PAT_RANDOM, v % 2, 0, densities[d], name};
+            tcase t = {seed + 1000 + (uint64_t)n++, 5, vtypes[v], PAT_RANDOM, v % 2, 0, densities[d], name, 0};
             run_case(&t, comm, types[v]);
+        }
+    /* Sparse inputs larger than their dense form (valid input), and N = 0:
+     * the result's format follows the size rule at every P, P = 1 too. */
+    for (int v = 0; v < 4; v++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            tcase big = {seed + 2000 + (uint64_t)n++, 1000, vtypes[v], PAT_RANDOM, inplace, 0, 0.9, name, 1};
+            tcase empty = {seed + 2000 + (uint64_t)n++, 0, vtypes[v], PAT_RANDOM, inplace, 0, 0, name, 1};
+            run_case(&big, comm, types[v]);
+            run_case(&empty, comm, types[v]);
         }
 }
 

@@ -139,10 +139,11 @@ START_TEST(slice_then_concat_round_trips)
     rng_state = 99 + (uint64_t)_i;
     for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++) {
         for (int P = 1; P <= 9; P++) {
-            uint64_t dim = rnd() % 500 + (uint64_t)(P > 5 ? 0 : 1), off[10];
+            uint64_t dim = rnd() % 500 + (uint64_t)(P > 5 ? 0 : 1), off[10], nnz = 0;
             vec a = make_vec(dim, vtype, densities[d]);
             sv va = stream_view(a.buf), parts[9];
             char *bufs[9], *out;
+            int dense = va.dense;
             split_bounds(dim, P, off);
             ck_assert_uint_eq(off[0], 0);
             ck_assert_uint_eq(off[P], dim);
@@ -153,13 +154,64 @@ START_TEST(slice_then_concat_round_trips)
                 parts[r] = stream_slice(&va, off[r], off[r + 1], bufs[r]);
                 ck_assert_uint_eq(stream_bytes(&parts[r]), stream_slice_bytes(&va, off[r], off[r + 1]));
                 ck_assert_uint_eq(parts[r].dim, off[r + 1] - off[r]);
+                /* a slice keeps the format, so a sparse one keeps its indices */
+                ck_assert_int_eq(parts[r].dense, va.dense);
+                nnz += parts[r].nnz;
             }
-            out = malloc(stream_concat_bytes(parts, P, dim));
-            va = stream_concat(parts, off, P, dim, out);
+            if (!dense) ck_assert_uint_eq(nnz, va.nnz);
+            out = malloc(dense ? sparcml_dense_bytes(dim, vtype) : sparcml_sparse_bytes(dim, vtype, nnz));
+            va = stream_concat(parts, off, P, dim, dense, out);
+            ck_assert_uint_eq(va.nnz, dense ? dim : nnz);
             assert_stream_is(&va, a.dense);
             for (int r = 0; r < P; r++) free(bufs[r]);
             free(out); free_vec(&a);
         }
+    }
+}
+END_TEST
+
+/* A dense sum and the bitmap of its union give back exactly the union's
+ * entries, zeros (cancelled sums) included; NULL means every index. */
+START_TEST(select_keeps_exactly_the_marked_entries)
+{
+    uint64_t dim = 200, ia[] = {0, 5, 63, 64, 199}, ib[] = {5, 64, 130};
+    float va_[] = {1, 2, 3, 4, 5}, vb_[] = {-2, 1, 7};
+    uint64_t want_i[] = {0, 5, 63, 64, 130, 199};
+    float want_v[] = {1, 0, 3, 5, 7, 5};
+    char a[256], b[256], sum[1024], sel[1024];
+    static char all[2048];
+    uint64_t present[4] = {0}, where;
+    sv sa, sb, acc, r;
+    ck_assert_int_eq(sparcml_stream_from_sorted(a, 32, dim, SPARCML_FLOAT, 5, ia, va_), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_from_sorted(b, 32, dim, SPARCML_FLOAT, 3, ib, vb_), SPARCML_OK);
+    ck_assert_int_eq(stream_parse(a, 256, SPARCML_FLOAT, &sa, &where), SPARCML_R_OK);
+    ck_assert_int_eq(stream_parse(b, 256, SPARCML_FLOAT, &sb, &where), SPARCML_R_OK);
+    acc = stream_init(sum, dim, SPARCML_FLOAT, dim, 1);
+    stream_densify(&sa, acc.val);
+    stream_accumulate(&acc, &sb, 0);
+    stream_mark_present(&sa, present);
+    stream_mark_present(&sb, present);
+    ck_assert_uint_eq(stream_count_present(present, dim), 6);
+    ck_assert_uint_eq(stream_count_present(present, 64), 3); /* bits past dim are not counted */
+    r = stream_select(&acc, present, 6, sel);
+    ck_assert_int_eq(r.dense, 0);
+    ck_assert_uint_eq(r.nnz, 6);
+    for (uint64_t i = 0; i < 6; i++) {
+        uint64_t idx;
+        float v;
+        sparcml_stream_entry(sel, i, &idx, &v);
+        ck_assert_uint_eq(idx, want_i[i]);
+        ck_assert_float_eq(v, want_v[i]);
+    }
+    r = stream_select(&acc, NULL, dim, all);
+    ck_assert_uint_eq(r.nnz, dim);
+    ck_assert_uint_eq(stream_bytes(&r), sparcml_sparse_bytes(dim, SPARCML_FLOAT, dim));
+    for (uint64_t i = 0; i < dim; i++) {
+        uint64_t idx;
+        float v;
+        sparcml_stream_entry(all, i, &idx, &v);
+        ck_assert_uint_eq(idx, i);
+        ck_assert_float_eq(v, ((float *)acc.val)[i]);
     }
 }
 END_TEST
@@ -327,6 +379,7 @@ Suite *stream_suite(void)
     tcase_add_loop_test(tc, merge_add_matches_reference, 0, 4);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
+    tcase_add_test(tc, select_keeps_exactly_the_marked_entries);
     tcase_add_test(tc, wide_indices);
     tcase_add_test(tc, integer_sums_wrap);
     tcase_set_timeout(tc, 120);
