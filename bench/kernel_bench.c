@@ -1,0 +1,257 @@
+/* kernel_bench.c -- times the hot stream kernels of src/stream.c against a
+ * memcpy of the same bytes, side by side in one run (best of 5), and the
+ * merge-add against a copy of the merge-add as it was before issue 13
+ * (baseline_*, benchmark code only).
+ *
+ *   kernel_bench          CSV on stdout: kernel,case,vtype,iw,k,ns_per_entry,
+ *                         memcpy_ns_per_entry,x_memcpy,x_baseline
+ *   kernel_bench --smoke  no timing: the library's merge-add must write the
+ *                         same bytes as the baseline on the benchmark's
+ *                         inputs (and small ones); exit 1 on any difference. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stream.h"
+
+/* ------------------------------------------------- the baseline merge-add */
+
+#define BASELINE_MERGE(NAME, VT, IT)                                           \
+    static uint64_t baseline_merge_##NAME(const void *ai_, const void *av_,    \
+                                          uint64_t an, const void *bi_,        \
+                                          const void *bv_, uint64_t bn,        \
+                                          void *oi_, void *ov_)                \
+    {                                                                          \
+        const IT *ai = ai_, *bi = bi_;                                         \
+        const VT *av = av_, *bv = bv_;                                         \
+        IT *oi = oi_;                                                          \
+        VT *ov = ov_;                                                          \
+        uint64_t i = 0, j = 0, o = 0;                                          \
+        while (i < an && j < bn) {                                             \
+            IT x = ai[i], y = bi[j];                                           \
+            if (x < y) { oi[o] = x; ov[o++] = av[i++]; }                       \
+            else if (y < x) { oi[o] = y; ov[o++] = bv[j++]; }                  \
+            else { oi[o] = x; ov[o++] = (VT)(av[i++] + bv[j++]); }             \
+        }                                                                      \
+        for (; i < an; i++, o++) { oi[o] = ai[i]; ov[o] = av[i]; }             \
+        for (; j < bn; j++, o++) { oi[o] = bi[j]; ov[o] = bv[j]; }             \
+        return o;                                                              \
+    }
+
+BASELINE_MERGE(f32_i32, float, uint32_t)
+BASELINE_MERGE(f32_i64, float, uint64_t)
+BASELINE_MERGE(f64_i32, double, uint32_t)
+BASELINE_MERGE(f64_i64, double, uint64_t)
+
+typedef uint64_t (*merge_fn)(const void *, const void *, uint64_t, const void *,
+                             const void *, uint64_t, void *, void *);
+
+static merge_fn baseline_merge_for(int vtype, unsigned iw)
+{
+    if (vtype == SPARCML_FLOAT) return iw == 8 ? baseline_merge_f32_i64 : baseline_merge_f32_i32;
+    return iw == 8 ? baseline_merge_f64_i64 : baseline_merge_f64_i32;
+}
+
+/* The sparse path of the old stream_merge_add (the benchmark's inputs never
+ * go dense): merge at the bound's value offset, then re-header and move. */
+static sv baseline_merge_add(const sv *a, const sv *b, void *outbuf)
+{
+    uint64_t n = a->nnz + b->nnz;
+    sv out = stream_init(outbuf, a->dim, a->vtype, n, 0);
+    char *vals = out.val;
+    n = baseline_merge_for(a->vtype, a->iw)(a->idx, a->val, a->nnz, b->idx, b->val,
+                                            b->nnz, out.idx, vals);
+    out = stream_init(outbuf, a->dim, a->vtype, n, 0);
+    memmove(out.val, vals, n * out.vs);
+    return out;
+}
+
+/* ----------------------------------------------------------------- inputs */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void put_value(sv *s, uint64_t i, uint64_t *rng)
+{
+    double v = (double)(rng_next(rng) % 2000001) / 1000.0 - 1000.0;
+    if (s->vtype == SPARCML_FLOAT) ((float *)s->val)[i] = (float)v;
+    else ((double *)s->val)[i] = v;
+}
+
+enum overlap { DISJOINT, HALF, IDENTICAL };
+static const char *overlap_name[] = {"disjoint", "half", "identical"};
+
+/* Two sparse streams of k entries each at random sorted indices: disjoint,
+ * half of each one's indices shared, or the same indices.  Which of the two
+ * owns an unshared index is random (what makes the old merge mispredict). */
+static void make_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, void *abuf,
+                      void *bbuf, sv *a, sv *b, uint64_t seed)
+{
+    uint64_t dim = iw == 8 ? (uint64_t)1 << 40 : (uint64_t)1 << 31;
+    uint64_t rng = seed, shared = ov == DISJOINT ? 0 : ov == HALF ? k / 2 : k;
+    uint64_t total = 2 * k - shared, gap = dim / total;
+    uint64_t na = 0, nb = 0, left_a = k - shared, left_b = k - shared;
+    *a = stream_init(abuf, dim, vtype, k, 0);
+    *b = stream_init(bbuf, dim, vtype, k, 0);
+    for (uint64_t m = 0; m < total; m++) {
+        uint64_t x = m * gap + rng_next(&rng) % gap;
+        uint64_t left = left_a + left_b + shared, r = rng_next(&rng) % left;
+        int to_a = r < left_a + shared, to_b = r >= left_a;
+        if (to_a && to_b) shared--;
+        else if (to_a) left_a--;
+        else left_b--;
+        if (to_a) { sparcml_put_index(a->idx, iw, na, x); put_value(a, na++, &rng); }
+        if (to_b) { sparcml_put_index(b->idx, iw, nb, x); put_value(b, nb++, &rng); }
+    }
+}
+
+/* ----------------------------------------------------------------- timing */
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+#define BEST_OF 5
+
+/* Best of 5 of `reps` back-to-back calls, per call. */
+#define TIME_BEST(best, reps, stmt)                                            \
+    do {                                                                       \
+        best = 1e300;                                                          \
+        for (int t_ = 0; t_ < BEST_OF; t_++) {                                 \
+            double t0_ = now_ns();                                             \
+            for (int r_ = 0; r_ < (reps); r_++) { stmt; }                      \
+            double dt_ = (now_ns() - t0_) / (reps);                            \
+            if (dt_ < best) best = dt_;                                        \
+        }                                                                      \
+    } while (0)
+
+static volatile uint64_t sink;
+
+static void row(const char *kernel, const char *cas, int vtype, unsigned iw, uint64_t k,
+                double ns, double memcpy_ns, double base_ns)
+{
+    printf("%s,%s,%s,%u,%llu,%.3f,%.3f,%.2f,", kernel, cas,
+           vtype == SPARCML_FLOAT ? "f32" : "f64", iw * 8, (unsigned long long)k,
+           ns / (double)k, memcpy_ns / (double)k, ns / memcpy_ns);
+    if (base_ns > 0) printf("%.2f\n", ns / base_ns);
+    else printf("\n");
+    fflush(stdout);
+}
+
+/* One input pair: merge-add (library, baseline, memcpy of both inputs),
+ * and for the disjoint pair also accumulate / densify / slice. */
+static void bench_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, char *abuf,
+                       char *bbuf, char *obuf, char *cbuf)
+{
+    sv a, b, out;
+    double lib, base, cpy;
+    int reps = (int)(4000000 / k) + 1;
+    make_pair(vtype, iw, k, ov, abuf, bbuf, &a, &b, 0x9E3779B97F4A7C15ull + k + ov);
+    uint64_t in_bytes = stream_bytes(&a) + stream_bytes(&b);
+    TIME_BEST(cpy, reps, (memcpy(cbuf, abuf, stream_bytes(&a)),
+                          memcpy(cbuf + stream_bytes(&a), bbuf, stream_bytes(&b)),
+                          sink += (uint64_t)cbuf[in_bytes - 1]));
+    TIME_BEST(base, reps, (out = baseline_merge_add(&a, &b, obuf), sink += out.nnz));
+    TIME_BEST(lib, reps, (out = stream_merge_add(&a, &b, obuf), sink += out.nnz));
+    /* per input entry: 2k entries */
+    row("merge_add", overlap_name[ov], vtype, iw, 2 * k, lib, cpy, base);
+    row("merge_add_baseline", overlap_name[ov], vtype, iw, 2 * k, base, cpy, base);
+    if (ov != DISJOINT) return;
+
+    /* Scatter-add of b into a dense slice of dimension 8k (b re-based). */
+    uint64_t dim = 8 * k;
+    sv s = stream_init(abuf, dim, vtype, k, 0);
+    for (uint64_t i = 0; i < k; i++) sparcml_put_index(s.idx, s.iw, i, 8 * i + i % 8);
+    memcpy(s.val, b.val, k * s.vs);
+    sv acc = stream_init(obuf, dim, vtype, dim, 1);
+    memset(acc.val, 0, dim * acc.vs);
+    uint64_t sb = stream_bytes(&s);
+    TIME_BEST(cpy, reps, (memcpy(cbuf, abuf, sb), sink += (uint64_t)cbuf[sb - 1]));
+    TIME_BEST(lib, reps, (stream_accumulate(&acc, &s, 0), sink += 1));
+    row("accumulate", "density1/8", vtype, s.iw, k, lib, cpy, 0);
+
+    /* Densify: writes dim values; memcpy of those output bytes. */
+    uint64_t db = dim * s.vs;
+    TIME_BEST(cpy, reps, (memcpy(cbuf, obuf, db), sink += (uint64_t)cbuf[db - 1]));
+    TIME_BEST(lib, reps, (stream_densify(&s, acc.val), sink += 1));
+    row("densify", "density1/8", vtype, s.iw, k, lib, cpy, 0);
+
+    /* Slice of the middle half of a (rebuilt: abuf now holds s): memcpy of
+     * the bytes it writes. */
+    make_pair(vtype, iw, k, ov, abuf, bbuf, &a, &b, 0x9E3779B97F4A7C15ull + k + ov);
+    uint64_t lo = a.dim / 4, hi = a.dim / 4 * 3;
+    uint64_t slb = stream_slice_bytes(&a, lo, hi);
+    TIME_BEST(cpy, reps, (memcpy(cbuf, bbuf, slb), sink += (uint64_t)cbuf[slb - 1]));
+    TIME_BEST(lib, reps, (out = stream_slice(&a, lo, hi, obuf), sink += out.nnz));
+    row("slice", "middle-half", vtype, iw, out.nnz, lib, cpy, 0);
+}
+
+/* --------------------------------------------------------------- smoke */
+
+/* Both operand orders: a is the left operand, so a+b and b+a may differ in
+ * NaN payloads, and each must match the baseline's bytes. */
+static int smoke_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, char *abuf,
+                      char *bbuf, char *o1, char *o2, uint64_t seed)
+{
+    sv a, b;
+    make_pair(vtype, iw, k, ov, abuf, bbuf, &a, &b, seed);
+    for (int order = 0; order < 2; order++) {
+        const sv *l = order ? &b : &a, *r = order ? &a : &b;
+        sv x = stream_merge_add(l, r, o1), y = baseline_merge_add(l, r, o2);
+        if (stream_bytes(&x) != stream_bytes(&y) || memcmp(o1, o2, stream_bytes(&x)) != 0) {
+            fprintf(stderr, "kernel_bench: merge_add differs from baseline: %s %s i%u k=%llu\n",
+                    vtype == SPARCML_FLOAT ? "f32" : "f64", overlap_name[ov], iw * 8,
+                    (unsigned long long)k);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int smoke(char *abuf, char *bbuf, char *o1, char *o2)
+{
+    static const uint64_t ks[] = {1, 2, 3, 7, 100, 1000, 16384};
+    int bad = 0, cases = 0;
+    for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
+        for (unsigned iw = 4; iw <= 8; iw += 4)
+            for (int ov = DISJOINT; ov <= IDENTICAL; ov++)
+                for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
+                    for (uint64_t seed = 1; seed <= 3; seed++, cases++)
+                        bad |= smoke_pair(vt, iw, ks[n], (enum overlap)ov, abuf, bbuf, o1,
+                                          o2, seed * 7919 + n);
+    printf("kernel_bench --smoke: %d cases, %s\n", cases, bad ? "DIFFER" : "identical");
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    static const uint64_t ks[] = {16384, 131072, 1048576};
+    size_t cap = (size_t)(64u << 20);
+    char *abuf = aligned_alloc(64, cap), *bbuf = aligned_alloc(64, cap);
+    char *obuf = aligned_alloc(64, 2 * cap), *cbuf = aligned_alloc(64, 2 * cap);
+    int rc = 0;
+    if (!abuf || !bbuf || !obuf || !cbuf) return 2;
+    if (argc > 1 && strcmp(argv[1], "--smoke") == 0) {
+        rc = smoke(abuf, bbuf, obuf, cbuf);
+    } else {
+        printf("kernel,case,vtype,index_bits,entries,ns_per_entry,memcpy_ns_per_entry,"
+               "x_memcpy,x_baseline\n");
+        for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
+            for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
+                for (unsigned iw = 4; iw <= 8; iw += 4)
+                    for (int ov = DISJOINT; ov <= IDENTICAL; ov++)
+                        bench_pair(vt, iw, ks[n], (enum overlap)ov, abuf, bbuf, obuf, cbuf);
+    }
+    free(abuf); free(bbuf); free(obuf); free(cbuf);
+    return rc;
+}
