@@ -2,6 +2,7 @@
 """table.py -- markdown tables of the SMPI sweep (scripts/smpi_sweep.sh table).
 
 usage: table.py CSV...
+       table.py --calibration RIG_CSV SMPI_CSV...
 Per platform, index pattern and density, a row per P: the time of auto and
 the algorithm it chose, the fastest forced sparse algorithm and the regret
 (auto / fastest), auto against the Lemma 5.1 bound that applies, the
@@ -22,7 +23,45 @@ SHORT = {"ssar_recursive_double": "RD", "ssar_split_allgather": "SSAR",
          "dsar_split_allgather": "DSAR", "dense": "dense"}
 
 
+def calibration(rig_path, paths):
+    """Simulated against measured, per P and method: the rig's P sweep."""
+    rig = {}
+    with open(rig_path, newline="") as f:
+        for r in csv.DictReader(f):
+            rig[(r["method"], int(r["P"]))] = (float(r["median_s"]), r["algorithm"])
+    methods = ["allgather", "sparcml_ssar_recursive_double", "sparcml_ssar_split_allgather", "dense",
+               "sparcml_auto"]
+    for path in paths:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r["rc"] == "0"]
+        within = total = 0
+        print("\n`%s`: simulated / measured (ms) = ratio\n" % path.split("/")[-1])
+        print("| P | allgather | recursive doubling | SSAR split | vendor dense | auto (sim / rig choice) |")
+        print("|---|---|---|---|---|---|")
+        for P in sorted({int(r["P"]) for r in rows}):
+            cells = []
+            for m in methods:
+                sim = [r for r in rows if r["method"] == m and int(r["P"]) == P]
+                if not sim or (m, P) not in rig:
+                    cells.append("-")
+                    continue
+                t, (tr, alg) = float(sim[0]["median_s"]), rig[(m, P)]
+                q = t / tr
+                if m != "sparcml_auto":
+                    total += 1
+                    within += abs(q - 1) <= 0.25
+                extra = " (%s / %s)" % (SHORT.get(sim[0]["algorithm"], "?"), SHORT.get(alg, "?")) \
+                    if m == "sparcml_auto" else ""
+                cells.append("%.3g / %.3g = %s%.2f%s%s" % (t * 1e3, tr * 1e3, "" if abs(q - 1) <= 0.25 else "**",
+                                                            q, "" if abs(q - 1) <= 0.25 else "**", extra))
+            print("| %d | %s |" % (P, " | ".join(cells)))
+        print("\nWithin 25 %%: %d of %d forced, baseline and dense points." % (within, total))
+
+
 def main():
+    if sys.argv[1] == "--calibration":
+        calibration(sys.argv[2], sys.argv[3:])
+        return
     cell = defaultdict(dict)  # (plat, pattern, d, P) -> method -> row
     for path in sys.argv[1:]:
         with open(path, newline="") as f:
