@@ -7,8 +7,8 @@ Per platform, index pattern and density, a row per P: the time of auto and
 the algorithm it chose, the fastest forced sparse algorithm and the regret
 (auto / fastest), auto against the Lemma 5.1 bound that applies, the
 allgather baseline and SMPI's dense allreduce against auto.  Runs that did
-not finish (rc != 0) show as "-"; runs stopped by the memory watchdog as
-"mem".
+not finish show their cause: "mem" (stopped by the memory watchdog),
+"timeout"; points not run are "-".
 """
 import csv
 import sys
@@ -85,7 +85,7 @@ def main():
                 if x is None:
                     return "-"
                 if isinstance(x, str):
-                    return "mem" if x == "137" else "rc %s" % x
+                    return {"137": "mem", "124": "timeout"}.get(x, "rc %s" % x)
                 return "%.3g" % (x * 1e3)
 
             auto = t("sparcml_auto")
