@@ -52,13 +52,13 @@ echo "(make check: $((SECONDS - t0)) s)"
 # shown complete and every test runs a second time under the sanitizers.
 # Any sanitizer report fails its test.  valgrind_unit.sh skips itself there
 # (valgrind cannot run ASan binaries; it ran in the pass above).  The case
-# matrix is narrowed to P = 3, 4, 8 and the soak shortened (the full ones ran
-# above).  TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a
+# matrix is narrowed to P = 3, 4, 8, the larger-P runs to P = 16 and the
+# soak shortened (the full ones ran above).  TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a
 # quicker local run.
 t0=$SECONDS
 dcflags=--enable-sanitizers
 [ "${TEST_SANITIZERS:-1}" = 0 ] && dcflags=
-if MATRIX_RANKS="3 4 8" SOAK_CALLS=2000 SOAK_COMMS=300 \
+if MATRIX_RANKS="3 4 8" SCALE_RANKS=16 SOAK_CALLS=2000 SOAK_COMMS=300 \
     make -s distcheck DISTCHECK_CONFIGURE_FLAGS="$dcflags" >distcheck.log 2>&1; then
     dc_rc=0
 else

@@ -1,0 +1,185 @@
+#!/bin/bash
+# smpi_sweep.sh -- the library's own code on simulated clusters (SimGrid
+# SMPI, Debian's libsimgrid-dev).  SMPI runs every rank in one process, so
+# the benchmark and the library's sources (src/*.c with interpose.c, which
+# then interposes by being linked in: -Wl,-Bsymbolic binds the benchmark's
+# MPI_* calls to it, its PMPI_* calls go to SMPI) are built into one
+# smpicc program; SMPI's default dlopen privatisation gives every rank its
+# own copy of the library's globals.  bench/smpi/mpi4_shim.h supplies what
+# SMPI 3.32 lacks (the MPI-4 *_c calls, MPI_Mprobe/MPI_Mrecv,
+# MPI_Comm_test_inter).  Message payloads are real and every result is
+# verified (the benchmark's checksum), so message sizes are the library's.
+# Computation between MPI calls is timed on this machine and injected
+# (smpi/host-speed = host speed = 1 Gf: 1 s measured = 1 s simulated; the
+# machine is shared, so merges are timed on a loaded core).
+#
+#   scripts/smpi_sweep.sh build
+#   scripts/smpi_sweep.sh plot       bench/results/smpi_{random,identical}.png
+#   scripts/smpi_sweep.sh calibrate [P...]        the rig (8 hosts, 1 Gbit/s,
+#       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
+#       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured
+#   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
+#       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
+#       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32
+#       hosts, about 1.5 us end to end); METHODS from dense, allgather, auto,
+#       ssar_recursive_double, ssar_split_allgather, dsar_split_allgather,
+#       sparcml_dense (default: all but dense)
+# Results are appended to bench/results/smpi_*.csv (one line per run, with
+# the algorithm the library chose, the wall time, exit status and peak
+# resident memory of the simulation);
+# SMPI_N (default 16777216), SMPI_REPS (default 5), SMPI_TIMEOUT
+# (seconds per run, default 1800) and SMPI_MEM_MB (default 12000) adjust a run.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$top/build-smpi
+bench=$out/sparcml_bench_smpi
+results=$top/bench/results
+N=${SMPI_N:-16777216}
+reps=${SMPI_REPS:-5}
+# SMPI's default message factors were fitted to another cluster: off, so a
+# link is exactly its latency and bandwidth; no cross traffic of TCP acks;
+# the collectives MPICH would run.
+cfg=(--cfg=smpi/host-speed:1Gf --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
+     --cfg=network/crosstraffic:0 --cfg=smpi/coll-selector:mpich --log=root.thres:warning
+     --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_config.thres:error)
+
+# SimGrid (smpicc, smpirun) and matplotlib for the plot, from Debian.
+packages() {
+    local missing=() p
+    for p in libsimgrid-dev python3-matplotlib; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    echo "smpi_sweep: installing ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+    local f o objs=()
+    packages || return 1
+    "$top/scripts/setup.sh" >/dev/null || return 1 # config.h
+    mkdir -p "$out"
+    for f in "$top"/src/*.c "$top/bench/sparcml_bench.c"; do
+        o=$out/$(basename "$f" .c).o
+        smpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h" \
+            -I"$top/build" -I"$top/include" -I"$top/src" -c "$f" -o "$o" || return 1
+        objs+=("$o")
+    done
+    smpicc -O2 "${objs[@]}" -o "$bench" -Wl,-Bsymbolic -lm -lpthread
+}
+
+# platform NAME [P]: writes $out/NAME.xml and $out/NAME.hosts; sets alpha_us and
+# beta_ns (for the benchmark's Lemma 5.1 bound and the library's model) and
+# iprobe_s: SMPI's MPI_Probe (under the shim's MPI_Mprobe) polls, sleeping
+# smpi/iprobe simulated seconds per miss (default 1e-4: it made a tiny
+# tagged call 305 us instead of 7 us on the fat tree); a twentieth of alpha
+# bounds the error per message at 5 % of a latency.
+platform() {
+    local name=$1 xml
+    case $name in
+    rig) # bench/results/rig_alpha_beta.txt: alpha 20.05 us, 120.3 MB/s; the
+        # rig's P ranks share 2 cores, so with SMPI_RIG_CORES=2 a rank computes
+        # at 2/P of a core (unset: a core each)
+        xml="<cluster id=\"rig\" prefix=\"node-\" suffix=\"\" radical=\"0-7\" speed=\"$(rig_speed "${2:-1}")\"
+             bw=\"120.3MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
+             bb_bw=\"1TBps\" bb_lat=\"0us\" bb_sharing_policy=\"FATPIPE\"/>"
+        alpha_us=20.05 beta_ns=8.31 hosts=8 iprobe_s=1e-6 ;;
+    gige) # 1 Gbit/s per node, 2 x 10 us = 20 us end to end, non-blocking switch
+        xml="<cluster id=\"gige\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
+             bw=\"125MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
+             bb_bw=\"1PBps\" bb_lat=\"0us\" bb_sharing_policy=\"FATPIPE\"/>"
+        alpha_us=20 beta_ns=8 hosts=1024 iprobe_s=1e-6 ;;
+    fattree) # 100 Gbit/s, 32 leaf switches of 32 hosts, 32 spines; 4 links x 0.375 us
+        xml="<cluster id=\"ft\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
+             bw=\"12.5GBps\" lat=\"0.375us\" sharing_policy=\"SPLITDUPLEX\"
+             topology=\"FAT_TREE\" topo_parameters=\"2;32,32;1,32;1,1\"/>"
+        alpha_us=1.5 beta_ns=0.08 hosts=1024 iprobe_s=7.5e-8 ;;
+    *) echo "smpi_sweep: unknown platform $name" >&2; return 1 ;;
+    esac
+    cat >"$out/$name.xml" <<EOF
+<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    $xml
+  </zone>
+</platform>
+EOF
+    seq 0 $((hosts - 1)) | sed 's/^/node-/' >"$out/$name.hosts"
+}
+
+rig_speed() { awk -v p="$1" -v c="${SMPI_RIG_CORES:-0}" 'BEGIN { printf "%.4fGf", (c > 0 && p > c) ? c / p : 1 }'; }
+
+# run PLATFORM P DENSITY PATTERN METHOD CSV: one simulation, one CSV line.
+run() {
+    local plat=$1 P=$2 d=$3 pat=$4 method=$5 csv=$6 bm alg=auto envs=() t0 line chosen
+    case $method in
+    dense | allgather) bm=$method ;;
+    sparcml_dense) bm=sparcml alg=dense ;;
+    *) bm=sparcml alg=$method ;;
+    esac
+    # The operator's settings for the platform; one rank per simulated host.
+    envs=(SPARCML_ALGORITHM=$alg SPARCML_RANKS_PER_CORE=1 SPARCML_ALPHA_US=$alpha_us
+          SPARCML_BETA_NS_PER_BYTE=$beta_ns SPARCML_STATS=1 BENCH_LABEL=$method)
+    t0=$SECONDS
+    # All ranks live in this one process, with real buffers: a run that
+    # would not fit is stopped at SMPI_MEM_MB of resident memory (rc 137,
+    # peak in peak_mb) instead of pushing the shared machine into swap.
+    setsid env "${envs[@]}" timeout "${SMPI_TIMEOUT:-1800}" smpirun -np "$P" \
+        -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" \
+        "$bench" --n "$N" --density "$d" --pattern "$pat" --reps "$reps" --warmup 1 \
+        --methods "$bm" --alpha-us "$alpha_us" --beta-ns "$beta_ns" >"$out/run.$plat.$$.log" 2>&1 &
+    local pid=$! rc kb peak_kb=0
+    while kill -0 "$pid" 2>/dev/null; do
+        kb=$(ps -o rss= -s "$pid" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+        [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
+        if [ "$kb" -gt $((${SMPI_MEM_MB:-12000} * 1024)) ]; then
+            kill -9 -- -"$pid" 2>/dev/null
+            break
+        fi
+        sleep 1
+    done
+    wait "$pid"
+    rc=$?
+    line=$(cat "$out/run.$plat.$$.log")
+    chosen=$(echo "$line" | awk '/^sparcml: [a-z_]+ +[0-9]+ /{ if ($3 > n) { n = $3; a = $2 } } END { print a }')
+    if echo "$line" | grep -q "WRONG RESULT"; then rc=99; fi
+    line=$(echo "$line" | grep -E "^[a-z_]+,$P,")
+    [ -n "$line" ] || line="$method,$P,$N,$d,$pat,float,NA,NA,NA,NA,NA,NA,NA,$reps"
+    echo "$plat,$line,$chosen,$((SECONDS - t0)),$rc,$((peak_kb / 1024))" | tee -a "$csv"
+}
+
+header="platform,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps,algorithm,wall_s,rc,peak_mb"
+
+calibrate() {
+    local csv=$results/smpi_calibration${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}.csv Ps=${*:-2 3 4 5 6 7 8} P m
+    [ -f "$csv" ] || echo "$header" >"$csv"
+    for P in $Ps; do
+        platform rig "$P" || return 1
+        for m in ${SMPI_METHODS:-allgather auto ssar_recursive_double ssar_split_allgather dense}; do
+            run rig "$P" 0.001 random "$m" "$csv"
+        done
+    done
+}
+
+sweep() {
+    local plat=$1 Ps=$2 ds=$3 pats=$4 methods=${5:-allgather auto ssar_recursive_double ssar_split_allgather dsar_split_allgather}
+    local csv=$results/smpi_$plat.csv P d pat m
+    platform "$plat" || return 1
+    [ -f "$csv" ] || echo "$header" >"$csv"
+    for P in $Ps; do
+        for d in $ds; do
+            for pat in $pats; do
+                for m in $methods; do run "$plat" "$P" "$d" "$pat" "$m" "$csv"; done
+            done
+        done
+    done
+}
+
+case ${1:-} in
+build) build ;;
+plot) packages && /usr/bin/python3 "$top/bench/smpi/plot.py" "$results" "$results"/smpi_gige.csv "$results"/smpi_fattree.csv ;;
+calibrate) shift; [ -x "$bench" ] || build || exit 1; calibrate "$@" ;;
+sweep) shift; [ -x "$bench" ] || build || exit 1; sweep "$@" ;;
+*) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Larger P, oversubscribed on this machine's cores (the yield helper is
+# preloaded as everywhere):
+#  - the essentials of the case matrix: every algorithm forced and auto;
+#    float and int64; random, identical, disjoint and skewed (one rank
+#    empty, one dense) indices at five densities; MPI_IN_PLACE; a split
+#    sub-communicator; the result checked against a reference recomputed
+#    from every rank's inputs (each rank its own 1/P of the indices) and
+#    its hash compared across ranks (bitwise identical everywhere);
+#  - the malformed-input table (bad input on all ranks and on one rank:
+#    the documented error class on every rank, nothing written outside the
+#    buffers, no hang);
+#  - the peak memory per rank of a tagged call of 2^20 floats against
+#    docs/design.md's bound (tests/mpi/memory_peak.c).
+# SCALE_RANKS (default "16 31") and SCALE_MEM_RANKS (default 16) choose P;
+# scripts/scale_check.sh runs P = 16, 31, 32, 64 and memory at P = 64.
+# Memory is not checked in the sanitizer build (ASan's shadow and
+# quarantine are in every peak).
+. "$(dirname "$0")/common.sh"
+TIMEOUT=${SCALE_TIMEOUT:-900}
+algorithms="auto ssar_recursive_double ssar_split_allgather dsar_split_allgather dense"
+for p in ${SCALE_RANKS:-16 31}; do
+    for alg in $algorithms; do
+        t0=$SECONDS
+        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" \
+            --types=float,int64 --check=slice
+        rc=$?
+        check "algorithm=$alg P=$p ($((SECONDS - t0)) s): $(tail -1 "$out")" \
+            '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+    done
+    t0=$SECONDS
+    run_mpi "$p" "$with_shim" -- "$TESTBIN/sparse_errors"
+    rc=$?
+    check "malformed inputs, P=$p ($((SECONDS - t0)) s): $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
+    # With the bad index on every rank, every rank says so.
+    n=$(grep -o "sparcml: MPI_Allreduce: rank [0-9]*: index >= dim: sendbuf entry 2" "$err" | sort -u | wc -l)
+    check "malformed inputs, P=$p: $n of $p ranks report the bad index" '[ "$n" -eq "$p" ]'
+done
+[ -n "${SANITIZE:-}" ] && finish && exit
+# The documented bound per algorithm, in units of the dense result size D:
+# recursive doubling 3 (its worst case), split 2, dense 1.1 (a copy of a
+# sparse input, or when no input alone makes the sum dense the dense sum in
+# a pool buffer plus an N-bit bitmap, N/8 bytes = D/32 for float, and the
+# vendor's own scratch varies by about 100 kB from call to call); auto may
+# choose any of them.  d = 0.45: every input just below the sparse/dense
+# line, the sum dense (the worst case); d = 0.01: a sum that fills in to
+# about half at P = 64.
+for p in ${SCALE_MEM_RANKS:-16}; do
+    for d in 0.45 0.01; do
+        for ab in auto:3 ssar_recursive_double:3 ssar_split_allgather:2 dsar_split_allgather:2 dense:1.1; do
+            run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=${ab%:*} -- "$TESTBIN/memory_peak" 1048576 "$d" "${ab#*:}"
+            rc=$?
+            check "memory, algorithm=${ab%:*}: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
+        done
+    done
+done
+finish
