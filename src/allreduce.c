@@ -66,8 +66,8 @@ static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, i
 }
 
 /* Report an agreed failure: details on the rank that found it. */
-static int fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
-                const char *detail)
+int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
+                 const char *detail)
 {
     char other[96];
     stats_record_error(a->reason);
@@ -106,7 +106,7 @@ static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
     ctx->union_pending = 0;
 }
 
-static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
+sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *a)
 {
     sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
                          c->q.bits, c->q.bucket, c->q_sparse, c->ctx->ranks_per_core};
@@ -133,7 +133,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         snprintf(detail, sizeof detail, "algorithm %s, count %lld words (need %lld for any result)",
                  sparcml_algorithm_name(alg), (long long)(c->recv_bytes / 8),
                  (long long)sparcml_capacity(c->dim, c->vtype));
-        return fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
+        return sparcml_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
      * what the selector makes of the agreed numbers now. */
@@ -145,19 +145,25 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
     return MPI_SUCCESS;
 }
 
+int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
+                sparcml_algorithm alg)
+{
+    sparcml_problem p = sparcml_problem_of(c, a);
+    double t0 = PMPI_Wtime();
+    return conclude(s, c, a, &p, comm, alg, algorithms[alg](c), t0);
+}
+
 static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
 {
-    sparcml_problem p = problem_of(c, a);
-    double t0 = PMPI_Wtime();
-    sparcml_algorithm alg = select_algorithm(s, &p);
-    return conclude(s, c, a, &p, comm, alg, algorithms[alg](c), t0);
+    sparcml_problem p = sparcml_problem_of(c, a);
+    return sparcml_run(s, c, a, comm, select_algorithm(s, &p));
 }
 
 /* The data came along with the records: deliver it now that they agree. */
 static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
                               MPI_Comm comm, double t0)
 {
-    sparcml_problem p = problem_of(c, a);
+    sparcml_problem p = sparcml_problem_of(c, a);
     int rc = MPI_SUCCESS;
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
@@ -174,10 +180,11 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  * rank's input is invalid, its stream is absent and the records tell every
  * rank at the end; if ranks predicted differently (an erroneous program),
  * they still exchange the same messages, and the records say so. */
-static int exchange_records(sparcml_call *c, const sparcml_local *local, sparcml_agreed *agreed)
+int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
 {
     sv input = c->input;
     int rc;
+    local->union_part = c->ctx->union_pending ? c->ctx->union_part : 0;
     agree_record_init(&c->record, c->ctx->rank, local);
     c->recording = 1;
     c->pending = sv_absent();
@@ -186,7 +193,18 @@ static int exchange_records(sparcml_call *c, const sparcml_local *local, sparcml
     c->recording = 0;
     c->input = input;
     agree_record_read(&c->record, agreed);
+    if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
     return rc;
+}
+
+void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s)
+{
+    /* QSGD applies to floating-point values only: integers stay exact. */
+    if (c->vtype != SPARCML_FLOAT && c->vtype != SPARCML_DOUBLE) return;
+    c->q.bits = s->qsgd_bits;
+    c->q.bucket = (uint32_t)s->qsgd_bucket;
+    c->q.seed = s->qsgd_seed;
+    c->q_sparse = s->qsgd_sparse;
 }
 
 int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -226,21 +244,14 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         local.settings_hash = s->hash;
     }
     local.piggyback = s->piggyback && select_memo_hit(&c.ctx->memo, (uint64_t)count, vtype);
-    local.union_part = c.ctx->union_pending ? c.ctx->union_part : 0;
 
     c.recvbuf = recvbuf;
     c.recv_bytes = (uint64_t)count * 8;
     c.dim = c.input.dim;
     c.vtype = vtype;
-    /* QSGD applies to floating-point values only: integers stay exact. */
-    if (vtype == SPARCML_FLOAT || vtype == SPARCML_DOUBLE) {
-        c.q.bits = s->qsgd_bits;
-        c.q.bucket = (uint32_t)s->qsgd_bucket;
-        c.q.seed = s->qsgd_seed;
-        c.q_sparse = s->qsgd_sparse;
-    }
+    sparcml_call_quantization(&c, s);
     c.piggybacked = local.piggyback;
-    rc = exchange_records(&c, &local, &agreed);
+    rc = sparcml_agree(&c, &local, &agreed);
     if (rc != MPI_SUCCESS) {
         select_memo_forget(&c.ctx->memo);
         PMPI_Comm_call_errhandler(comm, rc);
@@ -249,9 +260,8 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     if (agreed.reason != SPARCML_R_OK) {
         select_memo_forget(&c.ctx->memo);
         if (c.piggybacked) stats_record_piggybacked_failure();
-        return fail(comm, rank, &agreed, local.reason, detail);
+        return sparcml_fail(comm, rank, &agreed, local.reason, detail);
     }
-    learn_pending(c.ctx, &agreed);
     c.dim = agreed.dim;
     c.k_max = agreed.k_max;
     c.k_sum = agreed.k_sum;

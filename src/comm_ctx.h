@@ -23,6 +23,8 @@ enum {
     POOL_FRAME, /* an outgoing agreement record with the stream behind it */
     POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
     POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
+    POOL_TRANSPARENT_IN,  /* transparent mode: the stream of the dense input */
+    POOL_TRANSPARENT_OUT, /* transparent mode: the result stream */
     POOL_COUNT_
 };
 
@@ -47,6 +49,9 @@ typedef struct sparcml_ctx {
     sparcml_rd_memo memo; /* when to piggyback data on the agreement */
     double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
     uint64_t calls;
+    /* Transparent mode: after an agreed choice of the vendor, the next
+     * `skip` calls with this count and value type go straight to it. */
+    struct { MPI_Count count; int vtype, skip; } transparent;
 } sparcml_ctx;
 
 /* The context of comm, created on first use (collective over comm). */

@@ -1,6 +1,8 @@
 /* interpose.c -- the PMPI layer.  It only dispatches: untagged calls go
  * straight to the vendor after one atomic load and a branch; tagged ones to
- * sparcml_allreduce().  Nothing else lives here. */
+ * sparcml_allreduce(), and in transparent mode the predefined types the
+ * registry marks to sparcml_transparent_allreduce().  Nothing else lives
+ * here. */
 #include "config.h"
 
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "registry.h"
 #include "settings.h"
 #include "stats.h"
+#include "transparent.h"
 
 /* A bad SPARCML_* value stops the job at start-up with a message, rather
  * than running with a setting the user did not ask for. */
@@ -28,10 +31,30 @@ static void check_settings(void)
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* SPARCML_TRANSPARENT: mark the predefined types whose sums it may take
+ * over: C's float, double and exact integers, and Fortran's REAL, DOUBLE
+ * PRECISION and INTEGER at the size the vendor gives them (4 or 8 bytes). */
+static void register_transparent(void)
+{
+    const struct { MPI_Datatype type; int is_float; } types[] = {
+        {MPI_FLOAT, 1}, {MPI_DOUBLE, 1}, {MPI_REAL, 1}, {MPI_DOUBLE_PRECISION, 1},
+        {MPI_INT, 0}, {MPI_INT32_T, 0}, {MPI_INT64_T, 0}, {MPI_LONG, 0}, {MPI_INTEGER, 0},
+    };
+    if (!settings_get()->transparent || settings_get()->disable) return;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int size = 0;
+        if (types[i].type == MPI_DATATYPE_NULL || PMPI_Type_size(types[i].type, &size) != MPI_SUCCESS)
+            continue; /* a vendor built without Fortran */
+        if (size == 4) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_FLOAT : SPARCML_INT32);
+        if (size == 8) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_DOUBLE : SPARCML_INT64);
+    }
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) check_settings();
+    if (rc == MPI_SUCCESS) register_transparent();
     return rc;
 }
 
@@ -39,6 +62,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) check_settings();
+    if (rc == MPI_SUCCESS) register_transparent();
     return rc;
 }
 
@@ -67,6 +91,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     int vtype = registry_value_type(datatype);
     if (vtype == 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (vtype & REGISTRY_TRANSPARENT)
+        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
+                                             op, comm);
     return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }
 
@@ -75,5 +102,8 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 {
     int vtype = registry_value_type(datatype);
     if (vtype == 0) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (vtype & REGISTRY_TRANSPARENT)
+        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
+                                             op, comm);
     return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }

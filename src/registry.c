@@ -114,3 +114,13 @@ void registry_on_free(MPI_Datatype type)
     registry_remove_locked(key_of(type));
     pthread_mutex_unlock(&writer_lock);
 }
+
+int registry_add_transparent(MPI_Datatype type, int vtype)
+{
+    int rc;
+    pthread_mutex_lock(&writer_lock);
+    registry_remove_locked(key_of(type));
+    rc = registry_insert_locked(key_of(type), vtype | REGISTRY_TRANSPARENT);
+    pthread_mutex_unlock(&writer_lock);
+    return rc;
+}

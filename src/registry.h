@@ -21,6 +21,13 @@ int registry_parse_name(const char *name);
  * Returns MPI_SUCCESS, or an MPI error class after printing why. */
 int registry_on_set_name(MPI_Datatype type, const char *name);
 
+/* Transparent mode (SPARCML_TRANSPARENT): the predefined types whose sums
+ * the library may take over are registered with this bit on their value
+ * type, so that the untagged fast path stays one load and a branch when
+ * the mode is off. */
+#define REGISTRY_TRANSPARENT 0x100
+int registry_add_transparent(MPI_Datatype type, int vtype);
+
 /* Called before PMPI_Type_free. */
 void registry_on_free(MPI_Datatype type);
 

@@ -211,8 +211,7 @@ static double cost_dense(const model *m, const sparcml_problem *p)
  * defaults) nothing changes. */
 #define BYTE_PER_MERGE 0.125
 
-void select_costs(const sparcml_settings *s, const sparcml_problem *p,
-                  double cost[SPARCML_ALG_COUNT_])
+static model model_of(const sparcml_settings *s, const sparcml_problem *p)
 {
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
     /* alpha and gamma are for a rank with a core of its own (placement.h);
@@ -220,6 +219,13 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
      * collective round against a 19 us ping-pong, gamma 17 ns against 5. */
     model m = {s->alpha * share, 0, s->gamma * share};
     m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
+    return m;
+}
+
+void select_costs(const sparcml_settings *s, const sparcml_problem *p,
+                  double cost[SPARCML_ALG_COUNT_])
+{
+    model m = model_of(s, p);
     cost[SPARCML_ALG_AUTO] = INFINITY;
     cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(&m, p);
     cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(&m, p);
@@ -236,6 +242,24 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
     select_costs(s, p, cost);
     for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
         if (cost[a] < cost[best]) best = a;
+    return best;
+}
+
+sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p)
+{
+    double cost[SPARCML_ALG_COUNT_];
+    model m = model_of(s, p);
+    double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype);
+    /* Gathering the k nonzeros into a stream copies them; the dense result
+     * is written in full (N values, at the cost of copies of 8 bytes). */
+    double detour = COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8);
+    sparcml_algorithm best = SPARCML_ALG_DENSE;
+    if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
+    if (p->P == 1) return SPARCML_ALG_DENSE; /* the vendor's copy */
+    select_costs(s, p, cost);
+    cost[SPARCML_ALG_DENSE] = cost_vendor_allreduce(&m, p, N * vs); /* on the original buffers */
+    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_DENSE; a++)
+        if (cost[a] + detour < cost[best]) best = a;
     return best;
 }
 

@@ -33,6 +33,12 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
 /* The forced algorithm, or the cheapest applicable one. */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
+/* Transparent mode (transparent.c): the algorithm for an untagged dense
+ * sum whose nonzeros the agreement counted, SPARCML_ALG_DENSE meaning the
+ * vendor on the original buffers.  The sparse algorithms pay for building
+ * the input stream and writing the dense result too. */
+sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
+
 /* Which (count, value type) pairs chose recursive doubling in their latest
  * call on a communicator.  A call whose pair is remembered sends its data
  * along with the agreement records (allreduce.c), as recursive doubling.

@@ -59,6 +59,12 @@ static const struct var {
     /* "auto" is stored as 0: detected per communicator (placement.c). */
     {"SPARCML_RANKS_PER_CORE", KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
      1, 4096},
+    /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
+     * costs more than 3 % of the vendor's allreduce of dense data on the
+     * benchmark machine (docs/design.md, "Transparent mode"). */
+    {"SPARCML_TRANSPARENT", KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
+    {"SPARCML_TRANSPARENT_MIN_BYTES", KIND_UINT, "1048576",
+     offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -159,11 +165,13 @@ static uint64_t settings_hash(const sparcml_settings *s)
         (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
         (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
         (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
-        (const void *)&s->ranks_per_core};
+        (const void *)&s->ranks_per_core, (const void *)&s->transparent,
+        (const void *)&s->transparent_min_bytes};
     const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
                             sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
                             sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
-                            sizeof s->ranks_per_core};
+                            sizeof s->ranks_per_core, sizeof s->transparent,
+                            sizeof s->transparent_min_bytes};
     uint64_t h = 1469598103934665603ull;
     for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;

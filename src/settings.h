@@ -32,6 +32,8 @@ typedef struct sparcml_settings {
     int qsgd_sparse;             /* SPARCML_QSGD_SPARSE: 0/1, quantize sparse values too */
     int piggyback;               /* SPARCML_PIGGYBACK: 0/1, agreement rides on recursive doubling */
     double ranks_per_core;       /* SPARCML_RANKS_PER_CORE: >= 1, or 0 for "auto" (detect) */
+    int transparent;             /* SPARCML_TRANSPARENT: 0/1, untagged dense sums too */
+    uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

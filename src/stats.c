@@ -17,6 +17,8 @@ static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
 /* Calls whose data travelled with the agreement records, and those of
  * them that failed. */
 static atomic_uint_fast64_t piggybacked, piggybacked_failed;
+/* Transparent calls by route, and the scans' time. */
+static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
 
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
@@ -49,6 +51,21 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     }
 }
 
+void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
+                              stats_route route, uint64_t k_max, double scan_seconds)
+{
+    static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
+    atomic_fetch_add(&routes[route], 1);
+    atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
+    if (s->verbose && ctx->rank == 0) {
+        printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
+               "scan_us=%.1f\n",
+               ctx->size, (unsigned long long)n, sparcml_value_type_name(vtype), names[route],
+               (unsigned long long)k_max, scan_seconds * 1e6);
+        fflush(stdout);
+    }
+}
+
 void stats_record_piggybacked_failure(void) { atomic_fetch_add(&piggybacked_failed, 1); }
 
 void stats_record_error(int reason)
@@ -60,12 +77,13 @@ void stats_record_error(int reason)
  * p times, as in mpiP's aggregate view); time: the maximum over ranks. */
 void stats_report(void)
 {
-    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 };
+    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 + ROUTE_COUNT_ };
     MPI_Comm world;
     int rank, size;
     uint64_t sm[SUMS], smr[SUMS], ns[N], nsr[N];
     uint64_t *calls = smr, *bytes = smr + N, *dense = smr + 2 * N;
     uint64_t *errs = smr + 3 * N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_;
+    uint64_t *route = pig + 2, scan_ns = atomic_load(&scan_nanoseconds), scan_max;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
     PMPI_Comm_rank(world, &rank);
     PMPI_Comm_size(world, &size);
@@ -77,10 +95,12 @@ void stats_report(void)
     }
     for (int r = 0; r < SPARCML_R_COUNT_; r++) sm[3 * N + r] = atomic_load(&errors[r]);
     for (int f = 0; f < FALLBACK_COUNT_; f++) sm[3 * N + SPARCML_R_COUNT_ + f] = atomic_load(&fallbacks[f]);
-    sm[SUMS - 2] = atomic_load(&piggybacked);
-    sm[SUMS - 1] = atomic_load(&piggybacked_failed);
+    sm[SUMS - ROUTE_COUNT_ - 2] = atomic_load(&piggybacked);
+    sm[SUMS - ROUTE_COUNT_ - 1] = atomic_load(&piggybacked_failed);
+    for (int r = 0; r < ROUTE_COUNT_; r++) sm[SUMS - ROUTE_COUNT_ + r] = atomic_load(&routes[r]);
     PMPI_Reduce(sm, smr, SUMS, MPI_UINT64_T, MPI_SUM, 0, world);
     PMPI_Reduce(ns, nsr, N, MPI_UINT64_T, MPI_MAX, 0, world);
+    PMPI_Reduce(&scan_ns, &scan_max, 1, MPI_UINT64_T, MPI_MAX, 0, world);
     PMPI_Comm_free(&world);
     if (rank != 0) return;
     printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls and bytes summed over ranks) ----\n",
@@ -105,6 +125,13 @@ void stats_report(void)
     if (pig[1])
         printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
                (unsigned long long)pig[1]);
+    if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
+        printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
+               "(cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",
+               (unsigned long long)route[ROUTE_SPARSE],
+               (unsigned long long)(route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT]),
+               (unsigned long long)route[ROUTE_VENDOR_MODEL], (unsigned long long)route[ROUTE_VENDOR_LEARNT],
+               (double)scan_max * 1e-9);
     for (int r = 1; r < SPARCML_R_COUNT_; r++)
         if (errs[r])
             printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),

@@ -19,6 +19,19 @@ void stats_record_error(int reason);
 /* Record a failed call whose data travelled with the agreement records. */
 void stats_record_piggybacked_failure(void);
 
+/* Transparent mode: where a qualifying call went. */
+typedef enum stats_route {
+    ROUTE_SPARSE,       /* a sparse algorithm (also counted by stats_record) */
+    ROUTE_VENDOR_MODEL, /* the cost model chose the vendor on the original buffers */
+    ROUTE_VENDOR_LEARNT, /* straight to the vendor after an agreed vendor choice */
+    ROUTE_COUNT_
+} stats_route;
+
+/* Record a transparent call of N values: its route, the most nonzeros any
+ * rank had (0 when not scanned) and this rank's scan time. */
+void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
+                              stats_route route, uint64_t k_max, double scan_seconds);
+
 /* At MPI_Finalize: print the report on rank 0 of MPI_COMM_WORLD (collective
  * over a private duplicate of it). */
 void stats_report(void);

@@ -422,3 +422,42 @@ uint64_t stream_count_nonzero(const sv *s, uint64_t lo, uint64_t hi)
     }
     return n;
 }
+
+/* ------------------------------------------------------ dense vectors */
+
+sv stream_dense_view(const void *values, uint64_t dim, int vtype)
+{
+    sv s = {.base = (void *)values, .val = (void *)values, .dim = dim, .nnz = dim, .vtype = vtype,
+            .vs = (unsigned)sparcml_value_size(vtype), .dense = 1};
+    return s;
+}
+
+/* x != 0 ? x : 0 is the identity for integers and turns -0.0 into +0.0. */
+#define FROM_VALUES(T)                                                          \
+    do {                                                                        \
+        const T *x = v->val;                                                    \
+        T *y = out.val;                                                         \
+        uint64_t o = 0;                                                         \
+        if (out.dense) {                                                        \
+            for (uint64_t i = 0; i < v->dim; i++) y[i] = x[i] != 0 ? x[i] : 0;  \
+            break;                                                              \
+        }                                                                       \
+        for (uint64_t i = 0; i < v->dim; i++)                                   \
+            if (x[i] != 0) {                                                    \
+                sparcml_put_index(out.idx, out.iw, o, i);                       \
+                y[o++] = x[i];                                                  \
+            }                                                                   \
+    } while (0)
+
+sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf)
+{
+    int dense = sparcml_prefers_dense(v->dim, v->vtype, nnz);
+    sv out = stream_init(outbuf, v->dim, v->vtype, dense ? v->dim : nnz, dense);
+    switch (v->vtype) {
+    case SPARCML_FLOAT: FROM_VALUES(float); break;
+    case SPARCML_DOUBLE: FROM_VALUES(double); break;
+    case SPARCML_INT32: FROM_VALUES(uint32_t); break;
+    default: FROM_VALUES(uint64_t); break;
+    }
+    return out;
+}

@@ -94,4 +94,14 @@ sv stream_copy(const sv *s, void *dst);
  * (NaN counts as nonzero). */
 uint64_t stream_count_nonzero(const sv *s, uint64_t lo, uint64_t hi);
 
+/* A dense vector of dim values at `values`, with no header (transparent
+ * mode): only val is meaningful, for stream_count_nonzero and
+ * stream_from_values. */
+sv stream_dense_view(const void *values, uint64_t dim, int vtype);
+
+/* The stream of a dense vector v with nnz nonzeros (stream_count_nonzero):
+ * sparse, holding exactly the nonzeros, while that is smaller, else dense.
+ * Zeros of either sign become +0.0 (sparcml(7), transparent mode). */
+sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
+
 #endif

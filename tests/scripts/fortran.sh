@@ -14,6 +14,9 @@ for p in 1 3 4; do
     rc=$?
     check "Fortran MPI_IN_PLACE, P=$p" '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
 done
+run_mpi 3 "$with_shim" SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=1 -- "$bin/fortran_inplace"
+rc=$?
+check "Fortran MPI_IN_PLACE with transparent mode on, P=3" '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
 run_mpi 2 "$YIELD" -- "$bin/fortran_inplace"
 check "Fortran tagged call without the shim fails" '[ $? -ne 0 ]'
 finish

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPARCML_TRANSPARENT: unmodified programs' dense MPI_SUM allreduces.
+#  - sums of every qualifying type (tests/mpi/transparent.c) at P = 1..8 and
+#    on a split communicator, with the selector's choice and with each
+#    algorithm forced; the STATS report shows which route the calls took, so
+#    a run that never left the vendor cannot pass as a sparse one;
+#  - calls that do not qualify equal the vendor's bitwise and print no
+#    transparent line under SPARCML_VERBOSE;
+#  - a count that differs across ranks: MPI_ERR_COUNT on every rank, one line;
+#  - the pass-through tests (dense data) still give the vendor's bits;
+#  - off by default: no call is taken over.
+. "$(dirname "$0")/common.sh"
+on="SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096"
+sparse_calls() { sed -n 's/.*transparent calls: \([0-9]*\) sparse.*/\1/p' "$out"; }
+vendor_calls() { sed -n 's/.*sparse (in the table above), \([0-9]*\) to the vendor.*/\1/p' "$out"; }
+for p in 1 2 3 4 5 6 7 8; do
+    run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums
+    rc=$?
+    check "sums, auto, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls), vendor $(vendor_calls)" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
+    [ "$p" -eq 4 ] && check "auto at P=4 routes calls both ways" \
+        '[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -gt 0 ]'
+done
+for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
+    for p in 3 4; do
+        run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sums
+        rc=$?
+        if [ "$alg" = dense ]; then routed='[ -z "$(sparse_calls)" ] || [ "$(sparse_calls)" -eq 0 ]'
+        else routed='[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -eq 0 ]'; fi
+        check "sums, $alg forced, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls)" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ] && eval "$routed"'
+    done
+done
+for p in 1 2 4; do
+    run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 -- "$TESTBIN/transparent" nonqualifying
+    rc=$?
+    check "non-qualifying calls equal the vendor's and stay with it, P=$p" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && ! grep -q "transparent allreduce" "$out"'
+done
+run_mpi 3 "$with_shim" $on -- "$TESTBIN/transparent" count_mismatch
+rc=$?
+check "count differing across ranks: MPI_ERR_COUNT on every rank, one line" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -ge 1 ]'
+for p in 1 2 4; do
+    run_mpi "$p" "$with_shim" SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=1 -- "$TESTBIN/passthrough"
+    rc=$?
+    check "pass-through (dense data) with the mode on equals the vendor, P=$p" \
+        '[ "$rc" -eq 0 ] && [ "$(cat "$out")" = "passthrough: failures=0" ] && [ ! -s "$err" ]'
+done
+run_mpi 2 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/transparent" sums
+rc=$?
+check "off by default: correct, and no call taken over" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && ! grep -q "transparent calls" "$out"'
+finish
