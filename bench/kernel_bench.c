@@ -5,6 +5,9 @@
  *
  *   kernel_bench          CSV on stdout: kernel,case,vtype,iw,k,ns_per_entry,
  *                         memcpy_ns_per_entry,x_memcpy,x_baseline
+ *   kernel_bench --scan   CSV: transparent mode's scan (count the nonzeros)
+ *                         and gather (build the stream) of dense floats
+ *                         against a plain read of the same buffer
  *   kernel_bench --smoke  no timing: the library's merge-add must write the
  *                         same bytes as the baseline on the benchmark's
  *                         inputs (and small ones); exit 1 on any difference. */
@@ -196,6 +199,52 @@ static void bench_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, char
     row("slice", "middle-half", vtype, iw, out.nnz, lib, cpy, 0);
 }
 
+/* ------------------------------------------------- transparent-mode scan */
+
+/* The plain read the scan is measured against: a sum the compiler
+ * vectorises, touching every byte once. */
+static float read_all(const float *x, uint64_t n)
+{
+    float acc[8] = {0};
+    for (uint64_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += x[i + j];
+    return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+}
+
+/* Transparent mode's passes over a dense float buffer of n elements at
+ * density d: counting the nonzeros (the scan every qualifying call pays)
+ * and gathering them into a stream, each against a plain read. */
+static void bench_scan(uint64_t n, double d, char *xbuf, char *obuf)
+{
+    float *x = (float *)xbuf;
+    uint64_t rng = 0x243F6A8885A308D3ull + n, nnz = 0;
+    double rd, scan, gather;
+    int reps = n >= (1u << 22) ? 3 : 30;
+    for (uint64_t i = 0; i < n; i++) {
+        int on = (double)(rng_next(&rng) >> 11) / 9007199254740992.0 < d;
+        x[i] = on ? 1.0f + (float)(i % 7) : 0.0f;
+        nnz += (uint64_t)on;
+    }
+    sv v = stream_dense_view(x, n, SPARCML_FLOAT);
+    TIME_BEST(rd, reps, (sink += (uint64_t)read_all(x, n)));
+    TIME_BEST(scan, reps, (sink += stream_count_nonzero(&v, 0, n)));
+    TIME_BEST(gather, reps, (sink += stream_from_values(&v, nnz, obuf).nnz));
+    printf("scan,f32,%g,%llu,%.3f,%.3f,%.2f\n", d, (unsigned long long)n, scan / (double)n,
+           rd / (double)n, scan / rd);
+    printf("gather,f32,%g,%llu,%.3f,%.3f,%.2f\n", d, (unsigned long long)n, gather / (double)n,
+           rd / (double)n, gather / rd);
+    fflush(stdout);
+}
+
+static void scans(char *xbuf, char *obuf)
+{
+    static const uint64_t ns[] = {1u << 18, 1u << 24};
+    static const double ds[] = {1e-3, 1e-2, 1};
+    printf("kernel,vtype,density,elements,ns_per_element,read_ns_per_element,x_read\n");
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) bench_scan(ns[i], ds[j], xbuf, obuf);
+}
+
 /* --------------------------------------------------------------- smoke */
 
 /* Both operand orders: a is the left operand, so a+b and b+a may differ in
@@ -243,6 +292,8 @@ int main(int argc, char **argv)
     if (!abuf || !bbuf || !obuf || !cbuf) return 2;
     if (argc > 1 && strcmp(argv[1], "--smoke") == 0) {
         rc = smoke(abuf, bbuf, obuf, cbuf);
+    } else if (argc > 1 && strcmp(argv[1], "--scan") == 0) {
+        scans(abuf, obuf);
     } else {
         printf("kernel,case,vtype,index_bits,entries,ns_per_entry,memcpy_ns_per_entry,"
                "x_memcpy,x_baseline\n");
