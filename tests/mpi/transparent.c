@@ -4,7 +4,10 @@
  *   transparent sums            every qualifying type, densities 0 .. 1,
  *                               identical / disjoint / skewed nonzeros, in
  *                               place and not, on MPI_COMM_WORLD and a split
- *                               communicator; NaN, Inf and signed zeros
+ *                               communicator, through MPI_Allreduce and
+ *                               MPI_Allreduce_c; NaN, Inf and signed zeros
+ *                               (with SPARCML_QSGD_BITS set: within QSGD's
+ *                               error bound, finite values only)
  *   transparent nonqualifying   MPI_MAX, MPI_INT8_T, a derived float type,
  *                               a count below the threshold and an
  *                               inter-communicator: bitwise the vendor's
@@ -83,16 +86,41 @@ static void fail(const char *what, const ctype *t, int pattern, double d, int in
     failures++;
 }
 
+/* With SPARCML_QSGD_BITS set, floating-point sums that ran sparse are
+ * quantized: the error bound of tests/mpi/sparse_allreduce.c, from the
+ * largest sum of magnitudes G: (P + 2 ceil(log2 P) + 1) G / s. */
+static int qsgd_levels_s;
+
+static double qsgd_tolerance(const ctype *t, int pattern, double d, uint64_t seed, int P)
+{
+    double G = 0;
+    int levels = 0;
+    if (!qsgd_levels_s || !t->is_float) return 0;
+    for (uint64_t i = 0; i < N; i++) {
+        double mag = 0;
+        for (int r = 0; r < P; r++)
+            if (holds(pattern, d, seed, r, P, i)) mag += fabs(value(t, seed, r, i));
+        G = fmax(G, mag);
+    }
+    while ((1 << levels) < P) levels++;
+    return (P + 2 * levels + 1) * G / qsgd_levels_s;
+}
+
 static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_t seed, MPI_Comm comm)
 {
     int rank, P, rc;
+    double qtol;
     char *send = calloc(N, 8), *recv = calloc(N, 8);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     for (uint64_t i = 0; i < N; i++)
         put(t, inplace ? recv : send, i, holds(pattern, d, seed, rank, P, i) ? value(t, seed, rank, i) : 0);
-    rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : send, recv, N, t->type, MPI_SUM, comm);
+    if (seed % 2) /* the large-count entry point qualifies too */
+        rc = MPI_Allreduce_c(inplace ? MPI_IN_PLACE : send, recv, (MPI_Count)N, t->type, MPI_SUM, comm);
+    else
+        rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : send, recv, N, t->type, MPI_SUM, comm);
     cases++;
+    qtol = qsgd_tolerance(t, pattern, d, seed, P);
     if (rc != MPI_SUCCESS) fail("MPI_Allreduce returned an error", t, pattern, d, inplace, comm);
     for (uint64_t i = 0; i < N && rc == MPI_SUCCESS; i++) {
         double ref = 0, mag = 0, got = get(t, recv, i);
@@ -101,7 +129,7 @@ static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_
                 ref += value(t, seed, r, i);
                 mag += fabs(value(t, seed, r, i));
             }
-        if (t->is_float ? !(fabs(got - ref) <= P * (t->size == 4 ? FLT_EPSILON : DBL_EPSILON) * mag)
+        if (t->is_float ? !(fabs(got - ref) <= P * (t->size == 4 ? FLT_EPSILON : DBL_EPSILON) * mag + qtol)
                         : got != ref) {
             char msg[96];
             snprintf(msg, sizeof msg, "index %llu: got %.9g, expected %.9g", (unsigned long long)i, got, ref);
@@ -154,7 +182,7 @@ static void sums(MPI_Comm comm, uint64_t seed)
             for (int p = 0; p < PAT_COUNT; p++)
                 for (int inplace = 0; inplace < 2; inplace++)
                     run_case(&types[t], p, densities[d], inplace, seed++, comm);
-        if (types[t].is_float) run_special(&types[t], comm);
+        if (types[t].is_float && !qsgd_levels_s) run_special(&types[t], comm); /* QSGD: finite values only */
     }
 }
 
@@ -229,8 +257,9 @@ static void count_mismatch(void)
 
 int main(int argc, char **argv)
 {
-    const char *mode = argc > 1 ? argv[1] : "sums";
+    const char *mode = argc > 1 ? argv[1] : "sums", *qbits = getenv("SPARCML_QSGD_BITS");
     int rank, P, all_failures;
+    if (qbits && atoi(qbits) > 0) qsgd_levels_s = (1 << (atoi(qbits) - 1)) - 1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);

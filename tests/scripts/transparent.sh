@@ -2,8 +2,9 @@
 # SPARCML_TRANSPARENT: unmodified programs' dense MPI_SUM allreduces.
 #  - sums of every qualifying type (tests/mpi/transparent.c) at P = 1..8 and
 #    on a split communicator, with the selector's choice and with each
-#    algorithm forced; the STATS report shows which route the calls took, so
-#    a run that never left the vendor cannot pass as a sparse one;
+#    algorithm forced, and with QSGD; the STATS report shows which route
+#    the calls took, so a run that never left the vendor cannot pass as a
+#    sparse one;
 #  - calls that do not qualify equal the vendor's bitwise and print no
 #    transparent line under SPARCML_VERBOSE;
 #  - a count that differs across ranks: MPI_ERR_COUNT on every rank, one line;
@@ -30,6 +31,12 @@ for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense
         check "sums, $alg forced, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls)" \
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ] && eval "$routed"'
     done
+done
+for alg in auto ssar_split_allgather; do
+    run_mpi 4 "$with_shim" $on SPARCML_STATS=1 SPARCML_QSGD_BITS=8 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sums
+    rc=$?
+    check "sums with QSGD (8 bits), $alg, P=4: $(grep '^transparent' "$out"), sparse $(sparse_calls)" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ] && [ "$(sparse_calls)" -gt 0 ]'
 done
 for p in 1 2 4; do
     run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 -- "$TESTBIN/transparent" nonqualifying
