@@ -19,6 +19,7 @@
 #include "allreduce.h"
 #include "call.h"
 #include "errors.h"
+#include "mpi_flavour.h"
 #include "select.h"
 #include "settings.h"
 #include "stats.h"
@@ -219,7 +220,7 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     double t0;
 
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
+        return flv_allreduce(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
     PMPI_Comm_rank(comm, &rank);
     if (inter) {
         stats_record_error(SPARCML_R_INTERCOMM);

@@ -82,11 +82,21 @@ int ctx_get(MPI_Comm comm, sparcml_ctx **out)
     return ctx_create(comm, out);
 }
 
+/* Open MPI treats deleting an attribute that was never set as an error
+ * (fatal on MPI_COMM_SELF), MPICH does not: delete only what is there. */
+static void ctx_drop(MPI_Comm comm)
+{
+    void *attr;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found) == MPI_SUCCESS && found)
+        PMPI_Comm_delete_attr(comm, ctx_keyval);
+}
+
 void ctx_finalize(void)
 {
     if (ctx_keyval == MPI_KEYVAL_INVALID) return;
-    PMPI_Comm_delete_attr(MPI_COMM_WORLD, ctx_keyval);
-    PMPI_Comm_delete_attr(MPI_COMM_SELF, ctx_keyval);
+    ctx_drop(MPI_COMM_WORLD);
+    ctx_drop(MPI_COMM_SELF);
     PMPI_Comm_free_keyval(&ctx_keyval);
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "mpi_flavour.h"
 
 static MPI_Datatype mpi_value_type(int vtype)
 {
@@ -42,7 +43,7 @@ static int union_bitmap(sparcml_call *c, uint64_t **present, uint64_t *n)
     memset(*present, 0, words * 8);
     stream_mark_present(&c->input, *present); /* sparse: k_max says so */
     c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
-    rc = PMPI_Allreduce_c(MPI_IN_PLACE, *present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR,
+    rc = flv_allreduce(MPI_IN_PLACE, *present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR,
                           c->ctx->comm);
     *n = stream_count_present(*present, c->dim);
     return rc;
@@ -64,7 +65,7 @@ static int dense_sum(sparcml_call *c, void *buf, sv *out)
     stream_densify(&src, out->val);
     /* What a bandwidth-optimal (ring / Rabenseifner) allreduce sends. */
     c->bytes_sent += 2 * (uint64_t)(P - 1) * (c->dim * out->vs) / (uint64_t)P;
-    return PMPI_Allreduce_c(MPI_IN_PLACE, out->val, (MPI_Count)c->dim, mpi_value_type(c->vtype),
+    return flv_allreduce(MPI_IN_PLACE, out->val, (MPI_Count)c->dim, mpi_value_type(c->vtype),
                             MPI_SUM, c->ctx->comm);
 }
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "mpi_flavour.h"
 
 static int allgather_dense(sparcml_call *c, sv *out)
 {
@@ -34,8 +35,7 @@ static int allgather_dense(sparcml_call *c, sv *out)
     }
     /* As for a ring allgather: everything but this rank's own slice. */
     c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
-    return PMPI_Allgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out->val, ctx->counts,
-                             ctx->displs, MPI_BYTE, ctx->comm);
+    return flv_allgatherv_bytes(MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs, ctx->comm);
 }
 
 static int allgather_quantized(sparcml_call *c, const sv *mine, sv *out)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "mpi_flavour.h"
 
 /* A result no merge has shaped (at P = 1 the input itself) follows the
  * size rule too: it is written dense when that is not larger. */
@@ -90,7 +91,7 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
     memcpy(frame, &c->record, sizeof c->record);
     if (w->bytes) memcpy(frame + sizeof c->record, w->buf, w->bytes);
     c->bytes_sent += sizeof c->record;
-    return PMPI_Isend_c(frame, (MPI_Count)bytes, MPI_BYTE, dest, tag, c->ctx->comm, req);
+    return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);
 }
 
 int p2p_send(sparcml_call *c, const wire *w, int dest, int tag)
@@ -98,7 +99,7 @@ int p2p_send(sparcml_call *c, const wire *w, int dest, int tag)
     MPI_Request req;
     int rc;
     c->bytes_sent += w->bytes;
-    if (!c->recording) return PMPI_Send_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm);
+    if (!c->recording) return flv_send_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm);
     rc = framed_isend(c, w, dest, tag, &req);
     return rc == MPI_SUCCESS ? PMPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
 }
@@ -107,7 +108,7 @@ int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *re
 {
     c->bytes_sent += w->bytes;
     if (c->recording) return framed_isend(c, w, dest, tag, req);
-    return PMPI_Isend_c(w->buf, (MPI_Count)w->bytes, MPI_BYTE, dest, tag, c->ctx->comm, req);
+    return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
 }
 
 /* Take the record off the front of a received message: merge it, and
@@ -134,15 +135,16 @@ int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *
     void *dec;
     int rc = PMPI_Mprobe(src, tag, c->ctx->comm, &msg, &st);
     if (rc != MPI_SUCCESS) return rc;
-    PMPI_Get_count_c(&st, MPI_BYTE, &n);
+    rc = flv_message_bytes(&st, &n);
+    if (rc != MPI_SUCCESS) return rc;
     buf = ctx_buffer(c->ctx, raw_pool, (uint64_t)n);
     if (!buf) {
         /* Still take the message off the queue so the sender completes. */
         char drain;
-        PMPI_Mrecv_c(&drain, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        flv_mrecv_bytes(&drain, 0, &msg);
         return CALL_NOMEM(c);
     }
-    rc = PMPI_Mrecv_c(buf, n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    rc = flv_mrecv_bytes(buf, n, &msg);
     if (rc == MPI_SUCCESS && c->recording) rc = unframe(c, &buf, &n);
     if (rc != MPI_SUCCESS) return rc;
     if (where) *where = raw_pool;

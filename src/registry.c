@@ -77,8 +77,8 @@ static int registry_insert_locked(uint64_t k, int vtype)
 static int type_is_word(MPI_Datatype type)
 {
     MPI_Count size, lb, extent;
-    if (PMPI_Type_size_c(type, &size) != MPI_SUCCESS) return 0;
-    if (PMPI_Type_get_extent_c(type, &lb, &extent) != MPI_SUCCESS) return 0;
+    if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS) return 0;
+    if (PMPI_Type_get_extent_x(type, &lb, &extent) != MPI_SUCCESS) return 0;
     return size == 8 && lb == 0 && extent == 8;
 }
 

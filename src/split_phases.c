@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "mpi_flavour.h"
 
 void split_bounds(uint64_t dim, int P, uint64_t *offsets)
 {
@@ -278,6 +279,5 @@ int split_allgather_messages(sparcml_call *c, const wire *mine, int sizes_known,
     c->bytes_sent += (uint64_t)(total - my_bytes);
     *gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)total);
     if (!*gathered) return CALL_NOMEM(c);
-    return PMPI_Allgatherv_c(mine->buf, my_bytes, MPI_BYTE, *gathered, ctx->counts, ctx->displs,
-                             MPI_BYTE, ctx->comm);
+    return flv_allgatherv_bytes(mine->buf, my_bytes, *gathered, ctx->counts, ctx->displs, ctx->comm);
 }

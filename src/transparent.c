@@ -26,6 +26,7 @@
 #include <limits.h>
 
 #include "allreduce.h"
+#include "mpi_flavour.h"
 #include "select.h"
 #include "stats.h"
 #include "transparent.h"
@@ -39,7 +40,7 @@ static int vendor(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Op op, MPI_Comm comm)
 {
     if (count >= 0 && count <= INT_MAX) return PMPI_Allreduce(sendbuf, recvbuf, (int)count, datatype, op, comm);
-    return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return flv_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 /* Only arguments MPI requires to be the same on every rank decide. */

@@ -287,7 +287,7 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
         if (rep == 0 || t->inplace) build_input(t, rank, P, t->inplace ? recv : send, count, scratch);
         if (t->large_count_api)
-            rc = MPI_Allreduce_c(t->inplace ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, comm);
+            rc = t_allreduce_c(t->inplace ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, comm);
         else
             rc = MPI_Allreduce(t->inplace ? MPI_IN_PLACE : send, recv, (int)count, type, MPI_SUM, comm);
         checks++;

@@ -138,7 +138,7 @@ static const struct row {
 
 static int call(const args *a)
 {
-    if (a->use_c) return MPI_Allreduce_c(a->send, a->recv, a->count, a->type, a->op, MPI_COMM_WORLD);
+    if (a->use_c) return t_allreduce_c(a->send, a->recv, a->count, a->type, a->op, MPI_COMM_WORLD);
     return MPI_Allreduce(a->send, a->recv, (int)a->count, a->type, a->op, MPI_COMM_WORLD);
 }
 

@@ -40,6 +40,18 @@ static inline int t_same_everywhere(uint64_t v, MPI_Comm comm)
     return mx == mn;
 }
 
+/* MPI_Allreduce_c where the MPI has it (MPI-4: MPICH 4), else MPI_Allreduce
+ * (Open MPI 4.1 has no large-count functions). */
+static inline int t_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                                MPI_Op op, MPI_Comm comm)
+{
+#if MPI_VERSION >= 4
+    return MPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+#else
+    return MPI_Allreduce(sendbuf, recvbuf, (int)count, type, op, comm);
+#endif
+}
+
 static inline void *t_alloc_words(MPI_Count words)
 {
     void *p = aligned_alloc(64, ((size_t)words * 8 + 63) & ~(size_t)63);

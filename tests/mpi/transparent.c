@@ -116,7 +116,7 @@ static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_
     for (uint64_t i = 0; i < N; i++)
         put(t, inplace ? recv : send, i, holds(pattern, d, seed, rank, P, i) ? value(t, seed, rank, i) : 0);
     if (seed % 2) /* the large-count entry point qualifies too */
-        rc = MPI_Allreduce_c(inplace ? MPI_IN_PLACE : send, recv, (MPI_Count)N, t->type, MPI_SUM, comm);
+        rc = t_allreduce_c(inplace ? MPI_IN_PLACE : send, recv, (MPI_Count)N, t->type, MPI_SUM, comm);
     else
         rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : send, recv, N, t->type, MPI_SUM, comm);
     cases++;
