@@ -66,17 +66,16 @@ static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, i
     return reason;
 }
 
-/* Report an agreed failure: details on the rank that found it. */
 int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
                  const char *detail)
 {
-    char other[96];
-    stats_record_error(a->reason);
-    if (a->reason_rank >= 0 && a->reason_rank != rank && local_reason == SPARCML_R_OK) {
-        snprintf(other, sizeof other, "reported by rank %d", a->reason_rank);
-        detail = other;
-    }
-    return sparcml_report(comm, rank, a->reason, detail);
+    stats_record_error(rank, a->reason);
+    /* One line per problem: from each rank whose own input is at fault, or
+     * for what every rank finds alike (a mismatch, a result that does not
+     * fit) from rank 0; every rank returns the agreed class. */
+    if (local_reason != SPARCML_R_OK) sparcml_print_error(rank, local_reason, detail);
+    else if (a->reason_rank < 0 && rank == 0) sparcml_print_error(rank, a->reason, detail);
+    return sparcml_raise(comm, a->reason);
 }
 
 /* The selector's overlap estimate follows the size of each result's union
@@ -223,8 +222,9 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         return flv_allreduce(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
     PMPI_Comm_rank(comm, &rank);
     if (inter) {
-        stats_record_error(SPARCML_R_INTERCOMM);
-        return sparcml_report(comm, rank, SPARCML_R_INTERCOMM, NULL);
+        stats_record_error(rank, SPARCML_R_INTERCOMM);
+        if (rank == 0) sparcml_print_error(rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
+        return sparcml_raise(comm, SPARCML_R_INTERCOMM);
     }
     rc = ctx_get(comm, &c.ctx);
     if (rc != MPI_SUCCESS) {
@@ -260,7 +260,7 @@ int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     }
     if (agreed.reason != SPARCML_R_OK) {
         select_memo_forget(&c.ctx->memo);
-        if (c.piggybacked) stats_record_piggybacked_failure();
+        if (c.piggybacked) stats_record_piggybacked_failure(rank);
         return sparcml_fail(comm, rank, &agreed, local.reason, detail);
     }
     c.dim = agreed.dim;

@@ -20,7 +20,8 @@ int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
 /* QSGD settings of a call (floating-point values only). */
 void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s);
 
-/* Report an agreed failure on every rank (details on the finding rank). */
+/* Raise an agreed failure on every rank; the rank that found it prints
+ * the line (rank 0 for what all ranks find alike). */
 int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
                  const char *detail);
 

@@ -54,16 +54,19 @@ int sparcml_reason_class(int reason)
     return reasons[reason].mpi_class;
 }
 
-int sparcml_report(MPI_Comm comm, int rank, int reason, const char *detail)
+void sparcml_print_error(int rank, int reason, const char *detail)
 {
-    int cls = sparcml_reason_class(reason);
     /* One write per line so that lines of different ranks do not interleave. */
     if (detail && *detail)
-        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s: %s\n", rank,
-                sparcml_reason_text(reason), detail);
+        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s: %s\n", rank, sparcml_reason_text(reason), detail);
     else
         fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s\n", rank, sparcml_reason_text(reason));
     fflush(stderr);
+}
+
+int sparcml_raise(MPI_Comm comm, int reason)
+{
+    int cls = sparcml_reason_class(reason);
     if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, cls);
     return cls;
 }

@@ -52,8 +52,12 @@ const char *sparcml_reason_text(int reason);
 int sparcml_reason_class(int reason);
 
 /* Print one line "sparcml: MPI_Allreduce: rank R: <text>[: detail]" on
- * stderr, invoke comm's error handler with the reason's class and return
- * that class (what MPI_Allreduce returns when the handler returns). */
-int sparcml_report(MPI_Comm comm, int rank, int reason, const char *detail);
+ * stderr (R: the rank in the call's communicator).  Only the rank that
+ * found a problem prints it (sparcml(7), ERRORS). */
+void sparcml_print_error(int rank, int reason, const char *detail);
+
+/* Invoke comm's error handler with the reason's class and return that
+ * class (what MPI_Allreduce returns when the handler returns). */
+int sparcml_raise(MPI_Comm comm, int reason);
 
 #endif

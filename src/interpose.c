@@ -15,20 +15,41 @@
 #include "stats.h"
 #include "transparent.h"
 
-/* A bad SPARCML_* value stops the job at start-up with a message, rather
- * than running with a setting the user did not ask for. */
-static void check_settings(void)
+static void stop_job(void)
 {
-    const sparcml_settings *s = settings_get();
-    int rank = 0;
-    if (!s->error[0]) return;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
-    fflush(stderr);
     /* The launcher tears down output forwarding when a rank aborts: give the
      * message time to reach it (no barrier: other ranks may be fine). */
     nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* A bad SPARCML_* value stops the job at start-up with a message, rather
+ * than running with a setting the user did not ask for; so do settings
+ * that must be equal on all ranks and are not (one line, from rank 0: all
+ * ranks know it).  Every rank takes part, SPARCML_DISABLE or not. */
+static void check_settings(void)
+{
+    const sparcml_settings *s = settings_get();
+    const char *differs = NULL;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (s->error[0]) {
+        fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
+        fflush(stderr);
+        stop_job();
+    }
+    if (settings_first_difference(s, MPI_COMM_WORLD, &differs) != MPI_SUCCESS) {
+        fprintf(stderr, "sparcml: rank %d: could not compare the settings across ranks\n", rank);
+        fflush(stderr);
+        stop_job();
+    }
+    if (!differs) return;
+    if (rank == 0) {
+        fprintf(stderr, "sparcml: %s differs between ranks (it must be equal on all ranks: sparcml(7))\n",
+                differs);
+        fflush(stderr);
+    }
+    stop_job();
 }
 
 /* SPARCML_TRANSPARENT: mark the predefined types whose sums it may take

@@ -106,9 +106,18 @@ static int parse_uint(const char *v, double min, double max, uint64_t *out)
     return 0;
 }
 
+/* An integer bound as text: the largest double below 2^64 is 2^64 itself,
+ * which %.0f would print; the largest accepted value is 2^64 - 1. */
+static const char *uint_bound(double x, char *buf, size_t len)
+{
+    if (x >= 18446744073709551615.0) snprintf(buf, len, "%llu", (unsigned long long)UINT64_MAX);
+    else snprintf(buf, len, "%.0f", x);
+    return buf;
+}
+
 static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
 {
-    char *field = (char *)s + v->offset;
+    char *field = (char *)s + v->offset, bound[32];
     double x;
     switch (v->kind) {
     case KIND_BOOL:
@@ -144,8 +153,8 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         return -1;
     case KIND_UINT:
         if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;
-        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected an integer in [%.0f, %.0f])",
-                 v->name, text, v->min, v->max);
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected an integer in [%.0f, %s])",
+                 v->name, text, v->min, uint_bound(v->max, bound, sizeof bound));
         return -1;
     }
     return -1;
@@ -165,13 +174,11 @@ static uint64_t settings_hash(const sparcml_settings *s)
         (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
         (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
         (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
-        (const void *)&s->ranks_per_core, (const void *)&s->transparent,
-        (const void *)&s->transparent_min_bytes};
+        (const void *)&s->ranks_per_core};
     const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
                             sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
                             sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
-                            sizeof s->ranks_per_core, sizeof s->transparent,
-                            sizeof s->transparent_min_bytes};
+                            sizeof s->ranks_per_core};
     uint64_t h = 1469598103934665603ull;
     for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;
@@ -196,6 +203,40 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
     }
     s->hash = settings_hash(s);
     return 0;
+}
+
+/* The settings that decide which collective calls a rank makes outside the
+ * agreement step of a tagged call (which compares the others, s->hash):
+ * whether tags are registered at all, the report's collectives at
+ * MPI_Finalize, which untagged calls transparent mode takes over. */
+static const struct {
+    const char *name;
+    size_t offset, size;
+} must_equal[] = {
+    {"SPARCML_DISABLE", offsetof(sparcml_settings, disable), sizeof(int)},
+    {"SPARCML_STATS", offsetof(sparcml_settings, stats), sizeof(int)},
+    {"SPARCML_TRANSPARENT", offsetof(sparcml_settings, transparent), sizeof(int)},
+    {"SPARCML_TRANSPARENT_MIN_BYTES", offsetof(sparcml_settings, transparent_min_bytes), sizeof(uint64_t)},
+};
+#define NEQUAL (sizeof must_equal / sizeof must_equal[0])
+
+int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name)
+{
+    /* Per setting the maximum of h and of -h: they differ iff the ranks do. */
+    int64_t mine[2 * NEQUAL], all[2 * NEQUAL];
+    int rc;
+    for (size_t i = 0; i < NEQUAL; i++) {
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *b = (const unsigned char *)s + must_equal[i].offset;
+        for (size_t j = 0; j < must_equal[i].size; j++) h = (h ^ b[j]) * 1099511628211ull;
+        mine[i] = (int64_t)(h >> 2);
+        mine[NEQUAL + i] = -mine[i];
+    }
+    *name = NULL;
+    rc = PMPI_Allreduce(mine, all, 2 * NEQUAL, MPI_INT64_T, MPI_MAX, comm);
+    for (size_t i = 0; rc == MPI_SUCCESS && i < NEQUAL && !*name; i++)
+        if (all[i] != -all[NEQUAL + i]) *name = must_equal[i].name;
+    return rc;
 }
 
 static sparcml_settings process_settings;

@@ -7,6 +7,7 @@
 #ifndef SPARCML_SETTINGS_H
 #define SPARCML_SETTINGS_H
 
+#include <mpi.h>
 #include <stdint.h>
 
 typedef enum sparcml_algorithm {
@@ -47,6 +48,10 @@ const char *sparcml_algorithm_name(sparcml_algorithm a);
  * misspelt variable is an error too. Returns 0, or -1 with s->error set. */
 int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
                    const char *const *names);
+
+/* Collective over comm: *name is the first setting that must be equal on
+ * all ranks and is not (NULL when they agree).  Returns an MPI error code. */
+int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name);
 
 /* The process-wide settings, parsed from the environment on first use
  * (thread-safe, never changes afterwards). */

@@ -31,13 +31,15 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
                   double seconds)
 {
     uint64_t dense = dense_equivalent(c);
-    atomic_fetch_add(&per_alg[alg].calls, 1);
     atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
     atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
-    if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
-    if (alg == SPARCML_ALG_DENSE)
-        atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
+    if (c->ctx->rank == 0) {
+        atomic_fetch_add(&per_alg[alg].calls, 1);
+        if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
+        if (alg == SPARCML_ALG_DENSE)
+            atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
+    }
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
                "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g\n",
@@ -55,7 +57,7 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
                               stats_route route, uint64_t k_max, double scan_seconds)
 {
     static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
-    atomic_fetch_add(&routes[route], 1);
+    if (ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
     atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
     if (s->verbose && ctx->rank == 0) {
         printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
@@ -66,44 +68,63 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
     }
 }
 
-void stats_record_piggybacked_failure(void) { atomic_fetch_add(&piggybacked_failed, 1); }
-
-void stats_record_error(int reason)
+void stats_record_piggybacked_failure(int rank)
 {
-    if (reason > 0 && reason < SPARCML_R_COUNT_) atomic_fetch_add(&errors[reason], 1);
+    if (rank == 0) atomic_fetch_add(&piggybacked_failed, 1);
 }
 
-/* Calls and bytes: the sum over ranks (a collective call on p ranks counts
- * p times, as in mpiP's aggregate view); time: the maximum over ranks. */
+void stats_record_error(int rank, int reason)
+{
+    if (rank != 0 || reason <= 0 || reason >= SPARCML_R_COUNT_) return;
+    atomic_fetch_add(&errors[reason], 1);
+    if (settings_get()->verbose) { /* the per-call line of a failed call */
+        printf("sparcml: allreduce failed: %s\n", sparcml_reason_text(reason));
+        fflush(stdout);
+    }
+}
+
+/* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
+ * call's communicator, and bytes: the sum over ranks; times: the maximum
+ * over ranks. */
+enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 + ROUTE_COUNT_ };
+
+static void gather_counts(uint64_t c[COUNTS])
+{
+    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + 2;
+    for (int a = 0; a < N; a++) c[a] = atomic_load(&per_alg[a].calls);
+    for (int r = 0; r < SPARCML_R_COUNT_; r++) errs[r] = atomic_load(&errors[r]);
+    for (int f = 0; f < FALLBACK_COUNT_; f++) fb[f] = atomic_load(&fallbacks[f]);
+    pig[0] = atomic_load(&piggybacked);
+    pig[1] = atomic_load(&piggybacked_failed);
+    for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
+}
+
 void stats_report(void)
 {
-    enum { N = SPARCML_ALG_COUNT_, SUMS = 3 * N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 + ROUTE_COUNT_ };
     MPI_Comm world;
     int rank, size;
-    uint64_t sm[SUMS], smr[SUMS], ns[N], nsr[N];
-    uint64_t *calls = smr, *bytes = smr + N, *dense = smr + 2 * N;
-    uint64_t *errs = smr + 3 * N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_;
-    uint64_t *route = pig + 2, scan_ns = atomic_load(&scan_nanoseconds), scan_max;
+    uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
+    uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
+    uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 2;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
     PMPI_Comm_rank(world, &rank);
     PMPI_Comm_size(world, &size);
+    gather_counts(cnt);
     for (int a = 0; a < N; a++) {
-        sm[a] = atomic_load(&per_alg[a].calls);
-        sm[N + a] = atomic_load(&per_alg[a].bytes);
-        sm[2 * N + a] = atomic_load(&per_alg[a].dense_bytes);
+        by[a] = atomic_load(&per_alg[a].bytes);
+        by[N + a] = atomic_load(&per_alg[a].dense_bytes);
         ns[a] = atomic_load(&per_alg[a].nanoseconds);
     }
-    for (int r = 0; r < SPARCML_R_COUNT_; r++) sm[3 * N + r] = atomic_load(&errors[r]);
-    for (int f = 0; f < FALLBACK_COUNT_; f++) sm[3 * N + SPARCML_R_COUNT_ + f] = atomic_load(&fallbacks[f]);
-    sm[SUMS - ROUTE_COUNT_ - 2] = atomic_load(&piggybacked);
-    sm[SUMS - ROUTE_COUNT_ - 1] = atomic_load(&piggybacked_failed);
-    for (int r = 0; r < ROUTE_COUNT_; r++) sm[SUMS - ROUTE_COUNT_ + r] = atomic_load(&routes[r]);
-    PMPI_Reduce(sm, smr, SUMS, MPI_UINT64_T, MPI_SUM, 0, world);
-    PMPI_Reduce(ns, nsr, N, MPI_UINT64_T, MPI_MAX, 0, world);
-    PMPI_Reduce(&scan_ns, &scan_max, 1, MPI_UINT64_T, MPI_MAX, 0, world);
+    ns[N] = atomic_load(&scan_nanoseconds);
+    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
+        || PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
+        || PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) {
+        PMPI_Comm_free(&world);
+        return;
+    }
     PMPI_Comm_free(&world);
     if (rank != 0) return;
-    printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls and bytes summed over ranks) ----\n",
+    printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls: each collective call once; bytes: sum over ranks) ----\n",
            size);
     printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",
            "dense_equiv", "ratio", "time_max_s");
@@ -131,7 +152,7 @@ void stats_report(void)
                (unsigned long long)route[ROUTE_SPARSE],
                (unsigned long long)(route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT]),
                (unsigned long long)route[ROUTE_VENDOR_MODEL], (unsigned long long)route[ROUTE_VENDOR_LEARNT],
-               (double)scan_max * 1e-9);
+               (double)nsr[N] * 1e-9);
     for (int r = 1; r < SPARCML_R_COUNT_; r++)
         if (errs[r])
             printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),

@@ -1,6 +1,8 @@
 /* stats.h -- SPARCML_VERBOSE (one line per call) and SPARCML_STATS (a report
  * at MPI_Finalize).  Counters are atomics: any thread may add to them, and
- * nothing is counted on the untagged path. */
+ * nothing is counted on the untagged path.  A call is counted once, by rank
+ * 0 of its communicator (`rank` below), so that the sum over the ranks of
+ * MPI_COMM_WORLD is the number of collective calls; bytes by every rank. */
 #ifndef SPARCML_STATS_H
 #define SPARCML_STATS_H
 
@@ -13,11 +15,12 @@
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
                   double seconds);
 
-/* Record a tagged call that failed with `reason`. */
-void stats_record_error(int reason);
+/* Record a tagged call that failed with `reason` (with SPARCML_VERBOSE,
+ * its line). */
+void stats_record_error(int rank, int reason);
 
 /* Record a failed call whose data travelled with the agreement records. */
-void stats_record_piggybacked_failure(void);
+void stats_record_piggybacked_failure(int rank);
 
 /* Transparent mode: where a qualifying call went. */
 typedef enum stats_route {

@@ -82,6 +82,17 @@ START_TEST(invalid_values_name_the_variable)
 }
 END_TEST
 
+/* The message gives the accepted range exactly (2^64 - 1, not 2^64). */
+START_TEST(uint_range_is_exact_in_the_message)
+{
+    sparcml_settings s;
+    ck_assert_int_eq(parse_with(&s, "SPARCML_QSGD_SEED", "-1"), -1);
+    ck_assert_ptr_nonnull(strstr(s.error, "[0, 18446744073709551615]"));
+    ck_assert_int_eq(parse_with(&s, "SPARCML_QSGD_SEED", "18446744073709551615"), 0);
+    ck_assert_uint_eq(s.qsgd_seed, UINT64_MAX);
+}
+END_TEST
+
 START_TEST(unknown_variable_is_an_error)
 {
     sparcml_settings s;
@@ -112,6 +123,7 @@ Suite *settings_suite(void)
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, valid_values);
     tcase_add_test(tc, invalid_values_name_the_variable);
+    tcase_add_test(tc, uint_range_is_exact_in_the_message);
     tcase_add_test(tc, unknown_variable_is_an_error);
     tcase_add_test(tc, hash_tracks_selection_settings);
     suite_add_tcase(s, tc);
