@@ -143,20 +143,30 @@ static inline MPI_Count sparcml_sparse_capacity(uint64_t dim, int value_type, ui
     return (MPI_Count)((sparcml_sparse_bytes(dim, value_type, nnz) + 7) / 8);
 }
 
-/* Create, commit and tag an 8-byte datatype for streams of value_type. */
+/* Create, commit and tag an 8-byte datatype for streams of value_type.
+ * On failure nothing is left behind: *newtype is MPI_DATATYPE_NULL.
+ * (A duplicate made with MPI_Type_dup is not tagged: MPI gives it no
+ * name; tag it again with MPI_Type_set_name.) */
 static inline int sparcml_type_create(int value_type, MPI_Datatype *newtype)
 {
     char name[64];
     const char *vt = sparcml_value_type_name(value_type);
     int rc;
+    *newtype = MPI_DATATYPE_NULL;
     if (!vt) return MPI_ERR_ARG;
     rc = MPI_Type_contiguous(SPARCML_WORD_BYTES, MPI_BYTE, newtype);
     if (rc != MPI_SUCCESS) return rc;
     rc = MPI_Type_commit(newtype);
-    if (rc != MPI_SUCCESS) return rc;
-    strcpy(name, SPARCML_NAME_PREFIX);
-    strcat(name, vt);
-    return MPI_Type_set_name(*newtype, name);
+    if (rc == MPI_SUCCESS) {
+        strcpy(name, SPARCML_NAME_PREFIX);
+        strcat(name, vt);
+        rc = MPI_Type_set_name(*newtype, name);
+    }
+    if (rc != MPI_SUCCESS) {
+        MPI_Type_free(newtype);
+        *newtype = MPI_DATATYPE_NULL;
+    }
+    return rc;
 }
 
 /* --- writing streams ---------------------------------------------------- */
@@ -221,16 +231,28 @@ static inline int sparcml_check_dims(uint64_t dim, int value_type)
                                                                          : SPARCML_E_ARG;
 }
 
-/* Sparse stream from strictly increasing indices (each < dim) and values. */
+/* Stream from strictly increasing indices (each < dim) and values: sparse
+ * while that is smaller, else dense with zeros at the other indices (the
+ * library's own size rule), so sparcml_capacity(dim, value_type) words
+ * always suffice. */
 static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words, uint64_t dim,
                                              int value_type, uint64_t nnz,
                                              const uint64_t *indices, const void *values)
 {
     void *ip, *vp;
     uint64_t i, w = sparcml_index_width(dim), pad;
+    size_t vs = sparcml_value_size(value_type);
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK || nnz > dim) return SPARCML_E_ARG;
     for (i = 0; i < nnz; i++)
         if (indices[i] >= dim || (i > 0 && indices[i] <= indices[i - 1])) return SPARCML_E_ARG;
+    if (sparcml_prefers_dense(dim, value_type, nnz)) {
+        if (sparcml_dense_bytes(dim, value_type) > (uint64_t)capacity_words * 8) return SPARCML_E_CAPACITY;
+        sparcml_write_header(buf, dim, value_type, dim, SPARCML_DENSE);
+        sparcml_stream_arrays(buf, &ip, &vp);
+        memset(vp, 0, dim * vs);
+        for (i = 0; i < nnz; i++) memcpy((char *)vp + indices[i] * vs, (const char *)values + i * vs, vs);
+        return SPARCML_OK;
+    }
     if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
         return SPARCML_E_CAPACITY;
     sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
@@ -238,7 +260,7 @@ static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words
     for (i = 0; i < nnz; i++) sparcml_put_index(ip, (unsigned)w, i, indices[i]);
     pad = sparcml_round8(nnz * w) - nnz * w;
     memset((char *)ip + nnz * w, 0, pad);
-    if (nnz) memcpy(vp, values, nnz * sparcml_value_size(value_type));
+    if (nnz) memcpy(vp, values, nnz * vs);
     return SPARCML_OK;
 }
 
@@ -264,8 +286,9 @@ static inline void sparcml_value_add_(int value_type, void *acc, const void *v)
     }
 }
 
-/* Sparse stream from (index, value) pairs in any order: sorts them and sums
- * the values of duplicate indices in their input order. */
+/* Stream from (index, value) pairs in any order: sorts them and sums the
+ * values of duplicate indices in their input order; sparse or dense as
+ * sparcml_stream_from_sorted. */
 static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words, uint64_t dim,
                                             int value_type, uint64_t n, const uint64_t *indices,
                                             const void *values)

@@ -96,9 +96,8 @@ int MPI_Finalize(void)
 
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 {
-    int rc = PMPI_Type_set_name(datatype, type_name);
-    if (rc != MPI_SUCCESS || settings_get()->disable) return rc;
-    return registry_on_set_name(datatype, type_name);
+    if (settings_get()->disable) return PMPI_Type_set_name(datatype, type_name);
+    return registry_set_name(datatype, type_name);
 }
 
 int MPI_Type_free(MPI_Datatype *datatype)

@@ -2,10 +2,18 @@
  *
  * MPI_Type_set_name is intercepted; a name in the grammar
  *     "sparcml:v1:" ( "float" | "double" | "int32" | "int64" )
- * on a datatype of size 8 and extent 8 registers it.  Renaming or freeing
- * the type unregisters it.  The lookup on every MPI_Allreduce is lock-free:
- * one atomic load and a branch while nothing is tagged, a short scan of a
- * small table otherwise -- no lock, no allocation, no string work. */
+ * on a datatype of size 8 and extent 8 registers it.  The name is checked
+ * before it is set, so a datatype's name and its tag never disagree: a
+ * rejected name leaves both as they were.  Renaming to another name or
+ * freeing the type unregisters it.  There is no limit on the number of
+ * tagged types (the table grows).
+ *
+ * The lookup on every MPI_Allreduce is lock-free: one atomic load and a
+ * branch while nothing is registered, else a probe of an open-addressing
+ * hash table -- no lock, no allocation, no string work.  Writers take a
+ * mutex; a table that grows is copied and the old one is kept (never freed
+ * while the process runs), so a concurrent reader never touches freed
+ * memory. */
 #ifndef SPARCML_REGISTRY_H
 #define SPARCML_REGISTRY_H
 
@@ -17,28 +25,29 @@
  * with "sparcml:" but is malformed (worth an error: the user meant to tag). */
 int registry_parse_name(const char *name);
 
-/* Called after a successful PMPI_Type_set_name: (un)registers the type.
- * Returns MPI_SUCCESS, or an MPI error class after printing why. */
-int registry_on_set_name(MPI_Datatype type, const char *name);
+/* MPI_Type_set_name: validate the name, set it (PMPI_Type_set_name) and
+ * (un)register the type.  Returns MPI_SUCCESS or an MPI error class after
+ * printing why; on an error the name and the tag are unchanged. */
+int registry_set_name(MPI_Datatype type, const char *name);
 
 /* Transparent mode (SPARCML_TRANSPARENT): the predefined types whose sums
  * the library may take over are registered with this bit on their value
  * type, so that the untagged fast path stays one load and a branch when
- * the mode is off. */
+ * the mode is off.  Renaming or freeing them does not unregister them. */
 #define REGISTRY_TRANSPARENT 0x100
 int registry_add_transparent(MPI_Datatype type, int vtype);
 
 /* Called before PMPI_Type_free. */
 void registry_on_free(MPI_Datatype type);
 
-extern atomic_uint registry_used_slots;
-int registry_find(MPI_Datatype type, unsigned used);
+extern atomic_uint registry_live; /* registered types: 0 = the fast path */
+int registry_find(MPI_Datatype type);
 
-/* Value type of a tagged datatype, 0 for any other. */
+/* Value type of a tagged datatype (with REGISTRY_TRANSPARENT for the
+ * predefined types of transparent mode), 0 for any other. */
 static inline int registry_value_type(MPI_Datatype type)
 {
-    unsigned used = atomic_load_explicit(&registry_used_slots, memory_order_acquire);
-    return used == 0 ? 0 : registry_find(type, used);
+    return atomic_load_explicit(&registry_live, memory_order_acquire) == 0 ? 0 : registry_find(type);
 }
 
 #endif

@@ -330,6 +330,32 @@ END_TEST
 
 /* ------------------------------------------------------------- helpers */
 
+/* More pairs than a sparse stream holds in the dense size: the helpers
+ * write the dense format (the library's size rule), within
+ * sparcml_capacity, and the values land at their indices. */
+START_TEST(from_pairs_writes_dense_when_smaller)
+{
+    enum { DIM = 100, K = 60 };
+    uint64_t idx[K];
+    float v[K], dense[DIM];
+    MPI_Count cap = sparcml_capacity(DIM, SPARCML_FLOAT);
+    char buf[(DIM * 4 + 48)] __attribute__((aligned(8)));
+    sparcml_header h;
+    ck_assert_uint_le((uint64_t)cap * 8, sizeof buf);
+    for (int i = 0; i < K; i++) { idx[i] = (uint64_t)(DIM - 1 - i); v[i] = (float)(i + 1); }
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, cap, DIM, SPARCML_FLOAT, K, idx, v), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    ck_assert_int_eq(h.format, SPARCML_DENSE);
+    ck_assert_int_eq(sparcml_stream_to_dense(buf, dense, DIM), SPARCML_OK);
+    for (int i = 0; i < DIM; i++)
+        ck_assert(dense[i] == (i >= DIM - K ? (float)(DIM - i) : 0.0f));
+    /* Below the line it stays sparse. */
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, cap, DIM, SPARCML_FLOAT, 40, idx, v), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    ck_assert_int_eq(h.format, SPARCML_SPARSE);
+}
+END_TEST
+
 START_TEST(from_pairs_sorts_and_sums_duplicates)
 {
     uint64_t idx[] = {5, 1, 5, 9, 1};
@@ -390,6 +416,7 @@ Suite *stream_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("helpers");
     tcase_add_test(tc, from_pairs_sorts_and_sums_duplicates);
+    tcase_add_test(tc, from_pairs_writes_dense_when_smaller);
     tcase_add_test(tc, from_dense_picks_the_smaller_format);
     suite_add_tcase(s, tc);
     return s;
