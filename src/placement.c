@@ -7,8 +7,8 @@
  * different machines may share a host name.  Without a boot id the host
  * name stands in.  The CPUs are the union of the ranks' affinity masks on
  * that machine, so ranks pinned to a few cores of a large node count as
- * sharing those few.  Only collectives every rank calls, in the same order,
- * whatever its settings: nothing here can leave a rank behind. */
+ * sharing those few.  One allgather every rank calls, whatever its
+ * settings: nothing here can leave a rank behind. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "placement.h"
@@ -27,7 +28,7 @@ static uint64_t fnv1a(const char *s, uint64_t h)
     return h;
 }
 
-static int machine_color(void)
+static uint64_t machine_id(void)
 {
     char buf[256] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
@@ -36,7 +37,7 @@ static int machine_color(void)
         fclose(f);
     }
     if (!buf[0] && gethostname(buf, sizeof buf - 1) != 0) buf[0] = '\0';
-    return (int)(fnv1a(buf, 1469598103934665603ull) & 0x7fffffff); /* a split color: >= 0 */
+    return fnv1a(buf, 1469598103934665603ull);
 }
 
 static void usable_cpus(cpu_set_t *mask)
@@ -47,22 +48,49 @@ static void usable_cpus(cpu_set_t *mask)
     for (long i = 0; i < (n > 0 ? n : 1) && i < CPU_SETSIZE; i++) CPU_SET((int)i, mask);
 }
 
+/* What each rank contributes: its machine and the CPUs it may run on. */
+typedef struct where {
+    uint64_t machine;
+    cpu_set_t cpus;
+} where;
+
+/* The ranks on machine m over the CPUs they may use together. */
+static double machine_load(const where *all, int P, uint64_t m)
+{
+    cpu_set_t cpus;
+    int ranks = 0;
+    CPU_ZERO(&cpus);
+    for (int r = 0; r < P; r++) {
+        if (all[r].machine != m) continue;
+        CPU_OR(&cpus, &cpus, &all[r].cpus);
+        ranks++;
+    }
+    return CPU_COUNT(&cpus) > 0 ? (double)ranks / CPU_COUNT(&cpus) : 1;
+}
+
+/* One allgather; every rank then computes the same maximum from the same
+ * data (a machine's load is computed once per rank of it: O(P^2 / ranks
+ * per machine) work, negligible next to the collective at the sizes
+ * communicators have). */
 int placement_ranks_per_core(MPI_Comm comm, double *out)
 {
-    MPI_Comm machine;
-    cpu_set_t cpus;
-    double mine = 1;
-    int rank, ranks, rc;
+    where mine = {.machine = machine_id()}, *all;
+    int P, rc;
     *out = 1;
-    usable_cpus(&cpus);
-    PMPI_Comm_rank(comm, &rank);
-    rc = PMPI_Comm_split(comm, machine_color(), rank, &machine);
+    usable_cpus(&mine.cpus);
+    rc = PMPI_Comm_size(comm, &P);
     if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Allreduce(MPI_IN_PLACE, &cpus, (int)sizeof cpus, MPI_BYTE, MPI_BOR, machine);
-    PMPI_Comm_size(machine, &ranks);
-    if (rc == MPI_SUCCESS && CPU_COUNT(&cpus) > 0) mine = (double)ranks / CPU_COUNT(&cpus);
-    PMPI_Comm_free(&machine);
-    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&mine, out, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (*out < 1) *out = 1;
+    all = malloc((size_t)P * sizeof *all);
+    if (!all) return MPI_ERR_NO_MEM;
+    rc = PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, comm);
+    for (int r = 0; rc == MPI_SUCCESS && r < P; r++) {
+        int seen = 0; /* each machine once */
+        for (int q = 0; q < r && !seen; q++) seen = all[q].machine == all[r].machine;
+        if (!seen) {
+            double load = machine_load(all, P, all[r].machine);
+            if (load > *out) *out = load;
+        }
+    }
+    free(all);
     return rc;
 }
