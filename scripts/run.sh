@@ -3,7 +3,8 @@
 # run the main job -- examples/topk_sgd, data-parallel SGD on a URL-like
 # synthetic sparse data set -- with P = 4: once with the dense MPI_FLOAT
 # allreduce (no shim), and with libsparcml preloaded in lossless sparse and
-# in top-k mode; then a side-by-side summary.
+# in top-k mode; then a side-by-side summary; then the Python main job
+# (python/examples/topk_sgd.py, mpi4py on Open MPI) dense and sparse.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
@@ -41,6 +42,23 @@ for m in dense sparse topk; do
         "$(field $m comm_s)" "$(field $m bytes)" \
         "$(awk -v d="$dense_comm" -v c="$(field $m comm_s)" 'BEGIN { printf "%.1fx", d / c }')"
 done
+# The Python main job (NumPy + mpi4py, which Debian builds for Open MPI):
+# the same model, dense and sparse gradients, side by side.
+ompi_shim="$top/build-openmpi/src/.libs/libsparcml.so"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+for m in dense sparse; do
+    echo
+    if [ "$m" = sparse ]; then pre=(-x LD_PRELOAD="$ompi_shim"); else pre=(); fi
+    echo "== python $m: mpirun.openmpi -n $P ${pre[*]:+-x LD_PRELOAD=libsparcml.so (Open MPI build) }python3 python/examples/topk_sgd.py --sync=$m"
+    timeout 600 mpirun.openmpi -n "$P" "${pre[@]}" /usr/bin/python3 "$top/python/examples/topk_sgd.py" \
+        --sync=$m --seed=1 | tee "$logs/py_$m"
+done
+echo
+echo "== python summary (P=$P)"
+for m in dense sparse; do
+    grep '^summary ' "$logs/py_$m" | sed 's/^summary /  /'
+done
+
 cat <<MSG
 
 The library ran without relinking: topk_sgd is a plain mpicc program.  On this

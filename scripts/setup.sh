@@ -3,12 +3,13 @@
 # in ./build.  Idempotent and quick when nothing changed.  Sourced by run.sh
 # and test.sh; can also be run on its own.
 #
-# The build always uses MPICH's own wrappers (mpicc.mpich, mpiexec.mpich):
-# Debian packages such as mpi4py can silently switch the generic `mpicc`
-# alternative to Open MPI.
+# Two builds, each with its MPI's own wrappers: build/ (mpicc.mpich,
+# mpiexec.mpich) and build-openmpi/ (mpicc.openmpi, mpirun.openmpi); Debian
+# packages such as mpi4py switch the generic `mpicc` alternative.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-packages=(mpich libmpich-dev autoconf automake libtool check pkg-config make gcc gfortran
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-mpi4py python3-numpy
+          autoconf automake libtool check pkg-config make gcc gfortran
           groff-base man-db valgrind)
 
 missing=()
@@ -31,10 +32,21 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt con
    || [ tests/Makefile.inc -nt configure ]; then
     autoreconf -fi >/dev/null
 fi
-mkdir -p build
-cd build
-if [ ! -f Makefile ] || [ ../configure -nt Makefile ]; then
-    ../configure --quiet MPICC=mpicc.mpich MPIEXEC=mpiexec.mpich MPIFC=mpif90.mpich
-fi
-make -s -j2 >/dev/null
-echo "setup: built $(pwd)/src/.libs/libsparcml.so with $(mpichversion | head -1 | tr -s ' \t' ' ') ($(readlink -f "$(command -v mpicc.mpich)"))"
+# One build per MPI, each with that MPI's own wrappers (never the generic
+# alternatives, which installing Open MPI or mpi4py switches): build/ for
+# MPICH, build-openmpi/ for Open MPI.
+configure_in() { # DIR, configure arguments...
+    local dir=$1
+    shift
+    mkdir -p "$top/$dir"
+    cd "$top/$dir"
+    if [ ! -f Makefile ] || [ ../configure -nt Makefile ]; then
+        ../configure --quiet "$@"
+    fi
+    make -s -j2 >/dev/null
+}
+configure_in build MPICC=mpicc.mpich MPIEXEC=mpiexec.mpich MPIFC=mpif90.mpich
+echo "setup: built $top/build/src/.libs/libsparcml.so with $(mpichversion | head -1 | tr -s ' \t' ' ') ($(readlink -f "$(command -v mpicc.mpich)"))"
+configure_in build-openmpi MPICC=mpicc.openmpi MPIEXEC=mpirun.openmpi MPIFC=mpif90.openmpi
+echo "setup: built $top/build-openmpi/src/.libs/libsparcml.so with Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -1) ($(readlink -f "$(command -v mpicc.openmpi)"))"
+cd "$top/build"
