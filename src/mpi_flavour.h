@@ -30,4 +30,17 @@ int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg);
 int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                          const MPI_Aint *displs, MPI_Comm comm);
 
+/* The MPI-3 stand-ins behind the wrappers where the _c functions are
+ * missing, with the int limit (INT_MAX there) as a parameter so that
+ * tests/mpi/flavour.c exercises the chunks and words with small limits in
+ * either build. */
+int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Count limit);
+int flv3_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Count limit);
+int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
+                     MPI_Count limit);
+int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit);
+int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit);
+
 #endif

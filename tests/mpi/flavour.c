@@ -1,0 +1,111 @@
+/* flavour.c -- the MPI-3 stand-ins of src/mpi_flavour.c (what Open MPI 4.1
+ * runs instead of the MPI-4 large-count functions) with small int limits,
+ * so that their chunks and 8-byte words are exercised without 2^31-element
+ * buffers.  Linked with the library's core (not preloaded).  Checked
+ * against plain PMPI calls on the same data.  Needs P >= 2.
+ * Prints "flavour: P=.. failures=N". */
+#include <string.h>
+
+#include "mpi_flavour.h"
+#include "testlib.h"
+
+static int failures, rank, P;
+
+static void expect(int cond, const char *what)
+{
+    if (cond) return;
+    fprintf(stderr, "FAIL rank %d: %s\n", rank, what);
+    failures++;
+}
+
+/* Sums of `count` doubles in chunks of at most 7, in place and not. */
+static void allreduce_in_chunks(void)
+{
+    static const int counts[] = {0, 1, 7, 8, 100};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        int n = counts[c];
+        double in[100], a[100], b[100];
+        for (int i = 0; i < n; i++) in[i] = a[i] = (double)(rank * 1000 + i);
+        expect(flv3_allreduce(in, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, 7) == MPI_SUCCESS,
+               "chunked allreduce failed");
+        expect(flv3_allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, 7) == MPI_SUCCESS,
+               "chunked in-place allreduce failed");
+        for (int i = 0; i < n; i++) {
+            double want = 1000.0 * P * (P - 1) / 2 + (double)P * i;
+            expect(b[i] == want && a[i] == want, "chunked allreduce: wrong sum");
+        }
+    }
+}
+
+/* Messages above the limit (600 here) travel as 8-byte words (padded),
+ * below as bytes; the receiver learns the size from the status either way. */
+static void messages_as_words(void)
+{
+    static const MPI_Count sizes[] = {50, 1003, 4000};
+    unsigned char buf[4008];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        MPI_Count bytes = sizes[s], got = 0;
+        if (rank == 0) {
+            MPI_Request req;
+            for (MPI_Count i = 0; i < bytes; i++) buf[i] = (unsigned char)(i * 7 + s);
+            expect(flv3_send_bytes(buf, bytes, 1, 1, MPI_COMM_WORLD, 600) == MPI_SUCCESS, "send failed");
+            expect(flv3_isend_bytes(buf, bytes, 1, 2, MPI_COMM_WORLD, &req, 600) == MPI_SUCCESS, "isend failed");
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            for (int tag = 1; tag <= 2; tag++) {
+                MPI_Message msg;
+                MPI_Status st;
+                memset(buf, 0, sizeof buf);
+                MPI_Mprobe(0, tag, MPI_COMM_WORLD, &msg, &st);
+                expect(flv_message_bytes(&st, &got) == MPI_SUCCESS, "message size unknown");
+                expect(got >= bytes && got <= bytes + 7, "message size wrong");
+                expect(flv3_mrecv_bytes(buf, got, &msg, 600) == MPI_SUCCESS, "mrecv failed");
+                for (MPI_Count i = 0; i < bytes; i++)
+                    if (buf[i] != (unsigned char)(i * 7 + s)) { expect(0, "message bytes wrong"); break; }
+            }
+        }
+    }
+}
+
+/* Allgatherv of P slices of `each` bytes: bytes when everything fits the
+ * limit, words when all are whole words, else MPI_ERR_COUNT on every rank. */
+static void allgather(MPI_Count each, MPI_Count limit, int expect_rc)
+{
+    MPI_Count counts[64];
+    MPI_Aint displs[64];
+    unsigned char mine[64], all[64 * 64];
+    int rc;
+    for (int r = 0; r < P; r++) {
+        counts[r] = each;
+        displs[r] = (MPI_Aint)(r * each);
+    }
+    for (MPI_Count i = 0; i < each; i++) mine[i] = (unsigned char)(rank * 31 + i);
+    memset(all, 0, sizeof all);
+    rc = flv3_allgatherv_bytes(mine, each, all, counts, displs, MPI_COMM_WORLD, limit);
+    expect(rc == expect_rc, "allgatherv: unexpected return code");
+    if (rc != MPI_SUCCESS) return;
+    for (int r = 0; r < P; r++)
+        for (MPI_Count i = 0; i < each; i++)
+            if (all[r * each + i] != (unsigned char)(r * 31 + i)) { expect(0, "allgatherv: wrong bytes"); return; }
+}
+
+int main(int argc, char **argv)
+{
+    int all;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (P < 2 || P > 64) {
+        if (rank == 0) fprintf(stderr, "flavour: needs 2..64 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    allreduce_in_chunks();
+    messages_as_words();
+    allgather(5, 100, MPI_SUCCESS);          /* bytes */
+    allgather(24, 20, MPI_SUCCESS);          /* words: counts beyond the limit, whole words */
+    allgather(21, 20, MPI_ERR_COUNT);        /* neither */
+    PMPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("flavour: P=%d failures=%d\n", P, all);
+    MPI_Finalize();
+    return all != 0;
+}
