@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "mpi_flavour.h"
@@ -16,32 +15,35 @@ int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)
 /* --- the MPI-3 stand-ins, their int limit a parameter (tests/mpi/flavour.c
  * runs them with small limits in either build) ---------------------------- */
 
-/* 8 bytes as one element, for messages beyond the limit. */
-static MPI_Datatype word_type = MPI_DATATYPE_NULL;
-static pthread_once_t word_once = PTHREAD_ONCE_INIT;
-
-static void word_create(void)
-{
-    MPI_Datatype t;
-    if (PMPI_Type_contiguous(8, MPI_BYTE, &t) == MPI_SUCCESS && PMPI_Type_commit(&t) == MPI_SUCCESS)
-        word_type = t;
-}
-
 /* A byte count as (count, type): bytes, or whole words beyond the limit
  * (the buffers involved are padded to words: pool buffers and the
- * application's count * 8-byte stream buffers). */
+ * application's count * 8-byte stream buffers).  A word type is made for
+ * the one call and freed after it (release_type): calls that large are
+ * rare and long, and no datatype outlives them. */
 static int as_elements(MPI_Count bytes, MPI_Count limit, int *count, MPI_Datatype *type)
 {
+    int rc;
+    *type = MPI_BYTE;
     if (bytes <= limit) {
         *count = (int)bytes;
-        *type = MPI_BYTE;
         return MPI_SUCCESS;
     }
-    pthread_once(&word_once, word_create);
-    if (word_type == MPI_DATATYPE_NULL || (bytes + 7) / 8 > limit) return MPI_ERR_COUNT;
+    if ((bytes + 7) / 8 > limit) return MPI_ERR_COUNT;
     *count = (int)((bytes + 7) / 8);
-    *type = word_type;
-    return MPI_SUCCESS;
+    rc = PMPI_Type_contiguous(8, MPI_BYTE, type);
+    if (rc != MPI_SUCCESS) *type = MPI_BYTE; /* nothing to free */
+    else rc = PMPI_Type_commit(type);
+    return rc;
+}
+
+/* Free a word type of as_elements (a pending send keeps its own reference). */
+static int release_type(MPI_Datatype *type, int rc)
+{
+    if (*type != MPI_BYTE) {
+        int frc = PMPI_Type_free(type);
+        if (rc == MPI_SUCCESS) rc = frc;
+    }
+    return rc;
 }
 
 int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
@@ -65,7 +67,8 @@ int flv3_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Com
     int n, rc;
     MPI_Datatype t;
     rc = as_elements(bytes, limit, &n, &t);
-    return rc == MPI_SUCCESS ? PMPI_Send(buf, n, t, dest, tag, comm) : rc;
+    if (rc == MPI_SUCCESS) rc = PMPI_Send(buf, n, t, dest, tag, comm);
+    return release_type(&t, rc);
 }
 
 int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
@@ -74,7 +77,8 @@ int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Co
     int n, rc;
     MPI_Datatype t;
     rc = as_elements(bytes, limit, &n, &t);
-    return rc == MPI_SUCCESS ? PMPI_Isend(buf, n, t, dest, tag, comm, req) : rc;
+    if (rc == MPI_SUCCESS) rc = PMPI_Isend(buf, n, t, dest, tag, comm, req);
+    return release_type(&t, rc);
 }
 
 int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit)
@@ -82,7 +86,8 @@ int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count lim
     int n, rc;
     MPI_Datatype t;
     rc = as_elements(bytes, limit, &n, &t);
-    return rc == MPI_SUCCESS ? PMPI_Mrecv(buf, n, t, msg, MPI_STATUS_IGNORE) : rc;
+    if (rc == MPI_SUCCESS) rc = PMPI_Mrecv(buf, n, t, msg, MPI_STATUS_IGNORE);
+    return release_type(&t, rc);
 }
 
 /* Counts and displacements in one unit (bytes, or words when they are all
@@ -106,11 +111,6 @@ int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbu
     if (rc != MPI_SUCCESS) return rc;
     unit = allgather_unit(counts, displs, P, limit);
     if (unit == 0) return MPI_ERR_COUNT;
-    if (unit == 8) {
-        pthread_once(&word_once, word_create);
-        if (word_type == MPI_DATATYPE_NULL) return MPI_ERR_COUNT;
-        t = word_type;
-    }
     c = malloc(2 * (size_t)P * sizeof *c);
     if (!c) return MPI_ERR_NO_MEM;
     d = c + P;
@@ -118,9 +118,14 @@ int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbu
         c[r] = (int)(counts[r] / unit);
         d[r] = (int)(displs[r] / unit);
     }
-    rc = PMPI_Allgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, c, d, t, comm);
+    if (unit == 8) {
+        rc = PMPI_Type_contiguous(8, MPI_BYTE, &t);
+        if (rc != MPI_SUCCESS) t = MPI_BYTE;
+        else rc = PMPI_Type_commit(&t);
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Allgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, c, d, t, comm);
     free(c);
-    return rc;
+    return release_type(&t, rc);
 }
 
 #if HAVE_PMPI_ALLREDUCE_C /* MPI-4 large counts (MPICH 4) */
