@@ -46,7 +46,10 @@ done
 # recursive doubling 3 (its worst case), split 2, dense 1.1 (a copy of a
 # sparse input, or when no input alone makes the sum dense the dense sum in
 # a pool buffer plus an N-bit bitmap, N/8 bytes = D/32 for float, and the
-# vendor's own scratch varies by about 100 kB from call to call); auto may
+# vendor's own scratch varies by about 100 kB from call to call); the
+# library's set-up on a communicator (its private communicator, a few
+# hundred kB inside MPI, independent of D) is measured and printed apart,
+# by a tagged call on an empty stream before the measured calls; auto may
 # choose any of them.  d = 0.45: every input just below the sparse/dense
 # line, the sum dense (the worst case); d = 0.01: a sum that fills in to
 # about half at P = 64.
