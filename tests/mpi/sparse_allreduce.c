@@ -128,31 +128,6 @@ static void build_input(const tcase *t, int r, int P, void *buf, MPI_Count count
     }
 }
 
-/* sum_r |x_ri| at index i (floating-point types). */
-static double magnitude(const tcase *t, int P, uint64_t i)
-{
-    double mag = 0;
-    for (int r = 0; r < P; r++) {
-        unsigned char v[8];
-        if (!holds(t, r, P, i)) continue;
-        value_of(t, r, i, v);
-        if (t->vtype == SPARCML_FLOAT) { float f; memcpy(&f, v, 4); mag += fabs(f); }
-        else { double f; memcpy(&f, v, 8); mag += fabs(f); }
-    }
-    return mag;
-}
-
-/* The extra tolerance QSGD allows (0 without quantization). */
-static double qsgd_tolerance(const tcase *t, int P)
-{
-    double G = 0;
-    int levels = 0;
-    if (!qsgd_levels_s || (t->vtype != SPARCML_FLOAT && t->vtype != SPARCML_DOUBLE)) return 0;
-    for (uint64_t i = 0; i < t->dim; i++) G = fmax(G, magnitude(t, P, i));
-    while ((1 << levels) < P) levels++;
-    return (P + 2 * levels + 1) * G / qsgd_levels_s;
-}
-
 /* The indices this rank checks: all, or with --check=slice its own 1/P. */
 static void checked_range(const tcase *t, int rank, int P, uint64_t *lo, uint64_t *hi)
 {
@@ -163,36 +138,96 @@ static void checked_range(const tcase *t, int rank, int P, uint64_t *lo, uint64_
     *hi = t->dim * (uint64_t)(rank + 1) / (uint64_t)P;
 }
 
+/* The reference of a case, computed once from holds() and value_of() in
+ * one pass over the checked indices and every rank (the O(N P) part of the
+ * test), then used by every repetition. */
+typedef struct reference {
+    uint64_t lo, hi;  /* the checked indices */
+    double *sum, *mag; /* floating point: sum_r x_ri and sum_r |x_ri| */
+    uint64_t *isum;   /* integers: the sum modulo 2^64 */
+    unsigned char *held; /* some rank holds index i */
+    uint64_t n_union; /* entries of the union of the inputs' indices */
+    double qtol;      /* the extra tolerance QSGD allows (0 without) */
+} reference;
+
+/* Add rank r's value at index i (held) into the reference at slot j. */
+static void add_value(const tcase *t, reference *ref, int r, uint64_t i, uint64_t j)
+{
+    unsigned char v[8];
+    value_of(t, r, i, v);
+    switch (t->vtype) {
+    case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref->sum[j] += f; ref->mag[j] += fabs(f); break; }
+    case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref->sum[j] += f; ref->mag[j] += fabs(f); break; }
+    case SPARCML_INT32: { int32_t x; memcpy(&x, v, 4); ref->isum[j] += (uint32_t)x; break; }
+    default: { uint64_t x; memcpy(&x, v, 8); ref->isum[j] += x; break; }
+    }
+}
+
+/* Build the reference (collective with --check=slice: the ranks' slices
+ * are combined for the union's size, the ranks' input sizes and G). */
+static void reference_build(const tcase *t, MPI_Comm comm, reference *ref)
+{
+    int rank, P, any_dense = 0, levels = 0;
+    uint64_t *nnz, n = 0;
+    double G = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+    checked_range(t, rank, P, &ref->lo, &ref->hi);
+    size_t len = (size_t)(ref->hi - ref->lo) + 1;
+    ref->sum = calloc(len, sizeof *ref->sum);
+    ref->mag = calloc(len, sizeof *ref->mag);
+    ref->isum = calloc(len, sizeof *ref->isum);
+    ref->held = calloc(len, 1);
+    nnz = calloc((size_t)P, sizeof *nnz);
+    if (!ref->sum || !ref->mag || !ref->isum || !ref->held || !nnz) MPI_Abort(MPI_COMM_WORLD, 2);
+    for (uint64_t i = ref->lo; i < ref->hi; i++) {
+        uint64_t j = i - ref->lo;
+        for (int r = 0; r < P; r++) {
+            if (!holds(t, r, P, i)) continue;
+            nnz[r]++;
+            ref->held[j] = 1;
+            add_value(t, ref, r, i, j);
+        }
+        n += ref->held[j];
+        G = fmax(G, ref->mag[j]);
+    }
+    if (check_own_slice) {
+        MPI_Allreduce(MPI_IN_PLACE, nnz, P, MPI_UINT64_T, MPI_SUM, comm);
+        MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, comm);
+        MPI_Allreduce(MPI_IN_PLACE, &G, 1, MPI_DOUBLE, MPI_MAX, comm);
+    }
+    /* build_input's rule: a rank sends dense where that is smaller, and a
+     * dense input supplies every index. */
+    for (int r = 0; r < P; r++)
+        any_dense |= !t->sparse_input && sparcml_prefers_dense(t->dim, t->vtype, nnz[r]);
+    ref->n_union = any_dense ? t->dim : n;
+    if (any_dense) memset(ref->held, 1, len);
+    while ((1 << levels) < P) levels++;
+    ref->qtol = qsgd_levels_s && (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE)
+                    ? (P + 2 * levels + 1) * G / qsgd_levels_s : 0;
+    free(nnz);
+}
+
+static void reference_free(reference *ref)
+{
+    free(ref->sum); free(ref->mag); free(ref->isum); free(ref->held);
+}
+
 /* Check result (dense expansion `got`) against the reference. */
-static void check_values(const tcase *t, int rank, int P, const void *got)
+static void check_values(const tcase *t, int rank, int P, const reference *ref, const void *got)
 {
     size_t vs = sparcml_value_size(t->vtype);
     int bad = 0;
-    double qtol = qsgd_tolerance(t, P);
-    uint64_t lo, hi;
-    checked_range(t, rank, P, &lo, &hi);
-    for (uint64_t i = lo; i < hi && !bad; i++) {
-        double ref = 0, mag = 0;
-        uint64_t iref = 0;
-        for (int r = 0; r < P; r++) {
-            unsigned char v[8];
-            if (!holds(t, r, P, i)) continue;
-            value_of(t, r, i, v);
-            switch (t->vtype) {
-            case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref += f; mag += fabs(f); break; }
-            case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref += f; mag += fabs(f); break; }
-            case SPARCML_INT32: { int32_t x; memcpy(&x, v, 4); iref += (uint32_t)x; break; }
-            default: { uint64_t x; memcpy(&x, v, 8); iref += x; break; }
-            }
-        }
+    for (uint64_t i = ref->lo; i < ref->hi && !bad; i++) {
+        uint64_t j = i - ref->lo;
         const char *g = (const char *)got + i * vs;
         switch (t->vtype) {
         case SPARCML_FLOAT: { float f; memcpy(&f, g, 4);
-            bad = !(fabs(f - ref) <= P * FLT_EPSILON * mag + qtol); break; }
+            bad = !(fabs(f - ref->sum[j]) <= P * FLT_EPSILON * ref->mag[j] + ref->qtol); break; }
         case SPARCML_DOUBLE: { double f; memcpy(&f, g, 8);
-            bad = !(fabs(f - ref) <= P * DBL_EPSILON * mag + qtol); break; }
-        case SPARCML_INT32: { uint32_t x; memcpy(&x, g, 4); bad = x != (uint32_t)iref; break; }
-        default: { uint64_t x; memcpy(&x, g, 8); bad = x != iref; break; }
+            bad = !(fabs(f - ref->sum[j]) <= P * DBL_EPSILON * ref->mag[j] + ref->qtol); break; }
+        case SPARCML_INT32: { uint32_t x; memcpy(&x, g, 4); bad = x != (uint32_t)ref->isum[j]; break; }
+        default: { uint64_t x; memcpy(&x, g, 8); bad = x != ref->isum[j]; break; }
         }
         if (bad) {
             char msg[128];
@@ -202,48 +237,13 @@ static void check_values(const tcase *t, int rank, int P, const void *got)
     }
 }
 
-/* Does rank r send a dense stream (build_input's rule)? */
-static int sends_dense(const tcase *t, int r, int P)
-{
-    uint64_t nnz = 0;
-    if (t->sparse_input) return 0;
-    for (uint64_t i = 0; i < t->dim; i++) nnz += (uint64_t)holds(t, r, P, i);
-    return sparcml_prefers_dense(t->dim, t->vtype, nnz);
-}
-
-/* The result's format and indices: exactly the union of the inputs'
- * indices, sparse exactly while that is smaller (sparcml-stream(7)). */
-/* Is index i supplied by some rank (a dense input supplies every index)? */
-static int supplied(const tcase *t, int P, int any_dense, uint64_t i)
-{
-    for (int r = 0; r < P; r++)
-        if (any_dense || holds(t, r, P, i)) return 1;
-    return 0;
-}
-
-/* The size of the union of the inputs' indices (collective with
- * --check=slice: each rank counts its own 1/P). */
-static uint64_t union_size(const tcase *t, MPI_Comm comm)
-{
-    int rank, P, any_dense = 0;
-    uint64_t lo, hi, n = 0, total;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &P);
-    checked_range(t, rank, P, &lo, &hi);
-    for (int r = 0; r < P; r++) any_dense |= sends_dense(t, r, P);
-    for (uint64_t i = lo; i < hi; i++) n += (uint64_t)supplied(t, P, any_dense, i);
-    if (!check_own_slice) return n;
-    MPI_Allreduce(&n, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
-    return total;
-}
-
-/* The result's format follows the size rule on the union (n entries), and
- * a sparse result holds exactly the union's indices (in the checked range). */
-static void check_format(const tcase *t, int rank, int P, const void *result, uint64_t n)
+/* The result's format follows the size rule on the union, and a sparse
+ * result holds exactly the union's indices (in the checked range)
+ * (sparcml-stream(7)). */
+static void check_format(const tcase *t, int rank, const reference *ref, const void *result)
 {
     sparcml_header h;
-    uint64_t at = 0, idx = 0, lo, hi;
-    int any_dense = 0;
+    uint64_t at = 0, idx = 0, n = ref->n_union;
     unsigned char v[8];
     sparcml_stream_header(result, &h);
     if ((h.format == SPARCML_DENSE) != sparcml_prefers_dense(t->dim, t->vtype, n)) {
@@ -256,11 +256,9 @@ static void check_format(const tcase *t, int rank, int P, const void *result, ui
         fail(t, rank, "sparse result does not hold exactly the union of the indices");
         return;
     }
-    for (int r = 0; r < P; r++) any_dense |= sends_dense(t, r, P);
-    checked_range(t, rank, P, &lo, &hi);
-    while (at < n && (sparcml_stream_entry(result, at, &idx, v), idx < lo)) at++;
-    for (uint64_t i = lo; i < hi; i++) {
-        if (!supplied(t, P, any_dense, i)) continue;
+    while (at < n && (sparcml_stream_entry(result, at, &idx, v), idx < ref->lo)) at++;
+    for (uint64_t i = ref->lo; i < ref->hi; i++) {
+        if (!ref->held[i - ref->lo]) continue;
         if (at < n) sparcml_stream_entry(result, at++, &idx, v);
         if (at == 0 || idx != i) {
             fail(t, rank, "sparse result's indices are not the union of the inputs'");
@@ -277,7 +275,9 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
                                       : sparcml_capacity(t->dim, t->vtype);
     void *send = t_alloc_words(count), *recv = t_alloc_words(count);
     void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
-    uint64_t first_hash = 0, n_union = union_size(t, comm);
+    uint64_t first_hash = 0;
+    reference ref = {0};
+    reference_build(t, comm, &ref);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     for (int rep = 0; rep < 3; rep++) {
@@ -311,12 +311,13 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         if (repeat && hash != first_hash && !adaptive) fail(t, rank, "repeated call gave a different result");
         if (!repeat) first_hash = hash;
         if (!repeat || hash != first_hash) {
-            check_format(t, rank, P, recv, n_union);
+            check_format(t, rank, &ref, recv);
             sparcml_stream_to_dense(recv, got, t->dim);
-            check_values(t, rank, P, got);
+            check_values(t, rank, P, &ref, got);
         }
     }
     free(send); free(recv); free(scratch); free(got);
+    reference_free(&ref);
 }
 
 static void run_all(MPI_Comm comm, const char *name, MPI_Datatype types[4], uint64_t seed)
