@@ -1,0 +1,101 @@
+#!/bin/bash
+# bench_headline.sh -- the seeds' end-to-end result (SparCML Table 2, Greina,
+# Gigabit Ethernet, 8 nodes, logistic regression: Webspam 20.26x, URL 12.65x
+# end to end) reproduced with examples/topk_sgd on the emulated Gigabit
+# cluster (scripts/netsim.sh, needs root), P = 8 (issue 13, section 3).
+#
+# Two synthetic data sets shaped like the real ones (feature count and mean
+# non-zeros per sample; see bench/RESULTS.md for how they differ):
+#   url      3,231,961 features, ~116 non-zeros per sample, binary values;
+#   webspam  16,609,143 features, ~3,728 non-zeros per sample, rows scaled
+#            to unit norm (--unit-rows);
+# each trained three ways, the same data and seed: --sync=dense without the
+# shim (the vendor's MPI_FLOAT allreduce), --sync=sparse with libsparcml
+# preloaded (lossless: the same loss as dense, to the summation order), and
+# --sync=topk (k = 0.1 % of the features per rank, with error feedback).
+#
+# Output: bench/results/headline_rig.csv (one row per data set, mode and
+# epoch, and the summaries), headline_rig.png (time per epoch, compute and
+# communication stacked), and the table printed at the end.
+# The rig's 8 ranks share this machine's 2 cores: compute times are those of
+# 4 ranks per core.
+#   scripts/bench_headline.sh [EPOCHS]      (default 3)
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+b="$top/build"
+res="$top/bench/results"
+epochs=${1:-3}
+export HYDRA_CONFIG_FILE=/dev/null
+make -C "$b" -s -j2 examples/topk_sgd >/dev/null || { echo "bench_headline: build failed" >&2; exit 1; }
+shim="$b/src/.libs/libsparcml.so"
+sgd="$b/examples/topk_sgd"
+say() { echo "bench_headline: $*" >&2; }
+
+# name: topk_sgd options of the data set
+declare -A data=(
+    [url]="--features=3231961 --nnz=116 --samples=4000 --batch=250"
+    [webspam]="--features=16609143 --nnz=3728 --samples=1000 --batch=50 --unit-rows"
+)
+order=(url webspam)
+
+"$top/scripts/netsim.sh" up 8 1gbit >&2 || { say "netsim up failed"; exit 1; }
+trap '"$top/scripts/netsim.sh" down >&2' EXIT
+
+csv="$res/headline_rig.csv"
+echo "dataset,mode,epoch,loss,acc,compute_s,comm_s,bytes" >"$csv"
+run() { # dataset mode preload args...
+    local ds=$1 mode=$2 pre=$3 log
+    shift 3
+    log=$(mktemp)
+    say "$ds $mode: topk_sgd ${data[$ds]} $* --epochs=$epochs"
+    # shellcheck disable=SC2086  # the data set's options are words
+    env ${pre:+LD_PRELOAD="$pre"} "$top/scripts/netsim.sh" run 8 -- "$sgd" ${data[$ds]} "$@" \
+        --epochs="$epochs" --seed=1 >"$log" || { say "$ds $mode failed"; cat "$log" >&2; }
+    awk -v ds="$ds" -v m="$mode" '/^epoch/ && $2 > 0 { print ds "," m "," $2 "," $4 "," $6 "," $8 "," $10 "," $12 }' \
+        "$log" >>"$csv"
+    sed -n "s/^summary .*final_loss=\([^ ]*\) final_acc=\([^ ]*\) comm_s=\([^ ]*\) compute_s=\([^ ]*\) bytes=\([^ ]*\)/$ds,$mode,total,\1,\2,\4,\3,\5/p" \
+        "$log" >>"$csv"
+    rm -f "$log"
+}
+for ds in "${order[@]}"; do
+    run "$ds" dense "" --sync=dense
+    run "$ds" sparse "$shim" --sync=sparse
+    run "$ds" topk "$shim" --sync=topk --density=0.001
+done
+
+# The table: per data set, each mode's totals and its speedups over dense.
+echo
+printf '%-8s %-7s %14s %10s %10s %10s %9s %9s\n' data mode final_loss compute_s comm_s total_s "e2e x" "comm x"
+awk -F, '$3 == "total" { loss[$1,$2] = $4; cp[$1,$2] = $6; cm[$1,$2] = $7; ds[$1] = 1 }
+    END {
+        split("url webspam", o, " ")
+        split("dense sparse topk", m, " ")
+        for (i = 1; i <= 2; i++) for (j = 1; j <= 3; j++) {
+            d = o[i]; k = m[j]
+            if (!((d, k) in loss)) continue
+            t = cp[d,k] + cm[d,k]; td = cp[d,"dense"] + cm[d,"dense"]
+            printf "%-8s %-7s %14s %10.2f %10.2f %10.2f %9.2f %9.2f\n", d, k, loss[d,k], cp[d,k], cm[d,k], t,
+                   td / t, cm[d,"dense"] / cm[d,k]
+        }
+    }' "$csv"
+
+command -v gnuplot >/dev/null || { say "no gnuplot, no plot"; exit 0; }
+dat=$(mktemp)
+awk -F, '$3 == "total" { printf "\"%s %s\" %s %s\n", $1, $2, $6 / '"$epochs"', $7 / '"$epochs"' }' "$csv" >"$dat"
+gnuplot <<EOF
+set terminal pngcairo size 900,550 font "sans,10" noenhanced
+set output "$res/headline_rig.png"
+set title "examples/topk_sgd, P = 8, emulated 1 Gbit/s cluster (8 ranks on 2 cores): time per epoch"
+set ylabel "seconds per epoch (log)"
+set logscale y
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set grid y
+set key left top
+set xtics rotate by -30
+plot "$dat" using 2:xtic(1) title "compute", "" using 3 title "communication"
+EOF
+rm -f "$dat"
+say "wrote $csv and $res/headline_rig.png"
