@@ -5,6 +5,9 @@
  *
  *   kernel_bench          CSV on stdout: kernel,case,vtype,iw,k,ns_per_entry,
  *                         memcpy_ns_per_entry,x_memcpy,x_baseline
+ *                         (merge-add, scatter-add, densify, slicing, the
+ *                         stream builders of include/sparcml.h, QSGD block
+ *                         encode and decode)
  *   kernel_bench --scan   CSV: transparent mode's scan (count the nonzeros)
  *                         and gather (build the stream) of dense floats
  *                         against a plain read of the same buffer
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "qsgd.h"
 #include "stream.h"
 
 /* ------------------------------------------------- the baseline merge-add */
@@ -199,6 +203,56 @@ static void bench_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, char
     row("slice", "middle-half", vtype, iw, out.nnz, lib, cpy, 0);
 }
 
+/* The public builders (include/sparcml.h) and QSGD's block coder on k
+ * values of dimension 8k (32-bit indices).  References: for the builders
+ * a memcpy of the stream they write (from_dense: of the dense input they
+ * read, which is larger); for encode a memcpy of the values it reads, for
+ * decode of the values it writes. */
+static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *obuf, char *cbuf)
+{
+    uint64_t dim = 8 * k, rng = 0x5eed + k, *idx = (uint64_t *)abuf, *shuf = (uint64_t *)bbuf;
+    size_t vs = sparcml_value_size(vtype);
+    char *vals = abuf + k * 8, *dense = malloc(dim * vs);
+    MPI_Count cap = sparcml_capacity(dim, vtype);
+    double lib, cpy;
+    int reps = (int)(2000000 / k) + 1;
+    if (!dense) { fprintf(stderr, "kernel_bench: out of memory\n"); exit(2); }
+    sv tmp = {.vtype = vtype, .vs = vs, .val = vals};
+    for (uint64_t i = 0; i < k; i++) { idx[i] = 8 * i + rng_next(&rng) % 8; put_value(&tmp, i, &rng); }
+    for (uint64_t i = 0; i < k; i++) shuf[i] = idx[i];
+    for (uint64_t i = k; i > 1; i--) { /* the same pairs in random order */
+        uint64_t j = rng_next(&rng) % i, t = shuf[i - 1];
+        shuf[i - 1] = shuf[j];
+        shuf[j] = t;
+    }
+    uint64_t sb = sparcml_sparse_bytes(dim, vtype, k);
+    TIME_BEST(cpy, reps, (memcpy(cbuf, obuf, sb), sink += (uint64_t)cbuf[sb - 1]));
+    TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_from_sorted(obuf, cap, dim, vtype, k, idx, vals));
+    row("from_sorted", "density1/8", vtype, 4, k, lib, cpy, 0);
+    /* values no longer match the shuffled indices: the same work */
+    TIME_BEST(lib, reps / 4 + 1, sink += (uint64_t)sparcml_stream_from_pairs(obuf, cap, dim, vtype, k, shuf, vals));
+    row("from_pairs", "density1/8,shuffled", vtype, 4, k, lib, cpy, 0);
+    sparcml_stream_to_dense(obuf, dense, dim);
+    TIME_BEST(cpy, reps, (memcpy(cbuf, dense, dim * vs), sink += (uint64_t)cbuf[dim * vs - 1]));
+    TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_from_dense(obuf, cap, dim, vtype, dense));
+    row("from_dense", "density1/8", vtype, 4, k, lib, cpy, 0);
+    TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_to_dense(obuf, dense, dim));
+    row("to_dense", "density1/8", vtype, 4, k, lib, cpy, 0);
+
+    for (int bits = 4; bits <= 8; bits += 4) {
+        qsgd_params qp = {.bits = bits, .bucket = 512, .seed = 1};
+        qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
+        char cas[32];
+        TIME_BEST(cpy, reps, (memcpy(cbuf, vals, k * vs), sink += (uint64_t)cbuf[k * vs - 1]));
+        TIME_BEST(lib, reps, sink += qsgd_encode_block(vals, k, vtype, &qp, &key, obuf));
+        snprintf(cas, sizeof cas, "bits%d,bucket512", bits);
+        row("qsgd_encode", cas, vtype, 4, k, lib, cpy, 0);
+        TIME_BEST(lib, reps, (qsgd_decode_block(obuf, k, vtype, &qp, cbuf + 2 * k * vs), sink += 1));
+        row("qsgd_decode", cas, vtype, 4, k, lib, cpy, 0);
+    }
+    free(dense);
+}
+
 /* ------------------------------------------------- transparent-mode scan */
 
 /* The plain read the scan is measured against: a sum the compiler
@@ -302,6 +356,9 @@ int main(int argc, char **argv)
                 for (unsigned iw = 4; iw <= 8; iw += 4)
                     for (int ov = DISJOINT; ov <= IDENTICAL; ov++)
                         bench_pair(vt, iw, ks[n], (enum overlap)ov, abuf, bbuf, obuf, cbuf);
+        for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
+            for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
+                bench_builders(vt, ks[n], abuf, bbuf, obuf, cbuf);
     }
     free(abuf); free(bbuf); free(obuf); free(cbuf);
     return rc;
