@@ -116,9 +116,13 @@ int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint6
 /* ---------------------------------------------------------------- kernels */
 
 typedef struct kernels {
-    /* Sparse a + sparse b -> (oi, ov); returns the number of entries. */
+    /* Sparse a + sparse b -> (oi, ov); returns the number of entries.
+     * merge needs room for an + bn entries in oi and in ov (it may write
+     * beyond the union before compacting); merge_exact only for the union. */
     uint64_t (*merge)(const void *ai, const void *av, uint64_t an, const void *bi,
                       const void *bv, uint64_t bn, void *oi, void *ov);
+    uint64_t (*merge_exact)(const void *ai, const void *av, uint64_t an, const void *bi,
+                            const void *bv, uint64_t bn, void *oi, void *ov);
     /* Number of distinct indices in the union of a and b. */
     uint64_t (*union_size)(const void *ai, uint64_t an, const void *bi, uint64_t bn);
     /* dense d[idx[i] - base] = left ? v[i] + d[..] : d[..] + v[i] */
@@ -129,10 +133,65 @@ typedef struct kernels {
     void (*scatter)(void *d, const void *idx, const void *v, uint64_t n);
 } kernels;
 
-#define KERNELS(NAME, VT, IT)                                                  \
-    static uint64_t merge_##NAME(const void *ai_, const void *av_, uint64_t an, \
-                                 const void *bi_, const void *bv_, uint64_t bn, \
-                                 void *oi_, void *ov_)                         \
+/* merge_*: inputs of at least MERGE_INTERLEAVE_MIN entries are cut into
+ * MERGE_CHAINS independent merges advanced in turn in one loop.  With
+ * random interleaving a two-pointer merge is bound by its loop-carried
+ * chain (load index, compare, advance) or, branchy, by a mispredict every
+ * other entry; independent chains let the core overlap them.  The step is
+ * branch-free and computes the same sums (a + b, a left) as the scalar
+ * merge, so both give the same bits, and the choice between them may be
+ * local: where a probe of the chains' first steps finds the direction
+ * rarely changing (less than 1 in 8), the scalar merge is kept. */
+#define MERGE_CHAINS 4
+#define MERGE_INTERLEAVE_MIN 4096
+#define MERGE_PROBE 64 /* steps sampled at each chain's start */
+
+typedef struct merge_chain {
+    uint64_t i, j, iend, jend; /* cursors and ends in a and b */
+    uint64_t o, start;         /* output cursor, and where the chain began */
+} merge_chain;
+
+/* Steps every chain can take before one of its inputs may run out. */
+static inline uint64_t merge_safe_steps(const merge_chain *c)
+{
+    uint64_t m = UINT64_MAX;
+    for (int s = 0; s < MERGE_CHAINS; s++) {
+        uint64_t ra = c[s].iend - c[s].i, rb = c[s].jend - c[s].j;
+        uint64_t r = ra < rb ? ra : rb;
+        if (r < m) m = r;
+    }
+    return m;
+}
+
+/* One branch-free step of a chain with cursors (i, j, o) over ai/av,
+ * bi/bv into oi/ov: the smaller index, both values summed (a left) when
+ * equal, both cursors advanced by the comparison.  Values are chosen on
+ * their bits (BT: an unsigned integer of their size) with masks: a
+ * compiler turns a floating-point select into a branch, which would
+ * mispredict as often as the merge it replaces. */
+#define MERGE_STEP(VT, IT, BT, i, j, o)                                        \
+    do {                                                                       \
+        IT x_ = ai[i], y_ = bi[j];                                             \
+        VT va_ = av[i], vb_ = bv[j], sum_ = (VT)(va_ + vb_);                   \
+        BT ba_, bb_, bs_, pick_;                                               \
+        memcpy(&ba_, &va_, sizeof ba_);                                        \
+        memcpy(&bb_, &vb_, sizeof bb_);                                        \
+        memcpy(&bs_, &sum_, sizeof bs_);                                       \
+        BT ta_ = x_ <= y_, tb_ = y_ <= x_;                                     \
+        pick_ = bb_ ^ ((ba_ ^ bb_) & (BT)-ta_);                                \
+        pick_ ^= (bs_ ^ pick_) & (BT)-(ta_ & tb_);                             \
+        oi[o] = y_ ^ ((x_ ^ y_) & (IT)-(IT)ta_);                               \
+        memcpy(&ov[o], &pick_, sizeof pick_);                                  \
+        o++;                                                                   \
+        i += (uint64_t)ta_;                                                    \
+        j += (uint64_t)tb_;                                                    \
+    } while (0)
+
+#define KERNELS(NAME, VT, IT, BT)                                              \
+    static uint64_t merge_scalar_##NAME(const void *ai_, const void *av_,      \
+                                        uint64_t an, const void *bi_,          \
+                                        const void *bv_, uint64_t bn,          \
+                                        void *oi_, void *ov_)                  \
     {                                                                          \
         const IT *ai = ai_, *bi = bi_;                                         \
         const VT *av = av_, *bv = bv_;                                         \
@@ -147,6 +206,89 @@ typedef struct kernels {
         }                                                                      \
         for (; i < an; i++, o++) { oi[o] = ai[i]; ov[o] = av[i]; }             \
         for (; j < bn; j++, o++) { oi[o] = bi[j]; ov[o] = bv[j]; }             \
+        return o;                                                              \
+    }                                                                          \
+    /* Does the merge take the same direction step after step at the     \
+     * chains' starts (identical or clustered indices)?  Then the branchy  \
+     * scalar merge predicts well and beats the branch-free chains.  */    \
+    static int merge_predictable_##NAME(const IT *ai, const IT *bi,           \
+                                        const merge_chain *c)                  \
+    {                                                                          \
+        unsigned steps = 0, changes = 0;                                       \
+        for (int s = 0; s < MERGE_CHAINS; s++) {                               \
+            uint64_t i = c[s].i, j = c[s].j;                                   \
+            int prev = 0;                                                      \
+            for (int t = 0; t < MERGE_PROBE && i < c[s].iend && j < c[s].jend; t++) { \
+                int dir = (ai[i] <= bi[j]) | (bi[j] <= ai[i]) << 1;            \
+                changes += prev != 0 && dir != prev;                           \
+                steps++;                                                       \
+                prev = dir;                                                    \
+                i += dir & 1;                                                  \
+                j += dir >> 1;                                                 \
+            }                                                                  \
+        }                                                                      \
+        return changes * 8 < steps;                                            \
+    }                                                                          \
+    static uint64_t merge_##NAME(const void *ai_, const void *av_, uint64_t an, \
+                                 const void *bi_, const void *bv_, uint64_t bn, \
+                                 void *oi_, void *ov_)                         \
+    {                                                                          \
+        const IT *ai = ai_, *bi = bi_;                                         \
+        const VT *av = av_, *bv = bv_;                                         \
+        IT *oi = oi_;                                                          \
+        VT *ov = ov_;                                                          \
+        merge_chain c[MERGE_CHAINS];                                           \
+        uint64_t o = 0, m;                                                     \
+        if (an + bn < MERGE_INTERLEAVE_MIN || an < MERGE_CHAINS)               \
+            return merge_scalar_##NAME(ai, av, an, bi, bv, bn, oi, ov);        \
+        /* Chain s takes the indices in [ai[s an / S], ai[(s+1) an / S]):   \
+         * equal indices meet in one chain; it writes from i + j on, where  \
+         * the union of the chains before it ends at the latest.  */         \
+        for (int s = 0; s <= MERGE_CHAINS; s++) {                              \
+            uint64_t i = an * (uint64_t)s / MERGE_CHAINS, lo = 0, hi = bn;    \
+            if (s == MERGE_CHAINS)                                             \
+                lo = bn;                                                       \
+            else if (s > 0) /* chain 0 also takes b's smaller indices */      \
+                while (lo < hi) {                                              \
+                    uint64_t mid = lo + (hi - lo) / 2;                         \
+                    if (bi[mid] < ai[i]) lo = mid + 1; else hi = mid;          \
+                }                                                              \
+            if (s > 0) { c[s - 1].iend = i; c[s - 1].jend = lo; }              \
+            if (s < MERGE_CHAINS)                                              \
+                c[s] = (merge_chain){.i = i, .j = lo, .o = i + lo, .start = i + lo}; \
+        }                                                                      \
+        if (merge_predictable_##NAME(ai, bi, c))                               \
+            return merge_scalar_##NAME(ai, av, an, bi, bv, bn, oi, ov);        \
+        /* Interleaved while no chain can run out: m steps are safe.  The  \
+         * cursors live in locals so that they stay in registers.  */        \
+        while ((m = merge_safe_steps(c)) > 0) {                                \
+            uint64_t i0 = c[0].i, j0 = c[0].j, o0 = c[0].o;                    \
+            uint64_t i1 = c[1].i, j1 = c[1].j, o1 = c[1].o;                    \
+            uint64_t i2 = c[2].i, j2 = c[2].j, o2 = c[2].o;                    \
+            uint64_t i3 = c[3].i, j3 = c[3].j, o3 = c[3].o;                    \
+            for (uint64_t t = 0; t < m; t++) {                                 \
+                MERGE_STEP(VT, IT, BT, i0, j0, o0);                                \
+                MERGE_STEP(VT, IT, BT, i1, j1, o1);                                \
+                MERGE_STEP(VT, IT, BT, i2, j2, o2);                                \
+                MERGE_STEP(VT, IT, BT, i3, j3, o3);                                \
+            }                                                                  \
+            c[0].i = i0; c[0].j = j0; c[0].o = o0;                             \
+            c[1].i = i1; c[1].j = j1; c[1].o = o1;                             \
+            c[2].i = i2; c[2].j = j2; c[2].o = o2;                             \
+            c[3].i = i3; c[3].j = j3; c[3].o = o3;                             \
+        }                                                                      \
+        for (int s = 0; s < MERGE_CHAINS; s++) {                               \
+            merge_chain *k = &c[s];                                            \
+            k->o += merge_scalar_##NAME(ai + k->i, av + k->i, k->iend - k->i,  \
+                                        bi + k->j, bv + k->j, k->jend - k->j,  \
+                                        oi + k->o, ov + k->o);                 \
+            /* Close the gap the duplicates of earlier chains left.  */      \
+            if (o != k->start) {                                               \
+                memmove(oi + o, oi + k->start, (k->o - k->start) * sizeof *oi); \
+                memmove(ov + o, ov + k->start, (k->o - k->start) * sizeof *ov); \
+            }                                                                  \
+            o += k->o - k->start;                                              \
+        }                                                                      \
         return o;                                                              \
     }                                                                          \
     static uint64_t union_##NAME(const void *ai_, uint64_t an, const void *bi_, \
@@ -191,16 +333,16 @@ typedef struct kernels {
         for (uint64_t i = 0; i < n; i++) d[ix[i]] = v[i];                      \
     }
 
-KERNELS(f32_i32, float, uint32_t)
-KERNELS(f32_i64, float, uint64_t)
-KERNELS(f64_i32, double, uint32_t)
-KERNELS(f64_i64, double, uint64_t)
-KERNELS(u32_i32, uint32_t, uint32_t)
-KERNELS(u32_i64, uint32_t, uint64_t)
-KERNELS(u64_i32, uint64_t, uint32_t)
-KERNELS(u64_i64, uint64_t, uint64_t)
+KERNELS(f32_i32, float, uint32_t, uint32_t)
+KERNELS(f32_i64, float, uint64_t, uint32_t)
+KERNELS(f64_i32, double, uint32_t, uint64_t)
+KERNELS(f64_i64, double, uint64_t, uint64_t)
+KERNELS(u32_i32, uint32_t, uint32_t, uint32_t)
+KERNELS(u32_i64, uint32_t, uint64_t, uint32_t)
+KERNELS(u64_i32, uint64_t, uint32_t, uint64_t)
+KERNELS(u64_i64, uint64_t, uint64_t, uint64_t)
 
-#define KTAB(NAME) {merge_##NAME, union_##NAME, scatter_add_##NAME, dense_add_##NAME, scatter_##NAME}
+#define KTAB(NAME) {merge_##NAME, merge_scalar_##NAME, union_##NAME, scatter_add_##NAME, dense_add_##NAME, scatter_##NAME}
 /* Indexed by [value type][index width == 8]. */
 static const kernels kernel_table[5][2] = {
     [SPARCML_FLOAT] = {KTAB(f32_i32), KTAB(f32_i64)},
@@ -263,7 +405,8 @@ sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
      * down to where they belong for the real count (memmove: regions overlap). */
     out = stream_init(outbuf, a->dim, a->vtype, n, 0);
     vals = out.val;
-    n = k->merge(a->idx, a->val, a->nnz, b->idx, b->val, b->nnz, out.idx, vals);
+    n = (exact ? k->merge_exact : k->merge)(a->idx, a->val, a->nnz, b->idx, b->val, b->nnz,
+                                            out.idx, vals);
     if (exact) return out;
     out = stream_init(outbuf, a->dim, a->vtype, n, 0);
     memmove(out.val, vals, n * out.vs);

@@ -115,6 +115,123 @@ START_TEST(merge_add_matches_reference)
 }
 END_TEST
 
+/* Large sparse merges (the interleaved chains of stream.c and the scalar
+ * merge it keeps for predictable inputs): the result must be, bit for bit,
+ * what a plain two-pointer merge written here gives (a's value + b's on
+ * equal indices, a left), for index layouts that stress how the inputs are
+ * cut into chains: b before or after all of a, duplicates across chains. */
+/* The first four interleave at random (the chains run); the others take
+ * one direction for long stretches (the probe keeps the scalar merge). */
+enum layout { L_RANDOM, L_HALF, L_A_HIGH, L_A_LOW, L_IDENTICAL, L_B_BELOW, L_B_ABOVE, L_B_NARROW,
+              L_A_TINY, L_SUBSET, L_COUNT };
+
+/* n sorted distinct indices in [lo, hi), about `keep` of them. */
+static uint64_t pick_indices(uint64_t *idx, uint64_t lo, uint64_t hi, double keep)
+{
+    uint64_t n = 0;
+    for (uint64_t x = lo; x < hi; x++)
+        if ((double)(rnd() % 1000000) < keep * 1e6) idx[n++] = x;
+    return n;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Drop repeats from a sorted list; its new length. */
+static uint64_t unique_u64(uint64_t *x, uint64_t n)
+{
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (m == 0 || x[m - 1] != x[i]) x[m++] = x[i];
+    return m;
+}
+
+static sv list_stream(void *buf, uint64_t dim, int vtype, const uint64_t *idx, uint64_t n, uint64_t scale)
+{
+    sv s = stream_init(buf, dim, vtype, n, 0);
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t x = (int64_t)(rnd() % 2001) - 1000;
+        sparcml_put_index(s.idx, s.iw, i, idx[i] * scale);
+        set_value(vtype, s.val, i, x);
+    }
+    return s;
+}
+
+static uint64_t reference_merge(const sv *a, const sv *b, uint64_t *ri, char *rv)
+{
+    uint64_t i = 0, j = 0, o = 0, vs = a->vs;
+    while (i < a->nnz || j < b->nnz) {
+        uint64_t x = i < a->nnz ? sparcml_get_index(a->idx, a->iw, i) : UINT64_MAX;
+        uint64_t y = j < b->nnz ? sparcml_get_index(b->idx, b->iw, j) : UINT64_MAX;
+        if (x < y) { ri[o] = x; memcpy(rv + o * vs, (char *)a->val + i++ * vs, vs); }
+        else if (y < x) { ri[o] = y; memcpy(rv + o * vs, (char *)b->val + j++ * vs, vs); }
+        else {
+            vec va = {.vtype = a->vtype, .dense = (char *)a->val + i++ * vs};
+            vec vb = {.vtype = a->vtype, .dense = (char *)b->val + j++ * vs};
+            void *sum;
+            va.dim = vb.dim = 1;
+            sum = dense_sum(&va, &vb);
+            ri[o] = x;
+            memcpy(rv + o * vs, sum, vs);
+            free(sum);
+        }
+        o++;
+    }
+    return o;
+}
+
+START_TEST(merge_add_interleaved_matches_reference)
+{
+    int vtype = _i % 4 + 1, wide = _i >= 4;
+    uint64_t N = 400000, scale = wide ? 3000000 : 1; /* wide: dim > 2^32, 64-bit indices */
+    uint64_t dim = N * scale, *ia = malloc(N * 8), *ib = malloc(N * 8), *ri = malloc(2 * N * 8);
+    char *abuf = malloc(N * 16 + 64), *bbuf = malloc(N * 16 + 64), *rv = malloc(2 * N * 8);
+    rng_state = 99 + (uint64_t)_i;
+    for (int l = 0; l < L_COUNT; l++) {
+        uint64_t na, nb;
+        switch (l) {
+        case L_HALF: /* b: every other index of a, and as many others */
+            na = pick_indices(ia, 0, N, 0.02);
+            nb = pick_indices(ib, 0, N, 0.01);
+            for (uint64_t k = 0; k < na; k += 2) ib[nb++] = ia[k];
+            qsort(ib, nb, 8, cmp_u64);
+            nb = unique_u64(ib, nb);
+            break;
+        case L_A_HIGH: na = pick_indices(ia, N / 2, N, 0.03); nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_A_LOW: na = pick_indices(ia, 0, N / 2, 0.03); nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_IDENTICAL: na = pick_indices(ia, 0, N, 0.02); memcpy(ib, ia, na * 8); nb = na; break;
+        case L_B_BELOW: na = pick_indices(ia, N / 2, N, 0.03); nb = pick_indices(ib, 0, N / 2, 0.03); break;
+        case L_B_ABOVE: na = pick_indices(ia, 0, N / 2, 0.03); nb = pick_indices(ib, N / 2, N, 0.03); break;
+        case L_B_NARROW: na = pick_indices(ia, 0, N, 0.02); nb = pick_indices(ib, N / 3, N / 3 + 9000, 0.9); break;
+        case L_A_TINY: ia[0] = 5; ia[1] = 70000; ia[2] = 200000; ia[3] = 399999; na = 4;
+            nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_SUBSET:
+            nb = pick_indices(ib, 0, N, 0.03);
+            na = 0;
+            for (uint64_t k = 0; k < nb; k += 3) ia[na++] = ib[k];
+            break;
+        default: na = pick_indices(ia, 0, N, 0.02); nb = pick_indices(ib, 0, N, 0.02); break;
+        }
+        sv a = list_stream(abuf, dim, vtype, ia, na, scale), b = list_stream(bbuf, dim, vtype, ib, nb, scale);
+        void *out = malloc(stream_merge_bound(&a, &b));
+        sv r = stream_merge_add(&a, &b, out);
+        uint64_t n = reference_merge(&a, &b, ri, rv);
+        ck_assert_msg(a.nnz + b.nnz >= 4096 && !r.dense, "layout %d does not reach the interleaved merge", l);
+        ck_assert_uint_eq(r.nnz, n);
+        for (uint64_t k = 0; k < n; k++) {
+            ck_assert_uint_eq(sparcml_get_index(r.idx, r.iw, k), ri[k]);
+            ck_assert_msg(memcmp((char *)r.val + k * r.vs, rv + k * r.vs, r.vs) == 0,
+                          "layout %d: value %llu differs", l, (unsigned long long)k);
+        }
+        free(out);
+    }
+    free(ia); free(ib); free(ri); free(abuf); free(bbuf); free(rv);
+}
+END_TEST
+
 START_TEST(accumulate_matches_reference)
 {
     int vtype = _i + 1;
@@ -403,6 +520,7 @@ Suite *stream_suite(void)
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("algebra");
     tcase_add_loop_test(tc, merge_add_matches_reference, 0, 4);
+    tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
     tcase_add_test(tc, select_keeps_exactly_the_marked_entries);
