@@ -231,7 +231,7 @@ static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *
     row("from_sorted", "density1/8", vtype, 4, k, lib, cpy, 0);
     /* values no longer match the shuffled indices: the same work */
     TIME_BEST(lib, reps / 4 + 1, sink += (uint64_t)sparcml_stream_from_pairs(obuf, cap, dim, vtype, k, shuf, vals));
-    row("from_pairs", "density1/8,shuffled", vtype, 4, k, lib, cpy, 0);
+    row("from_pairs", "density1/8-shuffled", vtype, 4, k, lib, cpy, 0);
     sparcml_stream_to_dense(obuf, dense, dim);
     TIME_BEST(cpy, reps, (memcpy(cbuf, dense, dim * vs), sink += (uint64_t)cbuf[dim * vs - 1]));
     TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_from_dense(obuf, cap, dim, vtype, dense));
@@ -245,7 +245,7 @@ static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *
         char cas[32];
         TIME_BEST(cpy, reps, (memcpy(cbuf, vals, k * vs), sink += (uint64_t)cbuf[k * vs - 1]));
         TIME_BEST(lib, reps, sink += qsgd_encode_block(vals, k, vtype, &qp, &key, obuf));
-        snprintf(cas, sizeof cas, "bits%d,bucket512", bits);
+        snprintf(cas, sizeof cas, "bits%d-bucket512", bits);
         row("qsgd_encode", cas, vtype, 4, k, lib, cpy, 0);
         TIME_BEST(lib, reps, (qsgd_decode_block(obuf, k, vtype, &qp, cbuf + 2 * k * vs), sink += 1));
         row("qsgd_decode", cas, vtype, 4, k, lib, cpy, 0);

@@ -16,7 +16,8 @@
 #
 # Output: bench/results/headline_rig.csv (one row per data set, mode and
 # epoch, and the summaries), headline_rig.png (time per epoch, compute and
-# communication stacked), and the table printed at the end.
+# communication stacked; bench/headline_plot.py, needs python3-matplotlib),
+# and the table printed at the end.
 # The rig's 8 ranks share this machine's 2 cores: compute times are those of
 # 4 ranks per core.
 #   scripts/bench_headline.sh [EPOCHS]      (default 3)
@@ -79,23 +80,9 @@ awk -F, '$3 == "total" { loss[$1,$2] = $4; cp[$1,$2] = $6; cm[$1,$2] = $7; ds[$1
         }
     }' "$csv"
 
-command -v gnuplot >/dev/null || { say "no gnuplot, no plot"; exit 0; }
-dat=$(mktemp)
-awk -F, '$3 == "total" { printf "\"%s %s\" %s %s\n", $1, $2, $6 / '"$epochs"', $7 / '"$epochs"' }' "$csv" >"$dat"
-gnuplot <<EOF
-set terminal pngcairo size 900,550 font "sans,10" noenhanced
-set output "$res/headline_rig.png"
-set title "examples/topk_sgd, P = 8, emulated 1 Gbit/s cluster (8 ranks on 2 cores): time per epoch"
-set ylabel "seconds per epoch (log)"
-set logscale y
-set style data histograms
-set style histogram rowstacked
-set style fill solid 0.8 border -1
-set boxwidth 0.7
-set grid y
-set key left top
-set xtics rotate by -30
-plot "$dat" using 2:xtic(1) title "compute", "" using 3 title "communication"
-EOF
-rm -f "$dat"
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    /usr/bin/python3 "$top/bench/headline_plot.py" "$csv" "$res/headline_rig.png"
+else
+    say "no matplotlib (python3-matplotlib), no plot"
+fi
 say "wrote $csv and $res/headline_rig.png"
