@@ -186,7 +186,7 @@ static uint64_t reference_merge(const sv *a, const sv *b, uint64_t *ri, char *rv
 START_TEST(merge_add_interleaved_matches_reference)
 {
     int vtype = _i % 4 + 1, wide = _i >= 4;
-    uint64_t N = 400000, scale = wide ? 3000000 : 1; /* wide: dim > 2^32, 64-bit indices */
+    uint64_t N = 100000, scale = wide ? 3000000 : 1; /* wide: dim > 2^32, 64-bit indices */
     uint64_t dim = N * scale, *ia = malloc(N * 8), *ib = malloc(N * 8), *ri = malloc(2 * N * 8);
     char *abuf = malloc(N * 16 + 64), *bbuf = malloc(N * 16 + 64), *rv = malloc(2 * N * 8);
     rng_state = 99 + (uint64_t)_i;
@@ -194,26 +194,26 @@ START_TEST(merge_add_interleaved_matches_reference)
         uint64_t na, nb;
         switch (l) {
         case L_HALF: /* b: every other index of a, and as many others */
-            na = pick_indices(ia, 0, N, 0.02);
-            nb = pick_indices(ib, 0, N, 0.01);
+            na = pick_indices(ia, 0, N, 0.04);
+            nb = pick_indices(ib, 0, N, 0.02);
             for (uint64_t k = 0; k < na; k += 2) ib[nb++] = ia[k];
             qsort(ib, nb, 8, cmp_u64);
             nb = unique_u64(ib, nb);
             break;
-        case L_A_HIGH: na = pick_indices(ia, N / 2, N, 0.03); nb = pick_indices(ib, 0, N, 0.03); break;
-        case L_A_LOW: na = pick_indices(ia, 0, N / 2, 0.03); nb = pick_indices(ib, 0, N, 0.03); break;
-        case L_IDENTICAL: na = pick_indices(ia, 0, N, 0.02); memcpy(ib, ia, na * 8); nb = na; break;
-        case L_B_BELOW: na = pick_indices(ia, N / 2, N, 0.03); nb = pick_indices(ib, 0, N / 2, 0.03); break;
-        case L_B_ABOVE: na = pick_indices(ia, 0, N / 2, 0.03); nb = pick_indices(ib, N / 2, N, 0.03); break;
-        case L_B_NARROW: na = pick_indices(ia, 0, N, 0.02); nb = pick_indices(ib, N / 3, N / 3 + 9000, 0.9); break;
-        case L_A_TINY: ia[0] = 5; ia[1] = 70000; ia[2] = 200000; ia[3] = 399999; na = 4;
-            nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_A_HIGH: na = pick_indices(ia, N / 2, N, 0.06); nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_A_LOW: na = pick_indices(ia, 0, N / 2, 0.06); nb = pick_indices(ib, 0, N, 0.03); break;
+        case L_IDENTICAL: na = pick_indices(ia, 0, N, 0.03); memcpy(ib, ia, na * 8); nb = na; break;
+        case L_B_BELOW: na = pick_indices(ia, N / 2, N, 0.06); nb = pick_indices(ib, 0, N / 2, 0.06); break;
+        case L_B_ABOVE: na = pick_indices(ia, 0, N / 2, 0.06); nb = pick_indices(ib, N / 2, N, 0.06); break;
+        case L_B_NARROW: na = pick_indices(ia, 0, N, 0.02); nb = pick_indices(ib, N / 3, N / 3 + 4000, 0.9); break;
+        case L_A_TINY: ia[0] = 5; ia[1] = 17000; ia[2] = 50000; ia[3] = N - 1; na = 4;
+            nb = pick_indices(ib, 0, N, 0.05); break;
         case L_SUBSET:
-            nb = pick_indices(ib, 0, N, 0.03);
+            nb = pick_indices(ib, 0, N, 0.05);
             na = 0;
             for (uint64_t k = 0; k < nb; k += 3) ia[na++] = ib[k];
             break;
-        default: na = pick_indices(ia, 0, N, 0.02); nb = pick_indices(ib, 0, N, 0.02); break;
+        default: na = pick_indices(ia, 0, N, 0.03); nb = pick_indices(ib, 0, N, 0.03); break;
         }
         sv a = list_stream(abuf, dim, vtype, ia, na, scale), b = list_stream(bbuf, dim, vtype, ib, nb, scale);
         void *out = malloc(stream_merge_bound(&a, &b));
