@@ -117,7 +117,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }
 
-#if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (mpi_flavour.h) */
+#if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (config.h, from configure) */
 int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm)
 {
