@@ -167,7 +167,8 @@ def from_sorted(indices, values, dim, vt=None, out=None):
                          % (i, idx[i], idx[i - 1]))
     nnz = idx.size
     dense = prefers_dense(dim, vt, nnz)
-    buf = _out_buffer(out, (dense_bytes(dim, vt) if dense else sparse_bytes(dim, vt, nnz)) // 8 + 1)
+    nbytes = dense_bytes(dim, vt) if dense else sparse_bytes(dim, vt, nnz)
+    buf = _out_buffer(out, (nbytes + 7) // 8)
     raw = buf.view(np.uint8)
     vs = dtype_of(vt).itemsize
     if dense:
@@ -195,9 +196,16 @@ def from_pairs(indices, values, dim, vt=None, out=None):
     if idx.size != values.size:
         raise ValueError("sparcml: %d indices but %d values" % (idx.size, values.size))
     order = np.argsort(idx, kind="stable")
-    uniq, inverse = np.unique(idx[order], return_inverse=True)
-    summed = np.zeros(uniq.size, dtype=dtype_of(vt))
-    np.add.at(summed, inverse, values[order])  # unbuffered: in input order
+    ordered = values[order]
+    uniq, first, inverse = np.unique(idx[order], return_index=True, return_inverse=True)
+    # Each index starts from its first value, not from 0.0 (0.0 + -0.0 is
+    # +0.0), and adds the others in input order (add.at is unbuffered), as
+    # the C builder does; IEEE sums (inf - inf = NaN) raise no warning.
+    summed = ordered[first]
+    rest = np.ones(idx.size, dtype=bool)
+    rest[first] = False
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.add.at(summed, inverse[rest], ordered[rest])
     return from_sorted(uniq, summed, dim, vt, out)
 
 

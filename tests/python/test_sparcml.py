@@ -76,6 +76,18 @@ class Builders(unittest.TestCase):
         got = sparcml.to_dense(sparcml.from_pairs([4, 4, 4], f, 8))[4]
         self.assertEqual(got, (np.float32(1e8) + np.float32(1.0)) + np.float32(-1e8))
 
+    def test_pairs_lone_negative_zero_stays_negative(self):
+        # 0.0 + -0.0 is +0.0: a sum must start from the first value
+        buf = sparcml.from_pairs([7, 2], np.array([-0.0, 1.0], np.float32), 100)
+        self.assertEqual(sparcml.to_pairs(buf)[1].view(np.uint32)[1], 0x80000000)
+
+    def test_fills_a_buffer_of_exactly_sparse_capacity_words(self):
+        # 32 + 8 + 8 bytes: a whole number of words, no spare word needed
+        words = sparcml.sparse_capacity(10, sparcml.FLOAT, 2)
+        self.assertEqual(words, 6)
+        buf = sparcml.from_sorted([1, 5], np.ones(2, np.float32), 10, out=np.zeros(words, np.uint64))
+        self.assertEqual(sparcml.header(buf)["nnz"], 2)
+
     def test_dense_round_trip_keeps_negative_zero(self):
         a = np.zeros(100, np.float64)
         a[[3, 50]] = [-0.0, 7.5]

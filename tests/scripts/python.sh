@@ -2,6 +2,8 @@
 # Python users (python/sparcml.py: NumPy + mpi4py, nothing compiled), run
 # against the Open MPI build only: Debian's mpi4py is built for Open MPI.
 #  - unit tests of the stream helpers (tests/python/test_sparcml.py);
+#  - the same streams and errors as the C builders of sparcml.h
+#    (tests/python/test_c_builders.py, C side tests/mpi/c_streams);
 #  - MPI tests at P = 1..4 with the shim preloaded: every value type, in
 #    place, sparse and dense results, a malformed stream on one rank
 #    (tests/python/mpi_allreduce.py);
@@ -15,6 +17,10 @@ if ! "$py" -c "import mpi4py, numpy" 2>/dev/null; then
 fi
 "$py" "$SRCDIR/tests/python/test_sparcml.py" >"$out" 2>"$err"
 check "Python helpers' unit tests: $(tail -1 "$err")" '[ $? -eq 0 ]'
+"$py" "$SRCDIR/tests/python/test_c_builders.py" "$TESTBIN/c_streams" >"$out" 2>"$err"
+rc=$?
+check "Python and C builders write the same bytes: $(tail -1 "$out")" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
 for p in 1 2 3 4; do
     run_mpi "$p" "$SHIM" -- "$py" "$SRCDIR/tests/python/mpi_allreduce.py"
     rc=$?
