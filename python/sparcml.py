@@ -249,7 +249,10 @@ def to_pairs(buf):
     if h["format"] == DENSE:
         return np.arange(dim, dtype=np.int64), raw[HEADER_BYTES:HEADER_BYTES + dim * dt.itemsize].view(dt)
     iw = h["index_width"]
-    idx = raw[HEADER_BYTES:HEADER_BYTES + nnz * iw].view("=u%d" % iw).astype(np.int64)
+    stored = raw[HEADER_BYTES:HEADER_BYTES + nnz * iw].view("=u%d" % iw)
+    if nnz and int(stored.max()) >= dim:
+        raise ValueError("sparcml: malformed stream: index %d >= dim %d" % (int(stored.max()), dim))
+    idx = stored.astype(np.int64)
     start = HEADER_BYTES + _round8(nnz * iw)
     return idx, raw[start:start + nnz * dt.itemsize].view(dt)
 

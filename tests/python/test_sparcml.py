@@ -119,6 +119,12 @@ class Errors(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "too small"):
             sparcml.from_sorted([1], np.ones(1, np.float32), 1000, out=np.zeros(3, np.uint64))
 
+    def test_index_beyond_dim_in_a_stream_is_malformed(self):
+        buf = sparcml.from_sorted([1, 5], np.ones(2, np.float32), 10, out=np.zeros(8, np.uint64))
+        buf.view(np.uint8)[32:36].view(np.uint32)[0] = 50
+        with self.assertRaisesRegex(ValueError, "index 50 >= dim 10"):
+            sparcml.to_dense(buf)
+
     def test_wrong_dtype(self):
         with self.assertRaisesRegex(TypeError, "unsupported dtype"):
             sparcml.from_dense(np.zeros(4, np.int8))
