@@ -20,11 +20,12 @@
 #include "call.h"
 #include "errors.h"
 #include "mpi_flavour.h"
+#include "schedule.h"
 #include "select.h"
 #include "settings.h"
 #include "stats.h"
 
-static int (*const algorithms[SPARCML_ALG_COUNT_])(sparcml_call *) = {
+static const sched_step algorithms[SPARCML_ALG_COUNT_] = {
     [SPARCML_ALG_RECURSIVE_DOUBLE] = sparcml_ssar_recursive_double,
     [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = sparcml_ssar_split_allgather,
     [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = sparcml_dsar_split_allgather,
@@ -150,7 +151,9 @@ int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed
 {
     sparcml_problem p = sparcml_problem_of(c, a);
     double t0 = PMPI_Wtime();
-    return conclude(s, c, a, &p, comm, alg, algorithms[alg](c), t0);
+    sched run;
+    sched_init(&run, c, 1, algorithms[alg]);
+    return conclude(s, c, a, &p, comm, alg, sched_run(&run), t0);
 }
 
 static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
@@ -183,13 +186,15 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
 int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
 {
     sv input = c->input;
+    sched agreement;
     int rc;
     local->union_part = c->ctx->union_pending ? c->ctx->union_part : 0;
     agree_record_init(&c->record, c->ctx->rank, local);
     c->recording = 1;
     c->pending = sv_absent();
     if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
-    rc = sparcml_ssar_recursive_double(c);
+    sched_init(&agreement, c, 1, sparcml_ssar_recursive_double);
+    rc = sched_run(&agreement);
     c->recording = 0;
     c->input = input;
     agree_record_read(&c->record, agreed);

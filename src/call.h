@@ -73,14 +73,16 @@ int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, 
  * into pool `which`: the sender adds exactly what its partner adds. */
 int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out);
 
-/* Blocking / nonblocking send of a wire message; counts the bytes. */
-int p2p_send(sparcml_call *c, const wire *w, int dest, int tag);
+/* Nonblocking send of a wire message; counts the bytes. */
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req);
 
-/* Receive a stream of unknown size from src into pool raw_pool, decoding a
- * quantized one into dec_pool; *where (may be NULL) tells which pool holds
- * the stream *out. */
-int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where);
+/* Receive a stream of unknown size (schedule.h's sched_recv: source, tag,
+ * the pool for the raw message, the pool a quantized one is decoded into,
+ * where the stream goes and which pool holds it), blocking or by polling
+ * (*flag once it is complete). */
+typedef struct sched_recv sched_recv;
+int p2p_recv_blocking(sparcml_call *c, sched_recv *r);
+int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag);
 
 /* A plain (unquantized) wire view of a stream. */
 static inline wire wire_of(const sv *s)
@@ -94,35 +96,12 @@ static inline wire wire_of(const sv *s)
  * this rank (see sparcml(7), LIMITATIONS). */
 #define CALL_NOMEM(c) ((c)->reason = SPARCML_R_NOMEM, MPI_ERR_NO_MEM)
 
-/* The four algorithms, one file each. */
-int sparcml_ssar_recursive_double(sparcml_call *c);
-int sparcml_ssar_split_allgather(sparcml_call *c);
-int sparcml_dsar_split_allgather(sparcml_call *c);
-int sparcml_dense_allreduce(sparcml_call *c);
-
 /* What the owner of a slice holds after the reduce-scatter. */
 typedef struct split_slice {
     sv sum;                  /* re-based to the slice; in a pool buffer */
     const uint64_t *present; /* dense sum: the union's indices (NULL: all) */
     uint64_t union_nnz;      /* indices any rank supplied in the slice */
 } split_slice;
-
-/* The sparse reduce-scatter both split algorithms start with: slice r of
- * [0, dim) (ctx->offsets[r] .. ctx->offsets[r+1]) is summed on rank r. */
-int split_reduce_scatter(sparcml_call *c, split_slice *mine);
-
-/* Allgather of the owners' union sizes (into ctx->unions); *total is the
- * number of entries of the result. */
-int split_union(sparcml_call *c, const split_slice *mine, uint64_t *total);
-
-/* Allgather of the reduced slices into recvbuf, in the format the size
- * rule gives a result of result_nnz entries (after split_union). */
-int split_gather(sparcml_call *c, const split_slice *mine, uint64_t result_nnz);
-
-/* Allgather of one message of any size per rank into POOL_GATHER; message r
- * starts at *gathered + ctx->displs[r].  Its sizes are allgathered first
- * unless sizes_known (then ctx->counts holds them, rounded to 8). */
-int split_allgather_messages(sparcml_call *c, const wire *mine, int sizes_known, char **gathered);
 
 /* The bounds of the P slices: offsets[0..P]. */
 void split_bounds(uint64_t dim, int P, uint64_t *offsets);

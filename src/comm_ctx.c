@@ -19,6 +19,7 @@ static void ctx_destroy(sparcml_ctx *ctx)
     free(ctx->offsets);
     free(ctx->unions);
     free(ctx->reqs);
+    free(ctx->int_counts);
     if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
     free(ctx);
 }
@@ -60,7 +61,8 @@ static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
     ctx->unions = malloc(n * sizeof *ctx->unions);
     ctx->reqs = malloc(n * sizeof *ctx->reqs);
-    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs) {
+    ctx->int_counts = malloc(2 * (size_t)n * sizeof *ctx->int_counts);
+    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts) {
         ctx_destroy(ctx);
         return MPI_ERR_NO_MEM;
     }

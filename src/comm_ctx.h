@@ -38,6 +38,7 @@ typedef struct sparcml_ctx {
     uint64_t *offsets;  /* size + 1 entries */
     uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
     MPI_Request *reqs;  /* size entries */
+    int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
     /* The overlap estimate of the selector, learnt from the previous call:
      * identical on all ranks because results are. */
     double overlap;

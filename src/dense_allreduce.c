@@ -20,8 +20,7 @@
 
 #include <string.h>
 
-#include "call.h"
-#include "mpi_flavour.h"
+#include "schedule.h"
 
 static MPI_Datatype mpi_value_type(int vtype)
 {
@@ -33,25 +32,21 @@ static MPI_Datatype mpi_value_type(int vtype)
     }
 }
 
-/* The union of every rank's indices, in POOL_PRESENCE; *n its size. */
-static int union_bitmap(sparcml_call *c, uint64_t **present, uint64_t *n)
+static int summed(sched *s)
 {
-    uint64_t words = (c->dim + 63) / 64;
-    int rc;
-    *present = ctx_buffer(c->ctx, POOL_PRESENCE, words * 8);
-    if (!*present) return CALL_NOMEM(c);
-    memset(*present, 0, words * 8);
-    stream_mark_present(&c->input, *present); /* sparse: k_max says so */
-    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
-    rc = flv_allreduce(MPI_IN_PLACE, *present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR,
-                          c->ctx->comm);
-    *n = stream_count_present(*present, c->dim);
-    return rc;
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    if (st->present) st->out = stream_select(&st->out, st->present, st->n, c->recvbuf);
+    c->result_nnz = st->out.nnz;
+    c->result_dense = st->out.dense;
+    return MPI_SUCCESS;
 }
 
-/* The dense sum into out (a dense stream header and values at buf). */
-static int dense_sum(sparcml_call *c, void *buf, sv *out)
+/* The dense sum into a dense stream at buf. */
+static int dense_sum(sched *s, void *buf)
 {
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
     int P = c->ctx->size;
     sv src = c->input;
     /* Under MPI_IN_PLACE a sparse input would be overwritten while it is
@@ -61,45 +56,52 @@ static int dense_sum(sparcml_call *c, void *buf, sv *out)
         if (!copy) return CALL_NOMEM(c);
         src = stream_copy(&src, copy);
     }
-    *out = stream_init(buf, c->dim, c->vtype, c->dim, 1);
-    stream_densify(&src, out->val);
+    st->out = stream_init(buf, c->dim, c->vtype, c->dim, 1);
+    stream_densify(&src, st->out.val);
     /* What a bandwidth-optimal (ring / Rabenseifner) allreduce sends. */
-    c->bytes_sent += 2 * (uint64_t)(P - 1) * (c->dim * out->vs) / (uint64_t)P;
-    return flv_allreduce(MPI_IN_PLACE, out->val, (MPI_Count)c->dim, mpi_value_type(c->vtype),
-                            MPI_SUM, c->ctx->comm);
+    c->bytes_sent += 2 * (uint64_t)(P - 1) * (c->dim * st->out.vs) / (uint64_t)P;
+    sched_next(s, summed);
+    return sched_allreduce(s, st->out.val, (MPI_Count)c->dim, mpi_value_type(c->vtype), MPI_SUM);
 }
 
-int sparcml_dense_allreduce(sparcml_call *c)
+/* The union is known (or the result is dense anyway): sum. */
+static int union_known(sched *s)
 {
-    uint64_t dense = sparcml_dense_bytes(c->dim, c->vtype), n = c->dim;
-    uint64_t *present = NULL;
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
     void *buf;
-    int rc;
-    sv out;
-    /* Every rank has the same k_max, and then the same union. */
-    if (!sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) {
-        rc = union_bitmap(c, &present, &n);
-        if (rc != MPI_SUCCESS) return rc;
-    }
-    if (!sparcml_prefers_dense(c->dim, c->vtype, n)) {
-        if (sparcml_sparse_bytes(c->dim, c->vtype, n) > c->recv_bytes) {
+    if (st->present) st->n = stream_count_present(st->present, c->dim);
+    if (!sparcml_prefers_dense(c->dim, c->vtype, st->n)) {
+        if (sparcml_sparse_bytes(c->dim, c->vtype, st->n) > c->recv_bytes) {
             c->reason = SPARCML_R_CAPACITY;
             return MPI_SUCCESS;
         }
-        buf = ctx_buffer(c->ctx, POOL_ACC0, dense);
+        buf = ctx_buffer(c->ctx, POOL_ACC0, sparcml_dense_bytes(c->dim, c->vtype));
         if (!buf) return CALL_NOMEM(c);
-        rc = dense_sum(c, buf, &out);
-        if (rc != MPI_SUCCESS) return rc;
-        out = stream_select(&out, present, n, c->recvbuf);
-    } else {
-        if (dense > c->recv_bytes) {
-            c->reason = SPARCML_R_CAPACITY;
-            return MPI_SUCCESS;
-        }
-        rc = dense_sum(c, c->recvbuf, &out);
-        if (rc != MPI_SUCCESS) return rc;
+        return dense_sum(s, buf);
     }
-    c->result_nnz = out.nnz;
-    c->result_dense = out.dense;
-    return MPI_SUCCESS;
+    st->present = NULL;
+    if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    return dense_sum(s, c->recvbuf);
+}
+
+int sparcml_dense_allreduce(sched *s)
+{
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    uint64_t words = (c->dim + 63) / 64;
+    *st = (struct dense_state){.n = c->dim};
+    /* Every rank has the same k_max, and then the same union: the OR of
+     * every rank's index bitmap, in POOL_PRESENCE. */
+    if (sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) return union_known(s);
+    st->present = ctx_buffer(c->ctx, POOL_PRESENCE, words * 8);
+    if (!st->present) return CALL_NOMEM(c);
+    memset(st->present, 0, words * 8);
+    stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
+    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
+    sched_next(s, union_known);
+    return sched_allreduce(s, st->present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR);
 }

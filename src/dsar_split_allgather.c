@@ -23,11 +23,18 @@
 
 #include <string.h>
 
-#include "call.h"
-#include "mpi_flavour.h"
+#include "schedule.h"
 
-static int allgather_dense(sparcml_call *c, sv *out)
+/* Each rank's dense slice arrived in place. */
+static int dense_gathered(sched *s)
 {
+    (void)s;
+    return MPI_SUCCESS;
+}
+
+static int allgather_dense(sched *s, sv *out)
+{
+    sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
     for (int r = 0; r < ctx->size; r++) {
         ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out->vs);
@@ -35,51 +42,50 @@ static int allgather_dense(sparcml_call *c, sv *out)
     }
     /* As for a ring allgather: everything but this rank's own slice. */
     c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
-    return flv_allgatherv_bytes(MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs, ctx->comm);
+    sched_next(s, dense_gathered);
+    return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs);
 }
 
-static int allgather_quantized(sparcml_call *c, const sv *mine, sv *out)
+/* Every rank's quantized slice arrived: decode them into recvbuf. */
+static int quantized_gathered(sched *s)
 {
+    sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    uint64_t dim = ctx->offsets[ctx->rank + 1] - ctx->offsets[ctx->rank];
-    void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
-    char *gathered;
-    sv slice;
-    wire w;
-    int rc;
-    if (!dense) return CALL_NOMEM(c);
-    slice = stream_init(dense, dim, c->vtype, dim, 1);
-    stream_densify(mine, slice.val);
-    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &w);
-    if (rc == MPI_SUCCESS) rc = split_allgather_messages(c, &w, 0, &gathered);
-    if (rc != MPI_SUCCESS) return rc;
+    sv out = stream_view(c->recvbuf); /* the header gather_result wrote */
     for (int r = 0; r < ctx->size; r++) {
-        const char *m = gathered + ctx->displs[r];
+        const char *m = s->u.split.gathered + ctx->displs[r];
         void *tmp = ctx_buffer(ctx, POOL_QDEC, qsgd_is_message(m) ? qsgd_decoded_bytes(m) : 8);
         sv part;
         if (!tmp) return CALL_NOMEM(c);
         part = qsgd_is_message(m) ? qsgd_decode_message(m, tmp) : stream_view(m);
-        memcpy((char *)out->val + ctx->offsets[r] * out->vs, part.val, part.dim * out->vs);
+        memcpy((char *)out.val + ctx->offsets[r] * out.vs, part.val, part.dim * out.vs);
     }
     return MPI_SUCCESS;
 }
 
-int sparcml_dsar_split_allgather(sparcml_call *c)
+static int allgather_quantized(sched *s)
 {
+    sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    split_slice mine;
-    uint64_t result_nnz;
+    uint64_t dim = ctx->offsets[ctx->rank + 1] - ctx->offsets[ctx->rank];
+    void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
+    sv slice;
     int rc;
-    sv out;
-
-    rc = split_reduce_scatter(c, &mine);
+    if (!dense) return CALL_NOMEM(c);
+    slice = stream_init(dense, dim, c->vtype, dim, 1);
+    stream_densify(&s->u.split.mine.sum, slice.val);
+    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &s->u.split.w);
     if (rc != MPI_SUCCESS) return rc;
-    /* Every rank has the same k_max, and then the same union sizes. */
-    if (!sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) {
-        rc = split_union(c, &mine, &result_nnz);
-        if (rc != MPI_SUCCESS) return rc;
-        if (!sparcml_prefers_dense(c->dim, c->vtype, result_nnz)) return split_gather(c, &mine, result_nnz);
-    }
+    return split_allgather_messages(s, 0, quantized_gathered);
+}
+
+/* The union size is known, or the result is dense anyway. */
+static int gather_result(sched *s)
+{
+    sparcml_call *c = s->c;
+    sv out;
+    if (!s->u.split.dense_certain && !sparcml_prefers_dense(c->dim, c->vtype, s->u.split.result_nnz))
+        return split_gather(s);
     if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
         c->reason = SPARCML_R_CAPACITY;
         return MPI_SUCCESS;
@@ -88,7 +94,21 @@ int sparcml_dsar_split_allgather(sparcml_call *c)
     out = stream_init(c->recvbuf, c->dim, c->vtype, c->dim, 1);
     c->result_nnz = c->dim;
     c->result_dense = 1;
-    if (c->q.bits) return allgather_quantized(c, &mine.sum, &out);
-    stream_densify(&mine.sum, (char *)out.val + ctx->offsets[ctx->rank] * out.vs);
-    return allgather_dense(c, &out);
+    if (c->q.bits) return allgather_quantized(s);
+    stream_densify(&s->u.split.mine.sum, (char *)out.val + c->ctx->offsets[c->ctx->rank] * out.vs);
+    return allgather_dense(s, &out);
+}
+
+static int reduced(sched *s)
+{
+    sparcml_call *c = s->c;
+    /* Every rank has the same k_max, and then the same union sizes. */
+    s->u.split.dense_certain = sparcml_prefers_dense(c->dim, c->vtype, c->k_max);
+    if (s->u.split.dense_certain) return gather_result(s);
+    return split_union(s, gather_result);
+}
+
+int sparcml_dsar_split_allgather(sched *s)
+{
+    return split_reduce_scatter(s, reduced);
 }

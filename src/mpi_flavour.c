@@ -62,15 +62,6 @@ int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Data
     return rc;
 }
 
-int flv3_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Count limit)
-{
-    int n, rc;
-    MPI_Datatype t;
-    rc = as_elements(bytes, limit, &n, &t);
-    if (rc == MPI_SUCCESS) rc = PMPI_Send(buf, n, t, dest, tag, comm);
-    return release_type(&t, rc);
-}
-
 int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
                      MPI_Count limit)
 {
@@ -102,29 +93,77 @@ static int allgather_unit(const MPI_Count *counts, const MPI_Aint *displs, int P
     return bytes_fit ? 1 : words_fit ? 8 : 0;
 }
 
+/* counts and displs in the unit allgather_unit picks, into ints[0..2P),
+ * and the matching type (a word type to release after the call). */
+static int allgather_ints(const MPI_Count *counts, const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit,
+                          int *ints, int *unit, MPI_Datatype *t)
+{
+    int P, rc = PMPI_Comm_size(comm, &P);
+    *t = MPI_BYTE;
+    if (rc != MPI_SUCCESS) return rc;
+    *unit = allgather_unit(counts, displs, P, limit);
+    if (*unit == 0) return MPI_ERR_COUNT;
+    for (int r = 0; r < P; r++) {
+        ints[r] = (int)(counts[r] / *unit);
+        ints[P + r] = (int)(displs[r] / *unit);
+    }
+    if (*unit == 1) return MPI_SUCCESS;
+    rc = PMPI_Type_contiguous(8, MPI_BYTE, t);
+    if (rc != MPI_SUCCESS) *t = MPI_BYTE;
+    else rc = PMPI_Type_commit(t);
+    return rc;
+}
+
 int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                           const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit)
 {
-    int P, unit, rc, *c, *d;
+    int P, unit = 1, rc = PMPI_Comm_size(comm, &P), *ints;
     MPI_Datatype t = MPI_BYTE;
-    rc = PMPI_Comm_size(comm, &P);
     if (rc != MPI_SUCCESS) return rc;
-    unit = allgather_unit(counts, displs, P, limit);
-    if (unit == 0) return MPI_ERR_COUNT;
-    c = malloc(2 * (size_t)P * sizeof *c);
-    if (!c) return MPI_ERR_NO_MEM;
-    d = c + P;
-    for (int r = 0; r < P; r++) {
-        c[r] = (int)(counts[r] / unit);
-        d[r] = (int)(displs[r] / unit);
-    }
-    if (unit == 8) {
-        rc = PMPI_Type_contiguous(8, MPI_BYTE, &t);
-        if (rc != MPI_SUCCESS) t = MPI_BYTE;
-        else rc = PMPI_Type_commit(&t);
-    }
-    if (rc == MPI_SUCCESS) rc = PMPI_Allgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, c, d, t, comm);
-    free(c);
+    ints = malloc(2 * (size_t)P * sizeof *ints);
+    if (!ints) return MPI_ERR_NO_MEM;
+    rc = allgather_ints(counts, displs, comm, limit, ints, &unit, &t);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, ints, ints + P, t, comm);
+    free(ints);
+    return release_type(&t, rc);
+}
+
+int flv3_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                           const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req, MPI_Count limit)
+{
+    int P, unit = 1, rc = PMPI_Comm_size(comm, &P);
+    MPI_Datatype t = MPI_BYTE;
+    if (rc == MPI_SUCCESS) rc = allgather_ints(counts, displs, comm, limit, ints, &unit, &t);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Iallgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, ints, ints + P, t, comm, req);
+    return release_type(&t, rc);
+}
+
+int flv3_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                    int max_reqs, int *nreqs, MPI_Count limit)
+{
+    MPI_Aint lb, extent;
+    MPI_Count done = 0;
+    int rc = PMPI_Type_get_extent(type, &lb, &extent);
+    *nreqs = 0;
+    if (rc != MPI_SUCCESS) return rc;
+    if ((count + limit - 1) / limit > max_reqs) return MPI_ERR_COUNT;
+    do { /* one call for count 0 too, as flv3_allreduce */
+        int n = count - done > limit ? (int)limit : (int)(count - done);
+        rc = PMPI_Iallreduce(MPI_IN_PLACE, (char *)buf + done * extent, n, type, op, comm, &reqs[*nreqs]);
+        if (rc == MPI_SUCCESS) ++*nreqs;
+        done += n;
+    } while (rc == MPI_SUCCESS && done < count);
+    return rc;
+}
+
+int flv3_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req, MPI_Count limit)
+{
+    int n, rc;
+    MPI_Datatype t;
+    rc = as_elements(bytes, limit, &n, &t);
+    if (rc == MPI_SUCCESS) rc = PMPI_Imrecv(buf, n, t, msg, req);
     return release_type(&t, rc);
 }
 
@@ -134,11 +173,6 @@ int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Comm comm)
 {
     return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
-}
-
-int flv_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm)
-{
-    return PMPI_Send_c(buf, bytes, MPI_BYTE, dest, tag, comm);
 }
 
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req)
@@ -157,17 +191,35 @@ int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf
     return PMPI_Allgatherv_c(sendbuf, sendbytes, MPI_BYTE, recvbuf, counts, displs, MPI_BYTE, comm);
 }
 
+int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req)
+{
+    (void)ints; /* the counts are MPI_Count already */
+    return PMPI_Iallgatherv_c(sendbuf, sendbytes, MPI_BYTE, recvbuf, counts, displs, MPI_BYTE, comm, req);
+}
+
+int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                   int max_reqs, int *nreqs)
+{
+    int rc;
+    *nreqs = 0;
+    if (max_reqs < 1) return MPI_ERR_INTERN;
+    rc = PMPI_Iallreduce_c(MPI_IN_PLACE, buf, count, type, op, comm, reqs);
+    if (rc == MPI_SUCCESS) *nreqs = 1;
+    return rc;
+}
+
+int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req)
+{
+    return PMPI_Imrecv_c(buf, bytes, MPI_BYTE, msg, req);
+}
+
 #else /* MPI-3 counts (Open MPI 4.1): the stand-ins at INT_MAX */
 
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm)
 {
     return flv3_allreduce(sendbuf, recvbuf, count, type, op, comm, INT_MAX);
-}
-
-int flv_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm)
-{
-    return flv3_send_bytes(buf, bytes, dest, tag, comm, INT_MAX);
 }
 
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req)
@@ -184,6 +236,23 @@ int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf
                          const MPI_Aint *displs, MPI_Comm comm)
 {
     return flv3_allgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm, INT_MAX);
+}
+
+int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req)
+{
+    return flv3_iallgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm, ints, req, INT_MAX);
+}
+
+int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                   int max_reqs, int *nreqs)
+{
+    return flv3_iallreduce(buf, count, type, op, comm, reqs, max_reqs, nreqs, INT_MAX);
+}
+
+int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req)
+{
+    return flv3_imrecv_bytes(buf, bytes, msg, req, INT_MAX);
 }
 
 #endif

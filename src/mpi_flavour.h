@@ -19,7 +19,6 @@ int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Comm comm);
 
 /* Point-to-point messages of `bytes` bytes. */
-int flv_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm);
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req);
 
 /* The size in bytes of a matched message, and receiving it. */
@@ -30,17 +29,31 @@ int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg);
 int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                          const MPI_Aint *displs, MPI_Comm comm);
 
+/* Non-blocking forms (schedule.c).  The in-place allreduce may take
+ * several requests (chunks) in reqs[0..max_reqs): *nreqs of them, or
+ * MPI_ERR_COUNT when it would need more; the allgatherv needs `ints`, room
+ * for 2 P ints that must live until it completes (Open MPI's int counts). */
+int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req);
+int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                   int max_reqs, int *nreqs);
+int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req);
+
 /* The MPI-3 stand-ins behind the wrappers where the _c functions are
  * missing, with the int limit (INT_MAX there) as a parameter so that
  * tests/mpi/flavour.c exercises the chunks and words with small limits in
  * either build. */
 int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Count limit);
-int flv3_send_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Count limit);
 int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
                      MPI_Count limit);
 int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit);
 int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                           const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit);
+int flv3_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req, MPI_Count limit);
+int flv3_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                    int max_reqs, int *nreqs, MPI_Count limit);
+int flv3_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                           const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req, MPI_Count limit);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "call.h"
 #include "mpi_flavour.h"
+#include "schedule.h"
 
 /* A result no merge has shaped (at P = 1 the input itself) follows the
  * size rule too: it is written dense when that is not larger. */
@@ -94,16 +95,6 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
     return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);
 }
 
-int p2p_send(sparcml_call *c, const wire *w, int dest, int tag)
-{
-    MPI_Request req;
-    int rc;
-    c->bytes_sent += w->bytes;
-    if (!c->recording) return flv_send_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm);
-    rc = framed_isend(c, w, dest, tag, &req);
-    return rc == MPI_SUCCESS ? PMPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
-}
-
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     c->bytes_sent += w->bytes;
@@ -126,39 +117,76 @@ static int unframe(sparcml_call *c, char **payload, MPI_Count *n)
     return MPI_SUCCESS;
 }
 
-int p2p_recv(sparcml_call *c, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
+/* The matched message r->bytes long is in r->buf: take the record off a
+ * framed one, decode a quantized one. */
+static int received(sparcml_call *c, sched_recv *r)
 {
-    MPI_Message msg;
-    MPI_Status st;
-    MPI_Count n;
-    char *buf;
+    char *buf = r->buf;
+    MPI_Count n = r->bytes;
     void *dec;
-    int rc = PMPI_Mprobe(src, tag, c->ctx->comm, &msg, &st);
+    int rc = c->recording ? unframe(c, &buf, &n) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) return rc;
-    rc = flv_message_bytes(&st, &n);
-    if (rc != MPI_SUCCESS) return rc;
-    buf = ctx_buffer(c->ctx, raw_pool, (uint64_t)n);
-    if (!buf) {
-        /* Still take the message off the queue so the sender completes. */
-        char drain;
-        flv_mrecv_bytes(&drain, 0, &msg);
-        return CALL_NOMEM(c);
-    }
-    rc = flv_mrecv_bytes(buf, n, &msg);
-    if (rc == MPI_SUCCESS && c->recording) rc = unframe(c, &buf, &n);
-    if (rc != MPI_SUCCESS) return rc;
-    if (where) *where = raw_pool;
+    if (r->where) *r->where = r->raw_pool;
     if (n == 0) {
-        *out = sv_absent();
+        *r->out = sv_absent();
         return MPI_SUCCESS;
     }
     if (!qsgd_is_message(buf)) {
-        *out = stream_view(buf);
+        *r->out = stream_view(buf);
         return MPI_SUCCESS;
     }
-    dec = ctx_buffer(c->ctx, dec_pool, qsgd_decoded_bytes(buf));
+    dec = ctx_buffer(c->ctx, r->dec_pool, qsgd_decoded_bytes(buf));
     if (!dec) return CALL_NOMEM(c);
-    *out = qsgd_decode_message(buf, dec);
-    if (where) *where = dec_pool;
+    *r->out = qsgd_decode_message(buf, dec);
+    if (r->where) *r->where = r->dec_pool;
     return MPI_SUCCESS;
+}
+
+/* A buffer for a matched message of st's size; NULL: out of memory (the
+ * message is then taken off the queue anyway, so its sender completes). */
+static char *receive_buffer(sparcml_call *c, sched_recv *r, const MPI_Status *st, MPI_Message *msg, int *rc)
+{
+    char *buf;
+    *rc = flv_message_bytes(st, &r->bytes);
+    if (*rc != MPI_SUCCESS) return NULL;
+    buf = ctx_buffer(c->ctx, r->raw_pool, (uint64_t)r->bytes);
+    if (!buf) {
+        char drain;
+        flv_mrecv_bytes(&drain, 0, msg);
+        *rc = CALL_NOMEM(c);
+    }
+    return buf;
+}
+
+int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int rc = PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st);
+    if (rc != MPI_SUCCESS) return rc;
+    r->buf = receive_buffer(c, r, &st, &msg, &rc);
+    if (!r->buf) return rc;
+    rc = flv_mrecv_bytes(r->buf, r->bytes, &msg);
+    return rc == MPI_SUCCESS ? received(c, r) : rc;
+}
+
+int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int rc;
+    *flag = 0;
+    if (!r->posted) {
+        rc = PMPI_Improbe(r->src, r->tag, c->ctx->comm, flag, &msg, &st);
+        if (rc != MPI_SUCCESS || !*flag) return rc;
+        *flag = 0;
+        r->buf = receive_buffer(c, r, &st, &msg, &rc);
+        if (!r->buf) return rc;
+        rc = flv_imrecv_bytes(r->buf, r->bytes, &msg, &r->req);
+        if (rc != MPI_SUCCESS) return rc;
+        r->posted = 1;
+    }
+    rc = PMPI_Test(&r->req, flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || !*flag) return rc;
+    return received(c, r);
 }

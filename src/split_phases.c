@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "call.h"
+#include "schedule.h"
 #include "mpi_flavour.h"
 
 void split_bounds(uint64_t dim, int P, uint64_t *offsets)
@@ -105,64 +105,84 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
     return MPI_SUCCESS;
 }
 
-/* The part from rank src, or our own (left in the send pool: *where = -1). */
-static int next_part(sparcml_call *c, const sv *parts, int src, sv *part, int *where)
+/* Reduce-scatter steps: parts are received and added in rank order, one
+ * per round, while every send of this rank is in flight. */
+static int rs_next_part(sched *s);
+
+static int rs_part_in(sched *s)
 {
-    if (src == c->ctx->rank) {
-        *part = parts[src];
-        *where = -1;
+    struct split_state *st = &s->u.split;
+    int rc = MPI_SUCCESS;
+    if (st->src > 0) {
+        rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
+    } else {
+        st->sum = st->part;
+        if (st->where >= 0) { /* keep it out of the way of the next receive */
+            swap_pools(s->c->ctx, st->where, POOL_ACC0);
+            st->sum_pool = POOL_ACC0;
+        }
+    }
+    st->src++;
+    return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
+}
+
+/* The part from rank src, or our own (left in the send pool: where = -1). */
+static int rs_next_part(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    if (st->src == c->ctx->size) {
+        split_slice *mine = &st->mine;
+        mine->sum = st->sum;
+        mine->present = st->sum.dense ? st->present : NULL;
+        mine->union_nnz = !st->sum.dense ? st->sum.nnz
+                          : st->present  ? stream_count_present(st->present, st->sum.dim)
+                                         : st->sum.dim;
+        sched_next_after_sends(s, st->phase_then);
         return MPI_SUCCESS;
     }
-    return p2p_recv(c, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, part, where);
+    if (st->src == c->ctx->rank) {
+        st->part = st->parts[st->src];
+        st->where = -1;
+        return rs_part_in(s);
+    }
+    sched_next(s, rs_part_in);
+    return sched_recv_stream(s, st->src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
 }
 
-int split_reduce_scatter(sparcml_call *c, split_slice *mine)
+int split_reduce_scatter(sched *s, sched_step then)
 {
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    int P = ctx->size, me = ctx->rank, rc, nreq = 0, sum_pool = -1, where;
+    int P = ctx->size, me = ctx->rank, rc;
     char *scratch = ctx_buffer(ctx, POOL_PARTS, (uint64_t)P * (sizeof(sv) + sizeof(wire)));
-    sv *parts = (sv *)scratch, part, sum = sv_absent();
-    wire *wires = (wire *)(scratch + (size_t)P * sizeof(sv));
-    uint64_t *present = NULL;
     if (!scratch) return CALL_NOMEM(c);
+    *st = (struct split_state){.parts = (sv *)scratch, .wires = (wire *)(scratch + (size_t)P * sizeof(sv)),
+                               .sum = sv_absent(), .sum_pool = -1, .phase_then = then};
     split_bounds(c->dim, P, ctx->offsets);
-    rc = pack_parts(c, parts, wires);
-    if (rc != MPI_SUCCESS) return rc;
+    rc = pack_parts(c, st->parts, st->wires);
     for (int i = 1; i < P && rc == MPI_SUCCESS; i++) {
         int r = (me + i) % P; /* staggered, so not everyone hits rank 0 first */
-        rc = p2p_isend(c, &wires[r], r, TAG_REDUCE_SCATTER, &ctx->reqs[nreq++]);
+        rc = sched_send(s, &st->wires[r], r, TAG_REDUCE_SCATTER);
     }
-    for (int src = 0; src < P && rc == MPI_SUCCESS; src++) {
-        rc = next_part(c, parts, src, &part, &where);
-        if (rc != MPI_SUCCESS) break;
-        if (src > 0) {
-            rc = add_part(c, &sum, &sum_pool, &present, &part);
-            continue;
-        }
-        sum = part;
-        if (where >= 0) { /* keep it out of the way of the next receive */
-            swap_pools(ctx, where, POOL_ACC0);
-            sum_pool = POOL_ACC0;
-        }
-    }
-    for (int i = 0; i < nreq; i++) {
-        int wrc = PMPI_Wait(&ctx->reqs[i], MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) rc = wrc;
-    }
-    mine->sum = sum;
-    mine->present = sum.dense ? present : NULL;
-    mine->union_nnz = !sum.dense ? sum.nnz : present ? stream_count_present(present, sum.dim) : sum.dim;
-    return rc;
+    return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
 }
 
-int split_union(sparcml_call *c, const split_slice *mine, uint64_t *total)
+static int union_known(sched *s)
 {
-    sparcml_ctx *ctx = c->ctx;
-    uint64_t u = mine->union_nnz;
-    int rc = PMPI_Allgather(&u, 1, MPI_UINT64_T, ctx->unions, 1, MPI_UINT64_T, ctx->comm);
-    *total = 0;
-    for (int r = 0; r < ctx->size; r++) *total += ctx->unions[r];
-    return rc;
+    struct split_state *st = &s->u.split;
+    st->result_nnz = 0;
+    for (int r = 0; r < s->c->ctx->size; r++) st->result_nnz += s->c->ctx->unions[r];
+    return st->phase_then(s);
+}
+
+int split_union(sched *s, sched_step then)
+{
+    struct split_state *st = &s->u.split;
+    st->phase_then = then;
+    sched_next(s, union_known);
+    return sched_allgather(s, &st->mine.union_nnz, (int)sizeof st->mine.union_nnz, s->c->ctx->unions);
 }
 
 /* Slice r travels sparse when the result is sparse, else in the smaller
@@ -230,54 +250,74 @@ static void known_sizes(sparcml_call *c, int result_dense)
     }
 }
 
-int split_gather(sparcml_call *c, const split_slice *mine, uint64_t result_nnz)
+/* The gathered slices into recvbuf. */
+static int gather_assemble(sched *s)
 {
-    sparcml_ctx *ctx = c->ctx;
-    int dense = sparcml_prefers_dense(c->dim, c->vtype, result_nnz), rc;
-    uint64_t bytes = dense ? sparcml_dense_bytes(c->dim, c->vtype)
-                           : sparcml_sparse_bytes(c->dim, c->vtype, result_nnz);
-    sv msg, *parts = ctx->pool[POOL_PARTS], result;
-    char *gathered;
-    wire w;
-    if (bytes > c->recv_bytes) { /* every rank knows the same sizes */
-        c->reason = SPARCML_R_CAPACITY;
-        return MPI_SUCCESS;
-    }
-    rc = slice_message(c, mine, travels_dense(c, ctx->rank, dense), &msg);
-    if (rc == MPI_SUCCESS)
-        rc = p2p_encode(c, &msg, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &w);
-    if (rc != MPI_SUCCESS) return rc;
-    if (!c->q.bits) known_sizes(c, dense);
-    rc = split_allgather_messages(c, &w, !c->q.bits, &gathered);
-    if (rc == MPI_SUCCESS) rc = gathered_parts(c, gathered, parts);
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sv *parts = c->ctx->pool[POOL_PARTS], result;
+    int rc = gathered_parts(c, st->gathered, parts);
     if (rc != MPI_SUCCESS) return rc;
     /* The input has been consumed by the reduce-scatter, so recvbuf (which
      * holds it under MPI_IN_PLACE) may now be written. */
-    result = stream_concat(parts, ctx->offsets, ctx->size, c->dim, dense, c->recvbuf);
+    result = stream_concat(parts, c->ctx->offsets, c->ctx->size, c->dim, st->dense, c->recvbuf);
     c->result_nnz = result.nnz;
     c->result_dense = result.dense;
     return MPI_SUCCESS;
 }
 
-int split_allgather_messages(sparcml_call *c, const wire *mine, int sizes_known, char **gathered)
+int split_gather(sched *s)
 {
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    MPI_Count my_bytes = (MPI_Count)sparcml_round8(mine->bytes), total = 0;
-    int rc = MPI_SUCCESS;
-    /* Whole words, so every gathered message starts 8-byte aligned; zero the
-     * tail so no uninitialised byte goes on the wire (every pool buffer is
-     * allocated in multiples of 64 bytes, so the tail is there). */
-    memset((char *)mine->buf + mine->bytes, 0, (size_t)my_bytes - mine->bytes);
-    if (!sizes_known) rc = PMPI_Allgather(&my_bytes, 1, MPI_COUNT, ctx->counts, 1, MPI_COUNT, ctx->comm);
+    uint64_t bytes;
+    int rc;
+    st->dense = sparcml_prefers_dense(c->dim, c->vtype, st->result_nnz);
+    bytes = st->dense ? sparcml_dense_bytes(c->dim, c->vtype) : sparcml_sparse_bytes(c->dim, c->vtype, st->result_nnz);
+    if (bytes > c->recv_bytes) { /* every rank knows the same sizes */
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    rc = slice_message(c, &st->mine, travels_dense(c, ctx->rank, st->dense), &st->msg);
+    if (rc == MPI_SUCCESS)
+        rc = p2p_encode(c, &st->msg, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &st->w);
     if (rc != MPI_SUCCESS) return rc;
+    if (!c->q.bits) known_sizes(c, st->dense);
+    return split_allgather_messages(s, !c->q.bits, gather_assemble);
+}
+
+/* The sizes are known: gather the messages. */
+static int gather_messages(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    MPI_Count total = 0;
     for (int r = 0; r < ctx->size; r++) {
         ctx->displs[r] = (MPI_Aint)total;
         total += ctx->counts[r];
     }
     /* A ring allgather sends every message but the last one it receives:
      * per rank about the total less its own. */
-    c->bytes_sent += (uint64_t)(total - my_bytes);
-    *gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)total);
-    if (!*gathered) return CALL_NOMEM(c);
-    return flv_allgatherv_bytes(mine->buf, my_bytes, *gathered, ctx->counts, ctx->displs, ctx->comm);
+    c->bytes_sent += (uint64_t)(total - st->my_bytes);
+    st->gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)total);
+    if (!st->gathered) return CALL_NOMEM(c);
+    sched_next(s, st->phase_then);
+    return sched_allgatherv_bytes(s, st->w.buf, st->my_bytes, st->gathered, ctx->counts, ctx->displs);
+}
+
+int split_allgather_messages(sched *s, int sizes_known, sched_step then)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_ctx *ctx = s->c->ctx;
+    st->my_bytes = (MPI_Count)sparcml_round8(st->w.bytes);
+    st->phase_then = then;
+    /* Whole words, so every gathered message starts 8-byte aligned; zero the
+     * tail so no uninitialised byte goes on the wire (every pool buffer is
+     * allocated in multiples of 64 bytes, so the tail is there). */
+    memset((char *)st->w.buf + st->w.bytes, 0, (size_t)st->my_bytes - st->w.bytes);
+    if (sizes_known) return gather_messages(s);
+    sched_next(s, gather_messages);
+    return sched_allgather(s, &st->my_bytes, (int)sizeof st->my_bytes, ctx->counts);
 }

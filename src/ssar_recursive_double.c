@@ -21,7 +21,7 @@
  * end, report why, and nothing is delivered. */
 #include "config.h"
 
-#include "call.h"
+#include "schedule.h"
 
 /* Real rank of the rank numbered `newrank` among the p2 active ones. */
 static int active_rank(int newrank, int rem)
@@ -64,80 +64,95 @@ static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int
     return MPI_SUCCESS;
 }
 
-/* An even rank of the fold: contribute, then receive the result. */
-static int folded_rank(sparcml_call *c)
+/* Steps.  An even rank of the fold contributes, then receives the result;
+ * an odd one adds its partner's stream and joins the rounds; after the
+ * rounds, odd ranks of the fold send the result back. */
+static int rd_round(sched *s);
+
+static int rd_deliver(sched *s)
 {
-    int rank = c->ctx->rank, rc;
-    sv result;
-    wire w;
-    /* Blocking send: under MPI_IN_PLACE the input lives in recvbuf, which
-     * the result will overwrite. */
-    rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &w);
-    if (rc == MPI_SUCCESS) rc = p2p_send(c, &w, rank + 1, TAG_FOLD_IN);
+    return call_deliver(s->c, &s->u.rd.cur);
+}
+
+static int rd_folded_rank(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    int rank = c->ctx->rank;
+    /* The send completes before the result is delivered: under
+     * MPI_IN_PLACE the input lives in recvbuf, which the result overwrites. */
+    int rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &st->w);
+    if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, rank + 1, TAG_FOLD_IN);
     /* The result comes with the complete record, this rank's part included. */
     if (c->recording) agree_record_clear(&c->record);
-    if (rc == MPI_SUCCESS) rc = p2p_recv(c, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &result, NULL);
-    if (rc != MPI_SUCCESS) return rc;
-    return call_deliver(c, &result);
+    if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &st->cur, NULL);
+    sched_next_after_sends(s, rd_deliver);
+    return rc;
 }
 
-/* One round: exchange cur with partner and add.  Before round j, cur is the
- * sum of the group of 2^j active ranks newrank >> j, identical on all its
- * members: that group, not this rank, names the quantization key. */
-static int exchange(sparcml_call *c, sv *cur, int *cur_pool, int partner, int newrank, int round,
-                    int last)
+static int rd_fold_added(sched *s)
 {
-    MPI_Request req;
-    sv other, own;
-    wire w;
-    int rc = p2p_encode(c, cur, (uint64_t)(newrank >> round),
-                        (uint64_t)TAG_RECURSIVE_DOUBLE << 32 | (uint64_t)round, POOL_QMSG, &w);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = p2p_isend(c, &w, partner, TAG_RECURSIVE_DOUBLE, &req);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = p2p_recv(c, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &other, NULL);
-    /* cur may be updated in place: the send must be complete first. */
-    {
-        int wrc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) rc = wrc;
-    }
-    if (rc == MPI_SUCCESS && w.quantized) {
-        rc = p2p_decode_own(c, cur, &w, POOL_QOWN, &own);
-        *cur = own;
-        *cur_pool = POOL_QOWN;
-    }
-    if (rc != MPI_SUCCESS) return rc;
-    return combine(c, cur, cur_pool, &other, partner < c->ctx->rank, last);
+    struct rd_state *st = &s->u.rd;
+    int rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, 1, st->p2 == 1);
+    st->newrank = s->c->ctx->rank / 2;
+    return rc == MPI_SUCCESS ? rd_round(s) : rc;
 }
 
-int sparcml_ssar_recursive_double(sparcml_call *c)
+/* A round is complete: add.  Before round j, cur is the sum of the group of
+ * 2^j active ranks newrank >> j, identical on all its members: that group,
+ * not this rank, names the quantization key (rd_round). */
+static int rd_round_done(sched *s)
 {
-    int P = c->ctx->size, rank = c->ctx->rank, p2 = 1, rem, newrank, rc, round = 0;
-    int cur_pool = -1;
-    sv cur = c->input, other;
-    while (p2 * 2 <= P) p2 *= 2;
-    rem = P - p2;
-
-    if (rank < 2 * rem) {
-        if (rank % 2 == 0) return folded_rank(c);
-        rc = p2p_recv(c, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &other, NULL);
-        if (rc == MPI_SUCCESS) rc = combine(c, &cur, &cur_pool, &other, 1, p2 == 1);
-        if (rc != MPI_SUCCESS) return rc;
-        newrank = rank / 2;
-    } else {
-        newrank = rank - rem;
+    struct rd_state *st = &s->u.rd;
+    int partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
+    sv own;
+    /* cur may be updated in place now: its send is complete. */
+    if (st->w.quantized) {
+        rc = p2p_decode_own(s->c, &st->cur, &st->w, POOL_QOWN, &own);
+        st->cur = own;
+        st->cur_pool = POOL_QOWN;
     }
+    if (rc == MPI_SUCCESS)
+        rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, partner < s->c->ctx->rank, st->mask * 2 >= st->p2);
+    st->mask <<= 1;
+    st->round++;
+    return rc == MPI_SUCCESS ? rd_round(s) : rc;
+}
 
-    for (int mask = 1; mask < p2; mask <<= 1) {
-        rc = exchange(c, &cur, &cur_pool, active_rank(newrank ^ mask, rem), newrank, round++,
-                      mask * 2 >= p2);
-        if (rc != MPI_SUCCESS) return rc;
+/* Exchange cur with the partner of this round, or finish. */
+static int rd_round(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    int rank = c->ctx->rank, partner, rc;
+    if (st->mask >= st->p2) {
+        if (rank >= 2 * st->rem) return rd_deliver(s);
+        st->w = wire_of(&st->cur);
+        sched_next_after_sends(s, rd_deliver);
+        return sched_send(s, &st->w, rank - 1, TAG_FOLD_OUT);
     }
+    partner = active_rank(st->newrank ^ st->mask, st->rem);
+    rc = p2p_encode(c, &st->cur, (uint64_t)(st->newrank >> st->round),
+                    (uint64_t)TAG_RECURSIVE_DOUBLE << 32 | (uint64_t)st->round, POOL_QMSG, &st->w);
+    if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, partner, TAG_RECURSIVE_DOUBLE);
+    if (rc == MPI_SUCCESS)
+        rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);
+    sched_next_after_sends(s, rd_round_done);
+    return rc;
+}
 
-    if (rank < 2 * rem) {
-        wire w = wire_of(&cur);
-        rc = p2p_send(c, &w, rank - 1, TAG_FOLD_OUT);
-        if (rc != MPI_SUCCESS) return rc;
+int sparcml_ssar_recursive_double(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    int P = s->c->ctx->size, rank = s->c->ctx->rank;
+    *st = (struct rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1};
+    while (st->p2 * 2 <= P) st->p2 *= 2;
+    st->rem = P - st->p2;
+    if (rank >= 2 * st->rem) {
+        st->newrank = rank - st->rem;
+        return rd_round(s);
     }
-    return call_deliver(c, &cur);
+    if (rank % 2 == 0) return rd_folded_rank(s);
+    sched_next(s, rd_fold_added);
+    return sched_recv_stream(s, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &st->other, NULL);
 }

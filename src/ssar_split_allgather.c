@@ -16,14 +16,14 @@
  *   quantized sizes are not known in advance). */
 #include "config.h"
 
-#include "call.h"
+#include "schedule.h"
 
-int sparcml_ssar_split_allgather(sparcml_call *c)
+static int union_step(sched *s)
 {
-    split_slice mine;
-    uint64_t result_nnz;
-    int rc = split_reduce_scatter(c, &mine);
-    if (rc == MPI_SUCCESS) rc = split_union(c, &mine, &result_nnz);
-    if (rc != MPI_SUCCESS) return rc;
-    return split_gather(c, &mine, result_nnz);
+    return split_union(s, split_gather);
+}
+
+int sparcml_ssar_split_allgather(sched *s)
+{
+    return split_reduce_scatter(s, union_step);
 }

@@ -1,7 +1,7 @@
 /* flavour.c -- the MPI-3 stand-ins of src/mpi_flavour.c (what Open MPI 4.1
  * runs instead of the MPI-4 large-count functions) with small int limits,
  * so that their chunks and 8-byte words are exercised without 2^31-element
- * buffers.  Linked with the library's core (not preloaded).  Checked
+ * buffers, in their blocking and non-blocking forms.  Linked with the library's core (not preloaded).  Checked
  * against plain PMPI calls on the same data.  Needs P >= 2.
  * Prints "flavour: P=.. failures=N". */
 #include <string.h>
@@ -18,21 +18,38 @@ static void expect(int cond, const char *what)
     failures++;
 }
 
+/* The non-blocking form: in place, 7 per chunk, at most 15 chunks. */
+static void nonblocking_in_chunks(const double *in, double *out, int n)
+{
+    MPI_Request reqs[15];
+    int nreqs = -1, rc;
+    memcpy(out, in, (size_t)n * sizeof *in);
+    rc = flv3_iallreduce(out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, reqs, 15, &nreqs, 7);
+    expect(rc == MPI_SUCCESS && nreqs == (n + 6) / 7 + (n == 0), "chunked iallreduce failed");
+    for (int i = 0; rc == MPI_SUCCESS && i < nreqs; i++) MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    /* More chunks than requests: refused before anything is started. */
+    if (n > 7) {
+        rc = flv3_iallreduce(out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, reqs, 1, &nreqs, 7);
+        expect(rc == MPI_ERR_COUNT && nreqs == 0, "iallreduce: too many chunks not refused");
+    }
+}
+
 /* Sums of `count` doubles in chunks of at most 7, in place and not. */
 static void allreduce_in_chunks(void)
 {
     static const int counts[] = {0, 1, 7, 8, 100};
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         int n = counts[c];
-        double in[100], a[100], b[100];
+        double in[100], a[100], b[100], nb[100];
         for (int i = 0; i < n; i++) in[i] = a[i] = (double)(rank * 1000 + i);
         expect(flv3_allreduce(in, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, 7) == MPI_SUCCESS,
                "chunked allreduce failed");
         expect(flv3_allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, 7) == MPI_SUCCESS,
                "chunked in-place allreduce failed");
+        nonblocking_in_chunks(in, nb, n);
         for (int i = 0; i < n; i++) {
             double want = 1000.0 * P * (P - 1) / 2 + (double)P * i;
-            expect(b[i] == want && a[i] == want, "chunked allreduce: wrong sum");
+            expect(b[i] == want && a[i] == want && nb[i] == want, "chunked allreduce: wrong sum");
         }
     }
 }
@@ -48,9 +65,11 @@ static void messages_as_words(void)
         if (rank == 0) {
             MPI_Request req;
             for (MPI_Count i = 0; i < bytes; i++) buf[i] = (unsigned char)(i * 7 + s);
-            expect(flv3_send_bytes(buf, bytes, 1, 1, MPI_COMM_WORLD, 600) == MPI_SUCCESS, "send failed");
-            expect(flv3_isend_bytes(buf, bytes, 1, 2, MPI_COMM_WORLD, &req, 600) == MPI_SUCCESS, "isend failed");
-            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            for (int tag = 1; tag <= 2; tag++) {
+                expect(flv3_isend_bytes(buf, bytes, 1, tag, MPI_COMM_WORLD, &req, 600) == MPI_SUCCESS,
+                       "isend failed");
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
         } else if (rank == 1) {
             for (int tag = 1; tag <= 2; tag++) {
                 MPI_Message msg;
@@ -59,7 +78,13 @@ static void messages_as_words(void)
                 MPI_Mprobe(0, tag, MPI_COMM_WORLD, &msg, &st);
                 expect(flv_message_bytes(&st, &got) == MPI_SUCCESS, "message size unknown");
                 expect(got >= bytes && got <= bytes + 7, "message size wrong");
-                expect(flv3_mrecv_bytes(buf, got, &msg, 600) == MPI_SUCCESS, "mrecv failed");
+                if (tag == 1) {
+                    expect(flv3_mrecv_bytes(buf, got, &msg, 600) == MPI_SUCCESS, "mrecv failed");
+                } else {
+                    MPI_Request req;
+                    expect(flv3_imrecv_bytes(buf, got, &msg, &req, 600) == MPI_SUCCESS, "imrecv failed");
+                    MPI_Wait(&req, MPI_STATUS_IGNORE);
+                }
                 for (MPI_Count i = 0; i < bytes; i++)
                     if (buf[i] != (unsigned char)(i * 7 + s)) { expect(0, "message bytes wrong"); break; }
             }
@@ -80,13 +105,19 @@ static void allgather(MPI_Count each, MPI_Count limit, int expect_rc)
         displs[r] = (MPI_Aint)(r * each);
     }
     for (MPI_Count i = 0; i < each; i++) mine[i] = (unsigned char)(rank * 31 + i);
-    memset(all, 0, sizeof all);
-    rc = flv3_allgatherv_bytes(mine, each, all, counts, displs, MPI_COMM_WORLD, limit);
-    expect(rc == expect_rc, "allgatherv: unexpected return code");
-    if (rc != MPI_SUCCESS) return;
-    for (int r = 0; r < P; r++)
-        for (MPI_Count i = 0; i < each; i++)
-            if (all[r * each + i] != (unsigned char)(r * 31 + i)) { expect(0, "allgatherv: wrong bytes"); return; }
+    for (int nonblocking = 0; nonblocking <= 1; nonblocking++) {
+        int ints[128];
+        MPI_Request req;
+        memset(all, 0, sizeof all);
+        rc = nonblocking ? flv3_iallgatherv_bytes(mine, each, all, counts, displs, MPI_COMM_WORLD, ints, &req, limit)
+                         : flv3_allgatherv_bytes(mine, each, all, counts, displs, MPI_COMM_WORLD, limit);
+        expect(rc == expect_rc, "allgatherv: unexpected return code");
+        if (rc != MPI_SUCCESS) continue;
+        if (nonblocking) MPI_Wait(&req, MPI_STATUS_IGNORE);
+        for (int r = 0; r < P; r++)
+            for (MPI_Count i = 0; i < each; i++)
+                if (all[r * each + i] != (unsigned char)(r * 31 + i)) { expect(0, "allgatherv: wrong bytes"); return; }
+    }
 }
 
 int main(int argc, char **argv)
