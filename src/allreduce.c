@@ -13,6 +13,7 @@
  *     identical on all ranks by construction. */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "agree.h"
@@ -20,6 +21,7 @@
 #include "call.h"
 #include "errors.h"
 #include "mpi_flavour.h"
+#include "request.h"
 #include "schedule.h"
 #include "select.h"
 #include "settings.h"
@@ -156,12 +158,6 @@ int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed
     return conclude(s, c, a, &p, comm, alg, sched_run(&run), t0);
 }
 
-static int run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm)
-{
-    sparcml_problem p = sparcml_problem_of(c, a);
-    return sparcml_run(s, c, a, comm, select_algorithm(s, &p));
-}
-
 /* The data came along with the records: deliver it now that they agree. */
 static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
                               MPI_Comm comm, double t0)
@@ -174,7 +170,7 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
     return conclude(s, c, a, &p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
 }
 
-/* The agreement step: every rank's record travels along the schedule of
+/* The agreement stage: every rank's record travels along the schedule of
  * recursive doubling.  Without piggybacking, streams are absent and the
  * messages are records only (one small allreduce).  With it, each rank's
  * stream comes along and recursive doubling is done in the same exchange,
@@ -182,23 +178,37 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  * be chosen comes from the memo (select.h), identical on all ranks.  If a
  * rank's input is invalid, its stream is absent and the records tell every
  * rank at the end; if ranks predicted differently (an erroneous program),
- * they still exchange the same messages, and the records say so. */
-int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
+ * they still exchange the same messages, and the records say so.
+ *
+ * agree_begin prepares the call (and returns the input it hides while
+ * records only travel), agree_end reads the verdict. */
+static sv agree_begin(sparcml_call *c, sparcml_local *local)
 {
     sv input = c->input;
-    sched agreement;
-    int rc;
     local->union_part = c->ctx->union_pending ? c->ctx->union_part : 0;
     agree_record_init(&c->record, c->ctx->rank, local);
     c->recording = 1;
     c->pending = sv_absent();
     if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
-    sched_init(&agreement, c, 1, sparcml_ssar_recursive_double);
-    rc = sched_run(&agreement);
+    return input;
+}
+
+static void agree_end(sparcml_call *c, sv input, int rc, sparcml_agreed *agreed)
+{
     c->recording = 0;
     c->input = input;
     agree_record_read(&c->record, agreed);
     if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
+}
+
+int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
+{
+    sv input = agree_begin(c, local);
+    sched agreement;
+    int rc;
+    sched_init(&agreement, c, 1, sparcml_ssar_recursive_double);
+    rc = sched_run(&agreement);
+    agree_end(c, input, rc, agreed);
     return rc;
 }
 
@@ -212,66 +222,133 @@ void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s)
     c->q_sparse = s->qsgd_sparse;
 }
 
-int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                      int vtype, MPI_Op op, MPI_Comm comm)
+/* --- a call as one schedule: agreement stage, selection, algorithm,
+ * conclusion.  The steps find their op around their schedule. ---------- */
+
+static sparcml_op *op_of(sched *s)
 {
-    const sparcml_settings *s = settings_get();
-    sparcml_local local = {0};
-    sparcml_agreed agreed;
-    sparcml_call c = {0};
-    char detail[sizeof s->error] = "";
-    int inter = 0, rank = 0, rc;
-    double t0;
+    return (sparcml_op *)((char *)s - offsetof(sparcml_op, s));
+}
 
+static int op_concluded(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_problem p = sparcml_problem_of(&op->c, &op->agreed);
+    op->result = conclude(op->set, &op->c, &op->agreed, &p, op->comm, op->alg, MPI_SUCCESS, op->t0);
+    return MPI_SUCCESS;
+}
+
+static int op_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_problem p;
+    agree_end(c, op->input, MPI_SUCCESS, &op->agreed);
+    if (op->agreed.reason != SPARCML_R_OK) {
+        select_memo_forget(&c->ctx->memo);
+        if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
+        op->result = sparcml_fail(op->comm, op->rank, &op->agreed, op->local.reason, op->detail);
+        return MPI_SUCCESS;
+    }
+    c->dim = op->agreed.dim;
+    c->k_max = op->agreed.k_max;
+    c->k_sum = op->agreed.k_sum;
+    if (c->piggybacked) {
+        op->result = finish_piggybacked(op->set, c, &op->agreed, op->comm, op->t0);
+        return MPI_SUCCESS;
+    }
+    c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
+    p = sparcml_problem_of(c, &op->agreed);
+    op->alg = select_algorithm(op->set, &p);
+    op->t0 = PMPI_Wtime();
+    s->then = op_concluded;
+    return algorithms[op->alg](s);
+}
+
+static int op_agree(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    /* Decided when the call runs, not when it is started: the memo is what
+     * the communicator's previous calls left, the same on every rank only
+     * once they have all completed. */
+    op->local.piggyback = op->set->piggyback && select_memo_hit(&c->ctx->memo, c->recv_bytes / 8, c->vtype);
+    c->piggybacked = op->local.piggyback;
+    op->input = agree_begin(&op->c, &op->local);
+    s->then = op_agreed;
+    return sparcml_ssar_recursive_double(s);
+}
+
+/* Validate this rank's part of the call and fill in the op. */
+static void op_fill(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype, MPI_Op mop)
+{
+    const sparcml_settings *s = op->set;
+    sparcml_local *local = &op->local;
+    sparcml_call *c = &op->c;
+    local->reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
+                                : validate_local(sendbuf, recvbuf, count, vtype, mop, &c->input,
+                                                 op->detail, sizeof op->detail);
+    if (s->error[0]) snprintf(op->detail, sizeof op->detail, "%s", s->error);
+    if (local->reason == SPARCML_R_OK) {
+        local->dim = c->input.dim;
+        local->vtype = vtype;
+        local->count = count;
+        local->nnz = c->input.nnz;
+        local->dense = c->input.dense;
+        local->settings_hash = s->hash;
+    }
+    c->recvbuf = recvbuf;
+    c->recv_bytes = (uint64_t)count * 8;
+    c->dim = c->input.dim;
+    c->vtype = vtype;
+    sparcml_call_quantization(c, s);
+    c->tag_offset = TAG_KINDS_ * (int)(c->ctx->started++ % TAG_CALLS);
+}
+
+int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
+                     MPI_Op mop, MPI_Comm comm, int blocking)
+{
+    int inter = 0, rc;
+    *op = (sparcml_op){.set = settings_get(), .comm = comm};
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return flv_allreduce(sendbuf, recvbuf, count, datatype, op, comm); /* vendor's error */
-    PMPI_Comm_rank(comm, &rank);
+        return SPARCML_OP_VENDOR; /* the vendor's error */
+    PMPI_Comm_rank(comm, &op->rank);
     if (inter) {
-        stats_record_error(rank, SPARCML_R_INTERCOMM);
-        if (rank == 0) sparcml_print_error(rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
-        return sparcml_raise(comm, SPARCML_R_INTERCOMM);
+        stats_record_error(op->rank, SPARCML_R_INTERCOMM);
+        if (op->rank == 0) sparcml_print_error(op->rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
+        op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM);
+        return SPARCML_OP_DONE;
     }
-    rc = ctx_get(comm, &c.ctx);
+    rc = ctx_get(comm, &op->c.ctx);
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+        op->result = rc;
+        return SPARCML_OP_DONE;
     }
-    t0 = PMPI_Wtime();
-    local.reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
-                               : validate_local(sendbuf, recvbuf, count, vtype, op, &c.input,
-                                                detail, sizeof detail);
-    if (s->error[0]) snprintf(detail, sizeof detail, "%s", s->error);
-    if (local.reason == SPARCML_R_OK) {
-        local.dim = c.input.dim;
-        local.vtype = vtype;
-        local.count = count;
-        local.nnz = c.input.nnz;
-        local.dense = c.input.dense;
-        local.settings_hash = s->hash;
-    }
-    local.piggyback = s->piggyback && select_memo_hit(&c.ctx->memo, (uint64_t)count, vtype);
+    op->t0 = PMPI_Wtime();
+    op_fill(op, sendbuf, recvbuf, count, vtype, mop);
+    sched_init(&op->s, &op->c, blocking, op_agree);
+    return SPARCML_OP_SCHEDULED;
+}
 
-    c.recvbuf = recvbuf;
-    c.recv_bytes = (uint64_t)count * 8;
-    c.dim = c.input.dim;
-    c.vtype = vtype;
-    sparcml_call_quantization(&c, s);
-    c.piggybacked = local.piggyback;
-    rc = sparcml_agree(&c, &local, &agreed);
-    if (rc != MPI_SUCCESS) {
-        select_memo_forget(&c.ctx->memo);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+int sparcml_op_finish(sparcml_op *op)
+{
+    if (op->s.rc == MPI_SUCCESS) return op->result;
+    select_memo_forget(&op->c.ctx->memo);
+    PMPI_Comm_call_errhandler(op->comm, op->s.rc);
+    return op->s.rc;
+}
+
+int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                      int vtype, MPI_Op mop, MPI_Comm comm)
+{
+    sparcml_op op;
+    switch (sparcml_op_start(&op, sendbuf, recvbuf, count, vtype, mop, comm, 1)) {
+    case SPARCML_OP_VENDOR: return flv_allreduce(sendbuf, recvbuf, count, datatype, mop, comm);
+    case SPARCML_OP_DONE: return op.result;
+    default: break;
     }
-    if (agreed.reason != SPARCML_R_OK) {
-        select_memo_forget(&c.ctx->memo);
-        if (c.piggybacked) stats_record_piggybacked_failure(rank);
-        return sparcml_fail(comm, rank, &agreed, local.reason, detail);
-    }
-    c.dim = agreed.dim;
-    c.k_max = agreed.k_max;
-    c.k_sum = agreed.k_sum;
-    if (c.piggybacked) return finish_piggybacked(s, &c, &agreed, comm, t0);
-    c.bytes_sent = 0; /* the agreement is not the algorithm's traffic */
-    return run(s, &c, &agreed, comm);
+    sparcml_request_drain(op.c.ctx); /* the communicator's non-blocking calls first */
+    sched_run(&op.s);
+    return sparcml_op_finish(&op);
 }

@@ -32,4 +32,33 @@ sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *
 int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
                 sparcml_algorithm alg);
 
+/* A call as one schedule (the blocking call runs it at once, request.c
+ * step by step): start validates this rank's part and prepares the
+ * schedule, or says the vendor takes the call (an invalid communicator:
+ * the vendor reports it) or that it is done already (result set, error
+ * raised); finish, once the schedule has ended, returns the call's result
+ * (an MPI error the schedule met is raised here). */
+#include "schedule.h"
+
+typedef struct sparcml_op {
+    sched s;
+    sparcml_call c;
+    sparcml_local local;
+    sparcml_agreed agreed;
+    const sparcml_settings *set;
+    MPI_Comm comm;             /* the application's */
+    int rank;
+    sv input;                  /* hidden while records only travel */
+    sparcml_algorithm alg;
+    double t0;
+    int result;
+    char detail[sizeof ((sparcml_settings *)0)->error];
+} sparcml_op;
+
+enum { SPARCML_OP_SCHEDULED, SPARCML_OP_VENDOR, SPARCML_OP_DONE };
+
+int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
+                     MPI_Op mop, MPI_Comm comm, int blocking);
+int sparcml_op_finish(sparcml_op *op);
+
 #endif

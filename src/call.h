@@ -31,6 +31,7 @@ typedef struct sparcml_call {
     uint64_t result_nnz;
     int result_dense;
     int reason;          /* enum sparcml_reason, identical on all ranks */
+    int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     /* Agreement (allreduce.c): while `recording`, every message carries the
      * sender's agreement record ahead of its stream (absent streams send the
      * record alone), each received record is merged into `record`, and the
@@ -44,7 +45,13 @@ typedef struct sparcml_call {
 } sparcml_call;
 
 /* Internal tags: only ever used on the private duplicate communicator. */
-enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER };
+enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER, TAG_KINDS_ };
+
+/* Each call's tags are offset by its sequence number on the communicator
+ * (modulo TAG_CALLS: TAG_CALLS * TAG_KINDS_ stays below 32767, the least
+ * MPI_TAG_UB MPI allows), so the messages of consecutive calls never
+ * match each other's receives. */
+enum { TAG_CALLS = 4096 };
 
 /* Copy the final result into recvbuf in the format the size rule gives it
  * (or set reason when it does not fit); while recording, only keep it in

@@ -6,6 +6,7 @@
 
 #include "comm_ctx.h"
 #include "placement.h"
+#include "request.h"
 #include "settings.h"
 
 static int ctx_keyval = MPI_KEYVAL_INVALID;
@@ -27,6 +28,7 @@ static void ctx_destroy(sparcml_ctx *ctx)
 static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm; (void)keyval; (void)extra;
+    sparcml_request_drain(attr); /* MPI_Comm_free lets pending calls complete */
     ctx_destroy(attr);
     return MPI_SUCCESS;
 }
@@ -97,6 +99,7 @@ static void ctx_drop(MPI_Comm comm)
 void ctx_finalize(void)
 {
     if (ctx_keyval == MPI_KEYVAL_INVALID) return;
+    sparcml_request_drain(NULL); /* calls freed while pending, too */
     ctx_drop(MPI_COMM_WORLD);
     ctx_drop(MPI_COMM_SELF);
     PMPI_Comm_free_keyval(&ctx_keyval);

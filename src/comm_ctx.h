@@ -50,6 +50,7 @@ typedef struct sparcml_ctx {
     sparcml_rd_memo memo; /* when to piggyback data on the agreement */
     double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
     uint64_t calls;
+    uint64_t started; /* tagged calls started (blocking or not): their sequence numbers */
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;

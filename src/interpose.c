@@ -11,6 +11,7 @@
 #include "allreduce.h"
 #include "comm_ctx.h"
 #include "registry.h"
+#include "request.h"
 #include "settings.h"
 #include "stats.h"
 #include "transparent.h"
@@ -117,6 +118,16 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }
 
+/* Non-blocking: tagged types only (transparent mode covers blocking calls). */
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+
 #if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (config.h, from configure) */
 int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm)
@@ -127,5 +138,14 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
         return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
                                              op, comm);
     return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
+}
+
+int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                     MPI_Comm comm, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #endif

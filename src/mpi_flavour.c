@@ -2,9 +2,11 @@
 #include "config.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "mpi_flavour.h"
+#include "request.h"
 
 /* MPI-3 functions both libraries have. */
 int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)
@@ -256,3 +258,66 @@ int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *
 }
 
 #endif
+
+/* --- generalized requests with a progress hook ---------------------------- */
+
+#if HAVE_MPIX_GREQUEST_CLASS
+/* MPICH runs poll_fn from MPI_Wait/Test/Waitany/Waitsome/Test{all,any,some}
+ * and wait_fn (only) from MPI_Waitall, looping until the request is
+ * complete: one progress pass each is enough. */
+static int grequest_poll(void *state, MPI_Status *status)
+{
+    (void)state; (void)status;
+    sparcml_request_progress();
+    return MPI_SUCCESS;
+}
+
+static int grequest_wait(int count, void **states, double timeout, MPI_Status *status)
+{
+    (void)count; (void)states; (void)timeout; (void)status;
+    sparcml_request_progress();
+    return MPI_SUCCESS;
+}
+
+/* A collective cannot be taken back (cancelling one is erroneous). */
+static int grequest_cancel(void *state, int complete)
+{
+    (void)state; (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* Written once, under pthread_once, before any request exists. */
+static MPIX_Grequest_class grequest_class;
+static int grequest_class_rc = MPI_ERR_INTERN;
+static pthread_once_t grequest_once = PTHREAD_ONCE_INIT;
+
+static void grequest_class_create(void)
+{
+    grequest_class_rc = PMPIX_Grequest_class_create(sparcml_request_query, sparcml_request_free, grequest_cancel,
+                                                    grequest_poll, grequest_wait, &grequest_class);
+}
+
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    pthread_once(&grequest_once, grequest_class_create);
+    if (grequest_class_rc != MPI_SUCCESS) return grequest_class_rc;
+    return PMPIX_Grequest_class_allocate(grequest_class, state, req);
+}
+#else
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    (void)state; (void)req;
+    return MPI_ERR_INTERN; /* FLV_HAVE_NONBLOCKING is 0: never called */
+}
+#endif
+
+int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, MPI_Request *req)
+{
+#if HAVE_PMPI_ALLREDUCE_C
+    return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
+#else
+    if (count > INT_MAX) return MPI_ERR_COUNT;
+    return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
+#endif
+}

@@ -39,6 +39,24 @@ int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI
 int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                           const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req);
 
+/* Non-blocking tagged calls are generalized requests (state: request.c's)
+ * whose completion calls (MPI_Wait, MPI_Test, ... on them) run
+ * sparcml_request_progress(); their query and free functions are
+ * sparcml_request_query and sparcml_request_free (request.h).  FLV_HAVE_NONBLOCKING says whether this MPI offers such a
+ * hook (MPICH's MPIX_Grequest_class; Open MPI 4.1 does not: there tagged
+ * non-blocking calls still go to the vendor). */
+#if HAVE_MPIX_GREQUEST_CLASS
+enum { FLV_HAVE_NONBLOCKING = 1 };
+#else
+enum { FLV_HAVE_NONBLOCKING = 0 };
+#endif
+int flv_grequest_start(void *state, MPI_Request *req);
+
+/* The vendor's non-blocking allreduce at any count (where the MPI cannot
+ * take it, MPI_ERR_COUNT). */
+int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, MPI_Request *req);
+
 /* The MPI-3 stand-ins behind the wrappers where the _c functions are
  * missing, with the int limit (INT_MAX there) as a parameter so that
  * tests/mpi/flavour.c exercises the chunks and words with small limits in

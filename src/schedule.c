@@ -19,7 +19,7 @@ int sched_send(sched *s, const wire *w, int dest, int tag)
 {
     int rc;
     if (s->nsends >= s->c->ctx->size) return MPI_ERR_INTERN; /* more than P-1 in flight */
-    rc = p2p_isend(s->c, w, dest, tag, &s->sends[s->nsends]);
+    rc = p2p_isend(s->c, w, dest, tag + s->c->tag_offset, &s->sends[s->nsends]);
     if (rc == MPI_SUCCESS) s->nsends++;
     return rc;
 }
@@ -27,7 +27,7 @@ int sched_send(sched *s, const wire *w, int dest, int tag)
 int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
 {
     if (s->nrecv) return MPI_ERR_INTERN; /* one receive per round */
-    s->recv = (sched_recv){.src = src, .tag = tag, .raw_pool = raw_pool, .dec_pool = dec_pool,
+    s->recv = (sched_recv){.src = src, .tag = tag + s->c->tag_offset, .raw_pool = raw_pool, .dec_pool = dec_pool,
                            .out = out, .where = where, .req = MPI_REQUEST_NULL};
     s->nrecv = 1;
     return MPI_SUCCESS;

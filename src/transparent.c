@@ -29,6 +29,7 @@
 #include "mpi_flavour.h"
 #include "select.h"
 #include "stats.h"
+#include "request.h"
 #include "transparent.h"
 
 /* Calls that go straight to the vendor after an agreed vendor choice. */
@@ -122,6 +123,7 @@ int sparcml_transparent_allreduce(const void *sendbuf, void *recvbuf, MPI_Count 
         PMPI_Comm_call_errhandler(comm, rc);
         return rc;
     }
+    sparcml_request_drain(c.ctx); /* the communicator's non-blocking calls first */
     if (skipping(c.ctx, count, vtype)) {
         stats_record_transparent(s, c.ctx, c.dim, vtype, ROUTE_VENDOR_LEARNT, 0, 0);
         return vendor(sendbuf, recvbuf, count, datatype, op, comm);
