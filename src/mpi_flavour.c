@@ -1,6 +1,10 @@
 /* mpi_flavour.c -- see mpi_flavour.h. */
 #include "config.h"
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -302,6 +306,40 @@ int flv_grequest_start(void *state, MPI_Request *req)
     pthread_once(&grequest_once, grequest_class_create);
     if (grequest_class_rc != MPI_SUCCESS) return grequest_class_rc;
     return PMPIX_Grequest_class_allocate(grequest_class, state, req);
+}
+#elif defined(OPEN_MPI)
+/* Open MPI 4.1 has no progress hook in its generalized requests, but its
+ * completion calls (and every other call that makes progress) run the
+ * callbacks of opal_progress_register: the library's is registered with
+ * the first non-blocking call.  The symbol is internal to libopen-pal,
+ * hence looked up, not linked against. */
+static int progress_callback(void)
+{
+    sparcml_request_progress();
+    return 0;
+}
+
+static int grequest_cancel(void *state, int complete)
+{
+    (void)state; (void)complete;
+    return MPI_SUCCESS; /* a collective cannot be taken back */
+}
+
+static int progress_rc = MPI_ERR_INTERN;
+static pthread_once_t progress_once = PTHREAD_ONCE_INIT;
+
+static void progress_register(void)
+{
+    int (*reg)(int (*)(void));
+    *(void **)&reg = dlsym(RTLD_DEFAULT, "opal_progress_register");
+    if (reg && reg(progress_callback) == 0) progress_rc = MPI_SUCCESS;
+}
+
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    pthread_once(&progress_once, progress_register);
+    if (progress_rc != MPI_SUCCESS) return progress_rc;
+    return PMPI_Grequest_start(sparcml_request_query, sparcml_request_free, grequest_cancel, state, req);
 }
 #else
 int flv_grequest_start(void *state, MPI_Request *req)

@@ -42,10 +42,13 @@ int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbu
 /* Non-blocking tagged calls are generalized requests (state: request.c's)
  * whose completion calls (MPI_Wait, MPI_Test, ... on them) run
  * sparcml_request_progress(); their query and free functions are
- * sparcml_request_query and sparcml_request_free (request.h).  FLV_HAVE_NONBLOCKING says whether this MPI offers such a
- * hook (MPICH's MPIX_Grequest_class; Open MPI 4.1 does not: there tagged
- * non-blocking calls still go to the vendor). */
-#if HAVE_MPIX_GREQUEST_CLASS
+ * sparcml_request_query and sparcml_request_free (request.h).
+ * FLV_HAVE_NONBLOCKING says whether this MPI offers such a hook: MPICH's
+ * MPIX_Grequest_class; with Open MPI 4.1 a plain generalized request and a
+ * callback of Open MPI's progress engine (opal_progress_register).
+ * Elsewhere tagged non-blocking calls go to the vendor, which rejects
+ * them. */
+#if HAVE_MPIX_GREQUEST_CLASS || defined(OPEN_MPI)
 enum { FLV_HAVE_NONBLOCKING = 1 };
 #else
 enum { FLV_HAVE_NONBLOCKING = 0 };

@@ -6,7 +6,8 @@
  * 0.3, 1; random, identical, disjoint, skewed (one rank empty, one
  * dense) and clustered (every rank's indices in the first quarter) index
  * sets; with and without MPI_IN_PLACE; through MPI_Allreduce
- * and MPI_Allreduce_c:
+ * and MPI_Allreduce_c (or, with --call=wait|test, their non-blocking forms
+ * MPI_Iallreduce and MPI_Iallreduce_c):
  *  - the result equals a reference sum computed here from every rank's
  *    regenerated input (exact for integers, with two's complement wrap;
  *    for floats within P * epsilon * sum|x_i| of a double reference: the
@@ -27,7 +28,13 @@
  *                  indices against the reference instead of all of them.
  *                  Together with the hash comparison (the result is
  *                  bitwise the same on every rank) the slices still check
- *                  every value of the result, at 1/P of the cost.
+ *                  every value of the result, at 1/P of the cost;
+ *   --call=HOW     blocking (the default: MPI_Allreduce, MPI_Allreduce_c),
+ *                  wait (MPI_Iallreduce, MPI_Iallreduce_c, then MPI_Wait)
+ *                  or test (the same, then MPI_Test until it is done);
+ *                  the request must be MPI_REQUEST_NULL afterwards
+ *                  (tests/scripts/nonblocking.sh).  Without MPI-4 (Open
+ *                  MPI 4.1) the large-count cases use the int forms.
  *
  * Under SPARCML_QSGD_BITS=b (float and double only; integers stay exact) the
  * tolerance is a hard bound instead: one quantization moves a value by at
@@ -59,6 +66,8 @@ typedef struct tcase {
 static int failures, checks, qsgd_levels_s;
 static int type_enabled[5] = {0, 1, 1, 1, 1}; /* by enum sparcml_value_type */
 static int check_own_slice;
+enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST };
+static int call_how = CALL_BLOCKING;
 /* SPARCML_ALGORITHM unset or auto: the selector may pick another algorithm
  * on a repeated call once it has learnt how the indices overlap. */
 static int adaptive;
@@ -267,6 +276,37 @@ static void check_format(const tcase *t, int rank, const reference *ref, const v
     }
 }
 
+/* One call the way --call says: blocking, or started and then completed
+ * by MPI_Wait or by MPI_Test in a loop.  The large-count API where the case
+ * asks for it. */
+static int call_allreduce(const tcase *t, const void *send, void *recv, MPI_Count count,
+                          MPI_Datatype type, MPI_Comm comm)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc, done = 0;
+    if (call_how == CALL_BLOCKING) {
+        if (t->large_count_api) return t_allreduce_c(send, recv, count, type, MPI_SUM, comm);
+        return MPI_Allreduce(send, recv, (int)count, type, MPI_SUM, comm);
+    }
+    if (t->large_count_api)
+        rc = t_iallreduce_c(send, recv, count, type, MPI_SUM, comm, &req);
+    else
+        rc = MPI_Iallreduce(send, recv, (int)count, type, MPI_SUM, comm, &req);
+    if (rc != MPI_SUCCESS) return rc;
+    if (call_how == CALL_WAIT) {
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        do rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        while (rc == MPI_SUCCESS && !done);
+    }
+    if (rc == MPI_SUCCESS && req != MPI_REQUEST_NULL) {
+        int rank;
+        MPI_Comm_rank(comm, &rank);
+        fail(t, rank, "the completed request is not MPI_REQUEST_NULL");
+    }
+    return rc;
+}
+
 static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
 {
     int rank, P, rc;
@@ -286,12 +326,14 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         int repeat;
         memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
         if (rep == 0 || t->inplace) build_input(t, rank, P, t->inplace ? recv : send, count, scratch);
-        if (t->large_count_api)
-            rc = t_allreduce_c(t->inplace ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, comm);
-        else
-            rc = MPI_Allreduce(t->inplace ? MPI_IN_PLACE : send, recv, (int)count, type, MPI_SUM, comm);
+        rc = call_allreduce(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm);
         checks++;
-        if (rc != MPI_SUCCESS) { fail(t, rank, "MPI_Allreduce returned an error"); break; }
+        if (rc != MPI_SUCCESS) {
+            fail(t, rank, call_how == CALL_BLOCKING ? "MPI_Allreduce returned an error"
+                          : call_how == CALL_WAIT  ? "MPI_Iallreduce or MPI_Wait returned an error"
+                                                   : "MPI_Iallreduce or MPI_Test returned an error");
+            break;
+        }
         if (sparcml_stream_header(recv, &h) != SPARCML_OK || h.dim != t->dim
             || h.value_type != t->vtype) {
             fail(t, rank, "result is not a valid stream");
@@ -348,7 +390,8 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype types[4], uint
         }
 }
 
-/* --types=LIST and --check=slice (see the top); 0, or -1 on a bad option. */
+/* --types=LIST, --check=slice and --call=HOW (see the top); 0, or -1 on a
+ * bad option. */
 static int parse_options(int argc, char **argv)
 {
     for (int a = 1; a < argc; a++) {
@@ -364,6 +407,12 @@ static int parse_options(int argc, char **argv)
             }
         } else if (strcmp(argv[a], "--check=slice") == 0) {
             check_own_slice = 1;
+        } else if (strcmp(argv[a], "--call=blocking") == 0) {
+            call_how = CALL_BLOCKING;
+        } else if (strcmp(argv[a], "--call=wait") == 0) {
+            call_how = CALL_WAIT;
+        } else if (strcmp(argv[a], "--call=test") == 0) {
+            call_how = CALL_TEST;
         } else {
             return -1;
         }
@@ -383,7 +432,8 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (parse_options(argc, argv) != 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: sparse_allreduce [--types=float,double,int32,int64] [--check=slice]\n");
+            fprintf(stderr, "usage: sparse_allreduce [--types=float,double,int32,int64] [--check=slice]"
+                            " [--call=blocking|wait|test]\n");
         MPI_Finalize();
         return 2;
     }
@@ -402,7 +452,9 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     total_fail = failures;
     if (rank == 0)
-        printf("sparse_allreduce: P=%d calls_per_rank=%d failures=%d\n", size, checks, total_fail);
+        printf("sparse_allreduce: P=%d%s calls_per_rank=%d failures=%d\n", size,
+               call_how == CALL_WAIT ? " call=wait" : call_how == CALL_TEST ? " call=test" : "", checks,
+               total_fail);
     MPI_Finalize();
     return total_fail ? 1 : 0;
 }

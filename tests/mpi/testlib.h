@@ -52,6 +52,17 @@ static inline int t_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count co
 #endif
 }
 
+/* MPI_Iallreduce_c where the MPI has it, else MPI_Iallreduce (as above). */
+static inline int t_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+#if MPI_VERSION >= 4
+    return MPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, request);
+#else
+    return MPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, request);
+#endif
+}
+
 static inline void *t_alloc_words(MPI_Count words)
 {
     void *p = aligned_alloc(64, ((size_t)words * 8 + 63) & ~(size_t)63);
