@@ -40,6 +40,7 @@ static const struct {
     [SPARCML_R_CAPACITY] = {"recv capacity too small for the result", MPI_ERR_TRUNCATE},
     [SPARCML_R_NOMEM] = {"out of memory", MPI_ERR_NO_MEM},
     [SPARCML_R_CONFIG_INVALID] = {"invalid SPARCML_* setting", MPI_ERR_OTHER},
+    [SPARCML_R_ACTIVE_REQUEST] = {"MPI_Start of a persistent allreduce that is still active", MPI_ERR_REQUEST},
 };
 
 const char *sparcml_reason_text(int reason)

@@ -42,6 +42,7 @@ enum sparcml_reason {
     SPARCML_R_CAPACITY,         /* the result does not fit recvbuf */
     SPARCML_R_NOMEM,
     SPARCML_R_CONFIG_INVALID,
+    SPARCML_R_ACTIVE_REQUEST,   /* MPI_Start of a persistent call still active */
     SPARCML_R_COUNT_
 };
 

@@ -10,6 +10,8 @@
 
 #include "allreduce.h"
 #include "comm_ctx.h"
+#include "mpi_flavour.h"
+#include "persistent.h"
 #include "registry.h"
 #include "request.h"
 #include "settings.h"
@@ -149,3 +151,103 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
     return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #endif
+
+/* Persistent calls: tagged types only, as for MPI_Iallreduce. */
+#if HAVE_PMPI_ALLREDUCE_INIT
+int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+
+int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+#elif HAVE_PMPIX_ALLREDUCE_INIT
+int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+#endif
+
+/* The calls that take requests: the library's persistent handles stand for
+ * running calls (persistent.h); none live, straight to the vendor. */
+int MPI_Start(MPI_Request *request)
+{
+    return sparcml_persistent_live() ? sparcml_start(request) : PMPI_Start(request);
+}
+
+int MPI_Startall(int n, MPI_Request requests[])
+{
+    return sparcml_persistent_live() ? sparcml_startall(n, requests) : PMPI_Startall(n, requests);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return sparcml_persistent_live() ? sparcml_wait(request, status) : PMPI_Wait(request, status);
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    return sparcml_persistent_live() ? sparcml_test(request, flag, status) : PMPI_Test(request, flag, status);
+}
+
+int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[])
+{
+    return sparcml_persistent_live() ? sparcml_waitall(n, requests, statuses) : PMPI_Waitall(n, requests, statuses);
+}
+
+int MPI_Testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    return sparcml_persistent_live() ? sparcml_testall(n, requests, flag, statuses)
+                                     : PMPI_Testall(n, requests, flag, statuses);
+}
+
+int MPI_Waitany(int n, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    return sparcml_persistent_live() ? sparcml_waitany(n, requests, index, status)
+                                     : PMPI_Waitany(n, requests, index, status);
+}
+
+int MPI_Testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    return sparcml_persistent_live() ? sparcml_testany(n, requests, index, flag, status)
+                                     : PMPI_Testany(n, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return sparcml_persistent_live() ? sparcml_waitsome(n, requests, outcount, indices, statuses)
+                                     : PMPI_Waitsome(n, requests, outcount, indices, statuses);
+}
+
+int MPI_Testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return sparcml_persistent_live() ? sparcml_testsome(n, requests, outcount, indices, statuses)
+                                     : PMPI_Testsome(n, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    return sparcml_persistent_live() ? sparcml_request_free_handle(request) : PMPI_Request_free(request);
+}
+
+/* MPICH never polls a generalized request here: make progress first. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    sparcml_request_progress();
+    return sparcml_persistent_live() ? sparcml_request_get_status(request, flag, status)
+                                     : PMPI_Request_get_status(request, flag, status);
+}

@@ -13,6 +13,9 @@
 #define SPARCML_MPI_FLAVOUR_H
 
 #include <mpi.h>
+#if HAVE_PMPIX_ALLREDUCE_INIT
+#include <mpi-ext.h> /* Open MPI's MPIX_Allreduce_init */
+#endif
 
 /* PMPI_Allreduce with an elementwise op. */
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,

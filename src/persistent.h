@@ -1,0 +1,40 @@
+/* persistent.h -- persistent tagged allreduces (MPI_Allreduce_init, Open
+ * MPI's MPIX_Allreduce_init) with MPI_Start / MPI_Startall.
+ *
+ * The application's handle is an inactive vendor persistent request of no
+ * consequence (a receive from MPI_PROC_NULL that is never started): a
+ * valid handle that the vendor may see anywhere.  The library keeps the
+ * call's arguments with it; each start begins a non-blocking call
+ * (request.h) whose request stands in for the handle in the completion
+ * calls: they see the running request instead, and the application gets
+ * its handle back, inactive, when that completes.  What persists across
+ * starts: the arguments and the communicator's context and scratch; the
+ * plan is agreed again at every start, since the streams' sizes change.
+ *
+ * Every function below is what interpose.c calls once
+ * sparcml_persistent_live() says a persistent call exists; without one,
+ * the completion calls go straight to the vendor. */
+#ifndef SPARCML_PERSISTENT_H
+#define SPARCML_PERSISTENT_H
+
+#include <mpi.h>
+
+int sparcml_persistent_live(void);
+
+int sparcml_allreduce_init(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype,
+                           MPI_Op op, MPI_Comm comm, MPI_Request *request);
+
+int sparcml_start(MPI_Request *request);
+int sparcml_startall(int n, MPI_Request requests[]);
+int sparcml_wait(MPI_Request *request, MPI_Status *status);
+int sparcml_test(MPI_Request *request, int *flag, MPI_Status *status);
+int sparcml_waitall(int n, MPI_Request requests[], MPI_Status statuses[]);
+int sparcml_testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int sparcml_waitany(int n, MPI_Request requests[], int *index, MPI_Status *status);
+int sparcml_testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int sparcml_waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int sparcml_testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int sparcml_request_free_handle(MPI_Request *request);
+int sparcml_request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+#endif
