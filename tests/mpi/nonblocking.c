@@ -11,18 +11,21 @@
  * same on every rank (hash compared); a completed request must be
  * MPI_REQUEST_NULL.  An alarm() bounds every mode: a hang fails.
  *
- * many: five rounds (on MPI_COMM_WORLD, a duplicate, a split with the ranks
- *   reversed), each with 16 tagged calls outstanding at once on the round's
- *   communicator (float, double, int64; dims 1..20011; densities 0..1; some
- *   MPI_IN_PLACE; some through MPI_Iallreduce_c), with the application's
- *   own requests started between them on the same communicator: two
- *   untagged MPI_Iallreduce of MPI_INT and a ring of MPI_Isend and
- *   MPI_Irecv (from the left neighbour, MPI_ANY_TAG).  The requests sit in
- *   an array in an order shuffled differently on every rank and complete
- *   by MPI_Waitall, a loop of MPI_Waitany, loops of MPI_Testsome and
- *   MPI_Testany, a loop of MPI_Waitsome, and a loop of MPI_Testall.  The
- *   vendor sums and the ring's payloads, sources and tags are checked too,
- *   and afterwards no message is left on the communicator.
+ * many: rounds of 16 tagged calls outstanding at once (float, double,
+ *   int64; dims 1..20011; densities 0..1; some MPI_IN_PLACE; some through
+ *   MPI_Iallreduce_c), with a blocking tagged call on the same
+ *   communicator after the first 8 have started, and the application's own
+ *   requests started between them on that communicator: two untagged
+ *   MPI_Iallreduce of MPI_INT and a ring of MPI_Isend and MPI_Irecv (from
+ *   the left neighbour, MPI_ANY_TAG).  The requests sit in an array in an
+ *   order shuffled differently on every rank and complete by MPI_Waitall,
+ *   a loop of MPI_Waitany, loops of MPI_Testsome and MPI_Testany, a loop of
+ *   MPI_Waitsome, or a loop of MPI_Testall: each once with all tagged calls
+ *   on one communicator (MPI_COMM_WORLD, a duplicate, a split with the
+ *   ranks reversed), and once with them alternating between two (the
+ *   duplicate and MPI_COMM_WORLD).  The vendor sums and the ring's
+ *   payloads, sources and tags are checked too, and afterwards no message
+ *   is left on the communicator.
  * free: a tagged call freed with MPI_Request_free while pending (every
  *   rank), another freed on even ranks and waited for on odd ones, then
  *   blocking and non-blocking tagged calls on the same communicator,
@@ -252,7 +255,10 @@ static void complete_all(round_state *r, int by)
     expect(r->ndone == NREQ, msg);
 }
 
-static void many_round(int round, MPI_Comm comm, const char *cname, tagged *tg, void *scratch, void *dense)
+/* Round `round` on comm; the odd-numbered tagged calls on comm2 (which may
+ * be comm).  A blocking tagged call on comm in the middle. */
+static void many_round(int round, MPI_Comm comm, MPI_Comm comm2, const char *cname, tagged *tg, tagged *blk,
+                       void *scratch, void *dense)
 {
     int P, crank, perm[NREQ], s = 0, by = round % NBY, left, right, rc, flag;
     int vin[NVENDOR][VLEN], vout[NVENDOR][VLEN], sendmsg[NRING][4], recvmsg[NRING][4];
@@ -276,10 +282,19 @@ static void many_round(int round, MPI_Comm comm, const char *cname, tagged *tg, 
 #define NEXT_SLOT(kind_, i_) (r.desc[perm[s]] = (slot){(kind_), (i_)}, &r.reqs[perm[s++]])
     for (int i = 0, v = 0, g = 0; i < NTAGGED; i++) {
         tagged_problem(&tg[i], 100 + (uint64_t)round, i);
-        rc = tagged_start(&tg[i], comm, NEXT_SLOT(K_TAGGED, i), scratch);
+        rc = tagged_start(&tg[i], i % 2 ? comm2 : comm, NEXT_SLOT(K_TAGGED, i), scratch);
         snprintf(msg, sizeof msg, "%s: tagged MPI_Iallreduce%s %d did not start", r.what,
                  tg[i].large ? "_c" : "", i);
         expect(rc == MPI_SUCCESS, msg);
+        if (i == 7) { /* a blocking call while 8 are pending */
+            tagged_problem(blk, 200 + (uint64_t)round, i);
+            blk->inplace = 0;
+            blk->count = sparcml_capacity(blk->p.dim, blk->p.vtype);
+            rs_build(&blk->p, rank, blk->send, blk->count, scratch);
+            rc = MPI_Allreduce(blk->send, blk->recv, (int)blk->count, types[blk->p.vtype], MPI_SUM, comm);
+            snprintf(msg, sizeof msg, "%s: a blocking tagged call among pending ones failed", r.what);
+            expect(rc == MPI_SUCCESS, msg);
+        }
         if ((i == 2 || i == 9) && v < NVENDOR) { /* the application's own allreduce */
             for (int j = 0; j < VLEN; j++) vin[v][j] = crank * 1000 + j * 7 + v + round;
             memset(vout[v], 0xA5, sizeof vout[v]);
@@ -303,8 +318,10 @@ static void many_round(int round, MPI_Comm comm, const char *cname, tagged *tg, 
 
     for (int i = 0; i < NTAGGED; i++) {
         snprintf(msg, sizeof msg, "%s, tagged call %d", r.what, i);
-        tagged_check(&tg[i], comm, P, dense, msg);
+        tagged_check(&tg[i], i % 2 ? comm2 : comm, P, dense, msg);
     }
+    snprintf(msg, sizeof msg, "%s, the blocking call among them", r.what);
+    tagged_check(blk, comm, P, dense, msg);
     for (int v = 0; v < NVENDOR; v++) {
         checked++;
         for (int j = 0; j < VLEN; j++) {
@@ -334,23 +351,28 @@ static void many_round(int round, MPI_Comm comm, const char *cname, tagged *tg, 
 
 static int run_many(void)
 {
-    tagged tg[NTAGGED];
+    tagged tg[NTAGGED], blk;
     void *scratch = malloc(20011 * 16), *dense = malloc(20011 * 8);
     MPI_Comm dup, rev;
     if (!scratch || !dense) MPI_Abort(MPI_COMM_WORLD, 2);
     for (int i = 0; i < NTAGGED; i++) tagged_alloc(&tg[i]);
+    tagged_alloc(&blk);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev); /* the ranks reversed */
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(rev, MPI_ERRORS_RETURN);
-    many_round(0, MPI_COMM_WORLD, "MPI_COMM_WORLD", tg, scratch, dense);
-    many_round(1, dup, "duplicate", tg, scratch, dense);
-    many_round(2, rev, "reversed", tg, scratch, dense);
-    many_round(3, MPI_COMM_WORLD, "MPI_COMM_WORLD", tg, scratch, dense);
-    many_round(4, dup, "duplicate", tg, scratch, dense);
+    many_round(0, MPI_COMM_WORLD, MPI_COMM_WORLD, "MPI_COMM_WORLD", tg, &blk, scratch, dense);
+    many_round(1, dup, dup, "duplicate", tg, &blk, scratch, dense);
+    many_round(2, rev, rev, "reversed", tg, &blk, scratch, dense);
+    many_round(3, MPI_COMM_WORLD, MPI_COMM_WORLD, "MPI_COMM_WORLD", tg, &blk, scratch, dense);
+    many_round(4, dup, dup, "duplicate", tg, &blk, scratch, dense);
+    /* Every kind of completion again with the calls on two communicators. */
+    for (int round = 5; round < 5 + NBY; round++)
+        many_round(round, dup, MPI_COMM_WORLD, "duplicate and MPI_COMM_WORLD", tg, &blk, scratch, dense);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&rev);
     for (int i = 0; i < NTAGGED; i++) tagged_free(&tg[i]);
+    tagged_free(&blk);
     free(scratch); free(dense);
     return 0;
 }
@@ -423,6 +445,7 @@ static int run_free(void)
     if (rc == MPI_SUCCESS) tagged_check(&F, comm, size, dense, "free: blocking call F");
 
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("nonblocking free: P=%d checked=%d failures=%d (+3 freed calls checked after MPI_Finalize)\n",
                size, checked, failures);
