@@ -80,6 +80,7 @@ typedef struct {
     int cltk_floats; /* cltk: reduce the k values with a plain MPI_FLOAT allreduce */
     int in_place;    /* stream modes: MPI_IN_PLACE */
     int unit_rows;   /* synthetic: each sample scaled to unit L2 norm */
+    long long chunks; /* sparse: the batch's gradient in this many non-blocking allreduces */
     int help;
 } options;
 
@@ -258,6 +259,11 @@ static void usage(FILE *f)
 "  --cltk-reduce=stream|floats    cltk: reduce the k values as a tagged stream\n"
 "                                 (default) or as k plain MPI_FLOATs (no shim needed)\n"
 "  --in-place                     stream modes: use MPI_IN_PLACE\n"
+"  --chunks=C                     sparse: split each mini-batch into C parts; the\n"
+"                                 gradient of part c is reduced with MPI_Iallreduce\n"
+"                                 (in place) while part c+1 is computed, testing\n"
+"                                 the requests every 16 samples (default 1: one\n"
+"                                 blocking MPI_Allreduce per step)\n"
 "  --unit-rows                    synthetic: scale each sample to unit L2 norm (as in\n"
 "                                 Webspam; keeps lr = 1 stable with thousands of\n"
 "                                 non-zeros per sample)\n"
@@ -319,6 +325,7 @@ static void parse_options(int argc, char **argv, options *o)
     o->l2 = 0.0;
     o->density = 0.01;
     o->beta = 0.1;
+    o->chunks = 1;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
@@ -350,7 +357,7 @@ static void parse_options(int argc, char **argv, options *o)
             static const char *const known[] = {
                 "sync", "loss", "data", "features", "samples", "nnz", "zipf", "noise",
                 "truth-density", "seed", "epochs", "batch", "lr", "l2", "density", "k",
-                "beta", "cltk-reduce", NULL};
+                "beta", "cltk-reduce", "chunks", NULL};
             int ok = 0;
             for (int j = 0; known[j]; j++) ok |= !strcmp(name, known[j]);
             if (!ok) die_collective("unknown option '--%s' (try --help)", name);
@@ -421,12 +428,16 @@ static void parse_options(int argc, char **argv, options *o)
             NEED(parse_ll(val, &ll) == 0, "expected an integer");
             o->k = ll;
             o->k_set = 1;
+        } else if (!strcmp(name, "chunks")) {
+            NEED(parse_ll(val, &ll) == 0 && ll >= 1 && ll <= 64, "expected an integer in [1, 64]");
+            o->chunks = ll;
         } else if (!strcmp(name, "beta")) {
             NEED(parse_d(val, &d) == 0 && d > 0 && d <= 1, "expected a number in (0, 1]");
             o->beta = d;
         }
 #undef NEED
     }
+    if (o->chunks > 1 && o->sync != SYNC_SPARSE) die_collective("--chunks applies to --sync=sparse only");
     if (o->l2 > 0 && o->lr * o->l2 >= 1)
         die_collective("--lr * --l2 must be < 1 (weight decay factor 1 - lr*l2 would be <= 0)");
 }
@@ -930,6 +941,8 @@ typedef struct {
     float *vals;       /* cltk floats: k values */
     float *valsum;
     uint64_t *sendbuf, *recvbuf;
+    uint64_t **chunkbuf;   /* --chunks: one in-place stream buffer per part */
+    MPI_Request *chunkreq;
     rng_t sel_rng;
     double comm_s;
     double bytes;
@@ -942,12 +955,19 @@ static int u32_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Gradient of the mean loss over the nominal batch B (sum / B). */
-static void compute_gradient(trainer *t, const dataset *d, const size_t *perm, size_t lo, size_t hi)
+/* Gradient of the mean loss over the nominal batch B (sum / B); every 16
+ * samples the first `pending` chunk requests are tested (--chunks), so that
+ * their allreduces advance while this part is computed. */
+static void compute_gradient(trainer *t, const dataset *d, const size_t *perm, size_t lo, size_t hi,
+                             int pending)
 {
     const float invB = (float)(1.0 / (double)t->o->batch);
     t->ntouched = 0;
     for (size_t s = lo; s < hi; s++) {
+        for (int c = 0; c < pending && (s - lo) % 16 == 15; c++) {
+            int flag;
+            mpi_check(MPI_Test(&t->chunkreq[c], &flag, MPI_STATUS_IGNORE), "MPI_Test of a part");
+        }
         size_t i = perm[s];
         double coef, z = dot_row(d, i, t->w);
         float c;
@@ -1008,6 +1028,33 @@ static void sparse_step(trainer *t)
     stream_allreduce(t, bytes, "MPI_Allreduce of the sparse gradient stream");
     apply_stream(t->recvbuf, t->N, t->w, scale);
     clear_gradient(t);
+}
+
+/* --chunks=C: the batch's gradient in C parts, each reduced in place with
+ * MPI_Iallreduce while the next part is computed; the model is updated
+ * once all are complete (the same gradient as one allreduce of the whole
+ * batch, summed in another order). */
+static void sparse_chunked_step(trainer *t, const dataset *d, const size_t *perm, size_t lo, size_t hi)
+{
+    const float scale = (float)(t->o->lr / g_size);
+    const int C = (int)t->o->chunks;
+    double t0;
+    for (int c = 0; c < C; c++) {
+        size_t clo = lo + (hi - lo) * (size_t)c / (size_t)C, chi = lo + (hi - lo) * (size_t)(c + 1) / (size_t)C;
+        compute_gradient(t, d, perm, clo, chi, c);
+        qsort(t->touched, t->ntouched, sizeof *t->touched, u32_cmp);
+        t->bytes += (double)build_stream(t->chunkbuf[c], t->cap, t->N, t->touched, t->ntouched, t->grad);
+        clear_gradient(t);
+        t0 = MPI_Wtime();
+        mpi_check(MPI_Iallreduce(MPI_IN_PLACE, t->chunkbuf[c], (int)t->cap, t->st, MPI_SUM, MPI_COMM_WORLD,
+                                 &t->chunkreq[c]),
+                  "MPI_Iallreduce of a gradient part");
+        t->comm_s += MPI_Wtime() - t0;
+    }
+    t0 = MPI_Wtime();
+    for (int c = 0; c < C; c++) mpi_check(MPI_Wait(&t->chunkreq[c], MPI_STATUS_IGNORE), "MPI_Wait of a part");
+    t->comm_s += MPI_Wtime() - t0;
+    for (int c = 0; c < C; c++) apply_stream(t->chunkbuf[c], t->N, t->w, scale);
 }
 
 static void topk_step(trainer *t)
@@ -1195,6 +1242,11 @@ int main(int argc, char **argv)
             t.recvbuf = xmalloc((size_t)t.cap * 8);
             probe_shim(t.st);
         }
+        if (o.chunks > 1) {
+            t.chunkbuf = xmalloc((size_t)o.chunks * sizeof *t.chunkbuf);
+            t.chunkreq = xmalloc((size_t)o.chunks * sizeof *t.chunkreq);
+            for (long long c = 0; c < o.chunks; c++) t.chunkbuf[c] = xmalloc((size_t)t.cap * 8);
+        }
     }
     if (o.sync == SYNC_TOPK || o.sync == SYNC_CLTK) {
         t.mem = xcalloc(N, sizeof *t.mem);
@@ -1214,6 +1266,7 @@ int main(int argc, char **argv)
                sync_names[o.sync], loss_names[o.loss], g_size, (unsigned long long)N,
                o.data ? o.data : "synthetic", total_samples, o.batch, steps_per_epoch, o.lr, o.l2);
         if (o.sync == SYNC_TOPK || o.sync == SYNC_CLTK) printf(" k=%zu", t.k);
+        if (o.chunks > 1) printf(" chunks=%lld", o.chunks);
         if (o.sync == SYNC_CLTK) printf(" beta=%g", o.beta);
         printf("\n");
         fflush(stdout);
@@ -1244,7 +1297,11 @@ int main(int argc, char **argv)
                 const float decay = (float)(1.0 - o.lr * o.l2);
                 for (uint64_t j = 0; j < N; j++) t.w[j] *= decay;
             }
-            compute_gradient(&t, &d, perm, lo, hi);
+            if (o.chunks > 1) {
+                sparse_chunked_step(&t, &d, perm, lo, hi);
+                continue;
+            }
+            compute_gradient(&t, &d, perm, lo, hi, 0);
             switch (o.sync) {
             case SYNC_DENSE: dense_step(&t); break;
             case SYNC_SPARSE: sparse_step(&t); break;
@@ -1277,6 +1334,8 @@ int main(int argc, char **argv)
     free(t.w); free(t.grad); free(t.mark); free(t.touched); free(t.recvf); free(t.mem);
     free(t.scratch); free(t.sel); free(t.bc); free(t.vals); free(t.valsum); free(t.sendbuf);
     free(t.recvbuf); free(perm);
+    for (long long c = 0; t.chunkbuf && c < o.chunks; c++) free(t.chunkbuf[c]);
+    free(t.chunkbuf); free(t.chunkreq);
     ds_free(&d);
     finalize();
     return 0;

@@ -1,0 +1,197 @@
+/* overlap_bench.c -- how much of a non-blocking tagged allreduce hides
+ * behind computation (issue 14's benchmark), side by side in one run:
+ *
+ *   comm      MPI_Allreduce alone                      -> t_comm
+ *   compute   the computation alone                    -> t_compute
+ *   blocking  compute, then MPI_Allreduce              -> t_blocking
+ *   testing   MPI_Iallreduce, compute with an MPI_Test every --test-us
+ *             microseconds, MPI_Wait                   -> t_testing
+ *   silent    MPI_Iallreduce, compute, MPI_Wait        -> t_silent
+ *
+ * The modes alternate iteration by iteration, so drift of the shared
+ * machine hits all alike; an iteration's time is the slowest rank's;
+ * medians are reported.  The computation is a fixed amount of arithmetic
+ * per rank (what an application's layer would do), calibrated so that,
+ * with every rank computing at once, it takes about --compute-ms (default:
+ * the measured t_comm).  Overlap efficiency of a mode m:
+ *   (t_blocking - t_m) / min(t_comm, t_compute)
+ * 1 = the shorter of the two is hidden completely, 0 = nothing is.
+ *
+ *   overlap_bench [--dim=N] [--density=D] [--iters=K] [--compute-ms=T]
+ *                 [--test-us=U] [--csv]
+ * Streams: float values, random indices (a different set per rank). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include "sparcml.h"
+
+enum { MODE_COMM, MODE_COMPUTE, MODE_BLOCKING, MODE_TESTING, MODE_SILENT, MODES };
+static const char *const mode_names[MODES] = {"comm", "compute", "blocking", "testing", "silent"};
+
+static volatile double sink; /* keeps the arithmetic from being optimised away */
+
+/* `units` units of arithmetic, testing *req every `test_units` units. */
+static void compute(long units, long test_units, MPI_Request *req)
+{
+    double x = 1.0;
+    for (long u = 0; u < units; u++) {
+        for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
+        if (req && test_units > 0 && u % test_units == test_units - 1) {
+            int flag;
+            MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        }
+    }
+    sink = x;
+}
+
+static double slowest(double dt)
+{
+    double worst;
+    MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+typedef struct setup {
+    void *in, *out;
+    MPI_Count cap;
+    MPI_Datatype t;
+    long units, test_units;
+} setup;
+
+static double iteration(const setup *s, int mode)
+{
+    MPI_Request req;
+    double t0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    switch (mode) {
+    case MODE_COMM: MPI_Allreduce(s->in, s->out, (int)s->cap, s->t, MPI_SUM, MPI_COMM_WORLD); break;
+    case MODE_COMPUTE: compute(s->units, 0, NULL); break;
+    case MODE_BLOCKING:
+        compute(s->units, 0, NULL);
+        MPI_Allreduce(s->in, s->out, (int)s->cap, s->t, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    default:
+        MPI_Iallreduce(s->in, s->out, (int)s->cap, s->t, MPI_SUM, MPI_COMM_WORLD, &req);
+        compute(s->units, mode == MODE_TESTING ? s->test_units : 0, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    return slowest(MPI_Wtime() - t0);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Units of arithmetic that take `ms` with every rank computing. */
+static long calibrate(double ms)
+{
+    long units = 100;
+    for (;;) {
+        double dt;
+        MPI_Barrier(MPI_COMM_WORLD);
+        dt = MPI_Wtime();
+        compute(units, 0, NULL);
+        dt = slowest(MPI_Wtime() - dt);
+        if (dt > 0.02 || dt * 1e3 > ms) {
+            long want = (long)((double)units * ms / (dt * 1e3));
+            MPI_Bcast(&want, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+            return want > 0 ? want : 1;
+        }
+        units *= 4;
+    }
+}
+
+/* A random sparse float stream of about density * dim entries. */
+static void make_stream(void *buf, MPI_Count cap, uint64_t dim, double density, int rank)
+{
+    uint64_t k = (uint64_t)(density * (double)dim), *idx = malloc((k + 1) * sizeof *idx), n = 0;
+    float *val = malloc((k + 1) * sizeof *val);
+    uint64_t state = 0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1);
+    /* k distinct sorted indices: one per stride, at a random offset in it. */
+    for (uint64_t i = 0; i < k; i++) {
+        uint64_t stride = dim / k;
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        idx[n] = i * stride + (state >> 33) % stride;
+        val[n++] = 1.0f + (float)(state >> 40) / (float)(1 << 24);
+    }
+    if (sparcml_stream_from_sorted(buf, cap, dim, SPARCML_FLOAT, n, idx, val) != SPARCML_OK) {
+        fprintf(stderr, "overlap_bench: cannot build the stream\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    free(idx);
+    free(val);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t dim = 1u << 24;
+    double density = 1e-3, compute_ms = 0, test_us = 100, *times[MODES], med[MODES];
+    int iters = 10, csv = 0, rank, P;
+    setup s;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "--dim=", 6)) dim = strtoull(argv[i] + 6, NULL, 10);
+        else if (!strncmp(argv[i], "--density=", 10)) density = atof(argv[i] + 10);
+        else if (!strncmp(argv[i], "--iters=", 8)) iters = atoi(argv[i] + 8);
+        else if (!strncmp(argv[i], "--compute-ms=", 13)) compute_ms = atof(argv[i] + 13);
+        else if (!strncmp(argv[i], "--test-us=", 10)) test_us = atof(argv[i] + 10);
+        else if (!strcmp(argv[i], "--csv")) csv = 1;
+        else {
+            if (rank == 0) fprintf(stderr, "overlap_bench: unknown option %s\n", argv[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    s.cap = sparcml_capacity(dim, SPARCML_FLOAT);
+    s.in = aligned_alloc(8, (size_t)s.cap * 8);
+    s.out = aligned_alloc(8, (size_t)s.cap * 8);
+    sparcml_type_create(SPARCML_FLOAT, &s.t);
+    make_stream(s.in, s.cap, dim, density, rank);
+    for (int m = 0; m < MODES; m++) times[m] = malloc((size_t)iters * sizeof(double));
+    s.units = 1;
+    for (int i = 0; i < 3; i++) times[MODE_COMM][i % iters] = iteration(&s, MODE_COMM); /* warm-up */
+    if (compute_ms <= 0) {
+        for (int i = 0; i < iters; i++) times[MODE_COMM][i] = iteration(&s, MODE_COMM);
+        compute_ms = median(times[MODE_COMM], iters) * 1e3;
+    }
+    s.units = calibrate(compute_ms);
+    {
+        double unit_us = compute_ms * 1e3 / (double)s.units;
+        s.test_units = test_us > 0 ? (long)fmax(1, test_us / unit_us) : 0;
+    }
+    for (int i = 0; i < iters; i++) {
+        if (rank == 0 && !csv) fprintf(stderr, "\roverlap_bench: iteration %d/%d", i + 1, iters);
+        for (int m = 0; m < MODES; m++) times[m][i] = iteration(&s, m);
+    }
+    if (rank == 0 && !csv) fprintf(stderr, "\n");
+    for (int m = 0; m < MODES; m++) med[m] = median(times[m], iters) * 1e3;
+    if (rank == 0) {
+        double hidden = fmin(med[MODE_COMM], med[MODE_COMPUTE]);
+        double e_test = (med[MODE_BLOCKING] - med[MODE_TESTING]) / hidden;
+        double e_silent = (med[MODE_BLOCKING] - med[MODE_SILENT]) / hidden;
+        if (csv) {
+            printf("P,dim,density,iters,test_us,comm_ms,compute_ms,blocking_ms,testing_ms,silent_ms,eff_testing,eff_silent\n");
+            printf("%d,%llu,%g,%d,%g,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", P, (unsigned long long)dim, density,
+                   iters, test_us, med[0], med[1], med[2], med[3], med[4], e_test, e_silent);
+        } else {
+            for (int m = 0; m < MODES; m++) printf("%-9s %10.3f ms\n", mode_names[m], med[m]);
+            printf("overlap efficiency: testing every %g us %.2f, not testing %.2f\n", test_us, e_test, e_silent);
+        }
+    }
+    MPI_Type_free(&s.t);
+    MPI_Finalize();
+    return 0;
+}
