@@ -9,6 +9,7 @@
 #define SPARCML_COMM_CTX_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,7 @@ typedef struct sparcml_ctx {
     double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
     uint64_t calls;
     uint64_t started; /* tagged calls started (blocking or not): their sequence numbers */
+    atomic_int pending_calls; /* non-blocking calls started and not yet complete (request.c) */
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;

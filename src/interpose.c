@@ -186,68 +186,68 @@ int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datat
  * running calls (persistent.h); none live, straight to the vendor. */
 int MPI_Start(MPI_Request *request)
 {
-    return sparcml_persistent_live() ? sparcml_start(request) : PMPI_Start(request);
+    return sparcml_completion_taken() ? sparcml_start(request) : PMPI_Start(request);
 }
 
 int MPI_Startall(int n, MPI_Request requests[])
 {
-    return sparcml_persistent_live() ? sparcml_startall(n, requests) : PMPI_Startall(n, requests);
+    return sparcml_completion_taken() ? sparcml_startall(n, requests) : PMPI_Startall(n, requests);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    return sparcml_persistent_live() ? sparcml_wait(request, status) : PMPI_Wait(request, status);
+    return sparcml_completion_taken() ? sparcml_wait(request, status) : PMPI_Wait(request, status);
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    return sparcml_persistent_live() ? sparcml_test(request, flag, status) : PMPI_Test(request, flag, status);
+    return sparcml_completion_taken() ? sparcml_test(request, flag, status) : PMPI_Test(request, flag, status);
 }
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[])
 {
-    return sparcml_persistent_live() ? sparcml_waitall(n, requests, statuses) : PMPI_Waitall(n, requests, statuses);
+    return sparcml_completion_taken() ? sparcml_waitall(n, requests, statuses) : PMPI_Waitall(n, requests, statuses);
 }
 
 int MPI_Testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    return sparcml_persistent_live() ? sparcml_testall(n, requests, flag, statuses)
+    return sparcml_completion_taken() ? sparcml_testall(n, requests, flag, statuses)
                                      : PMPI_Testall(n, requests, flag, statuses);
 }
 
 int MPI_Waitany(int n, MPI_Request requests[], int *index, MPI_Status *status)
 {
-    return sparcml_persistent_live() ? sparcml_waitany(n, requests, index, status)
+    return sparcml_completion_taken() ? sparcml_waitany(n, requests, index, status)
                                      : PMPI_Waitany(n, requests, index, status);
 }
 
 int MPI_Testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
-    return sparcml_persistent_live() ? sparcml_testany(n, requests, index, flag, status)
+    return sparcml_completion_taken() ? sparcml_testany(n, requests, index, flag, status)
                                      : PMPI_Testany(n, requests, index, flag, status);
 }
 
 int MPI_Waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    return sparcml_persistent_live() ? sparcml_waitsome(n, requests, outcount, indices, statuses)
+    return sparcml_completion_taken() ? sparcml_waitsome(n, requests, outcount, indices, statuses)
                                      : PMPI_Waitsome(n, requests, outcount, indices, statuses);
 }
 
 int MPI_Testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    return sparcml_persistent_live() ? sparcml_testsome(n, requests, outcount, indices, statuses)
+    return sparcml_completion_taken() ? sparcml_testsome(n, requests, outcount, indices, statuses)
                                      : PMPI_Testsome(n, requests, outcount, indices, statuses);
 }
 
 int MPI_Request_free(MPI_Request *request)
 {
-    return sparcml_persistent_live() ? sparcml_request_free_handle(request) : PMPI_Request_free(request);
+    return sparcml_completion_taken() ? sparcml_request_free_handle(request) : PMPI_Request_free(request);
 }
 
 /* MPICH never polls a generalized request here: make progress first. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     sparcml_request_progress();
-    return sparcml_persistent_live() ? sparcml_request_get_status(request, flag, status)
+    return sparcml_completion_taken() ? sparcml_request_get_status(request, flag, status)
                                      : PMPI_Request_get_status(request, flag, status);
 }

@@ -8,7 +8,13 @@
  * inactive, which every completion call treats as an inactive persistent
  * request is treated: an empty status); afterwards the handles go back in
  * place, and a running request the vendor completed (and set to
- * MPI_REQUEST_NULL) leaves its call inactive. */
+ * MPI_REQUEST_NULL) leaves its call inactive.
+ *
+ * The calls on arrays are also taken while the application holds any of
+ * the library's non-blocking requests: MPICH's MPI_Waitall, MPI_Testall,
+ * MPI_Waitsome and MPI_Testsome report a generalized request's error in
+ * its status as an MPI_ERR_OTHER code wrapping the class; the view writes
+ * the class there, as MPI_Wait reports it. */
 #include "config.h"
 
 #include <pthread.h>
@@ -36,9 +42,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static persistent *table;
 static atomic_int nlive;
 
-int sparcml_persistent_live(void)
+int sparcml_completion_taken(void)
 {
-    return atomic_load_explicit(&nlive, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&nlive, memory_order_relaxed) != 0 || sparcml_request_live();
 }
 
 static persistent *find(MPI_Request handle)
@@ -113,37 +119,54 @@ int sparcml_test(MPI_Request *request, int *flag, MPI_Status *status)
     return p ? PMPI_Test(&p->running, flag, status) : PMPI_Test(request, flag, status);
 }
 
-/* The array as the vendor is to see it (see the top of the file). */
+/* The array as the vendor is to see it (see the top of the file), and the
+ * library's requests in it, held (request.h) until their statuses are
+ * written. */
 typedef struct view {
     MPI_Request *reqs;
     persistent **owner;
+    void **held;
     MPI_Request small_reqs[16];
     persistent *small_owner[16];
+    void *small_held[16];
 } view;
 
 static int view_open(view *v, int n, const MPI_Request app[])
 {
     v->reqs = v->small_reqs;
     v->owner = v->small_owner;
+    v->held = v->small_held;
     if (n > 16) {
         v->reqs = malloc((size_t)n * sizeof *v->reqs);
         v->owner = malloc((size_t)n * sizeof *v->owner);
-        if (!v->reqs || !v->owner) {
+        v->held = malloc((size_t)n * sizeof *v->held);
+        if (!v->reqs || !v->owner || !v->held) {
             free(v->reqs);
             free(v->owner);
+            free(v->held);
             return MPI_ERR_NO_MEM;
         }
     }
     for (int i = 0; i < n; i++) {
         v->owner[i] = find(app[i]);
         v->reqs[i] = v->owner[i] ? v->owner[i]->running : app[i];
+        v->held[i] = sparcml_request_hold(v->reqs[i]);
     }
     return MPI_SUCCESS;
+}
+
+/* Request i completed in the call: its status gets the call's result. */
+static void view_status(view *v, int i, MPI_Status *status)
+{
+    if (i < 0 || !v->held[i]) return;
+    sparcml_request_release(v->held[i], status);
+    v->held[i] = NULL;
 }
 
 static int view_close(view *v, int n, MPI_Request app[], int rc)
 {
     for (int i = 0; i < n; i++) {
+        if (v->held[i]) sparcml_request_release(v->held[i], MPI_STATUS_IGNORE);
         if (!v->owner[i]) {
             app[i] = v->reqs[i];
             continue;
@@ -154,47 +177,83 @@ static int view_close(view *v, int n, MPI_Request app[], int rc)
     if (v->reqs != v->small_reqs) {
         free(v->reqs);
         free(v->owner);
+        free(v->held);
     }
     return rc;
 }
 
-/* Each of the array calls: open a view, call the vendor on it, close. */
-#define ON_VIEW(n, app, call)                                                                                  \
-    do {                                                                                                       \
-        view v;                                                                                                \
-        int rc_ = view_open(&v, n, app);                                                                       \
-        if (rc_ != MPI_SUCCESS) return rc_;                                                                    \
-        return view_close(&v, n, app, call);                                                                   \
-    } while (0)
+/* Statuses of an "all" call: one per request, written where it completed. */
+static void all_statuses(view *v, int n, MPI_Status statuses[])
+{
+    for (int i = 0; statuses != MPI_STATUSES_IGNORE && i < n; i++)
+        if (v->held[i] && v->reqs[i] == MPI_REQUEST_NULL) view_status(v, i, &statuses[i]);
+}
+
+/* Statuses of a "some" call: statuses[j] belongs to request indices[j]. */
+static void some_statuses(view *v, int outcount, const int indices[], MPI_Status statuses[])
+{
+    for (int j = 0; statuses != MPI_STATUSES_IGNORE && outcount != MPI_UNDEFINED && j < outcount; j++)
+        view_status(v, indices[j], &statuses[j]);
+}
 
 int sparcml_waitall(int n, MPI_Request requests[], MPI_Status statuses[])
 {
-    ON_VIEW(n, requests, PMPI_Waitall(n, v.reqs, statuses));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Waitall(n, v.reqs, statuses);
+    all_statuses(&v, n, statuses);
+    return view_close(&v, n, requests, rc);
 }
 
 int sparcml_testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    ON_VIEW(n, requests, PMPI_Testall(n, v.reqs, flag, statuses));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Testall(n, v.reqs, flag, statuses);
+    if (*flag) all_statuses(&v, n, statuses);
+    return view_close(&v, n, requests, rc);
 }
 
 int sparcml_waitany(int n, MPI_Request requests[], int *index, MPI_Status *status)
 {
-    ON_VIEW(n, requests, PMPI_Waitany(n, v.reqs, index, status));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Waitany(n, v.reqs, index, status);
+    if (*index != MPI_UNDEFINED) view_status(&v, *index, status);
+    return view_close(&v, n, requests, rc);
 }
 
 int sparcml_testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
-    ON_VIEW(n, requests, PMPI_Testany(n, v.reqs, index, flag, status));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Testany(n, v.reqs, index, flag, status);
+    if (*flag && *index != MPI_UNDEFINED) view_status(&v, *index, status);
+    return view_close(&v, n, requests, rc);
 }
 
 int sparcml_waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    ON_VIEW(n, requests, PMPI_Waitsome(n, v.reqs, outcount, indices, statuses));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Waitsome(n, v.reqs, outcount, indices, statuses);
+    some_statuses(&v, *outcount, indices, statuses);
+    return view_close(&v, n, requests, rc);
 }
 
 int sparcml_testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    ON_VIEW(n, requests, PMPI_Testsome(n, v.reqs, outcount, indices, statuses));
+    view v;
+    int rc = view_open(&v, n, requests);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Testsome(n, v.reqs, outcount, indices, statuses);
+    some_statuses(&v, *outcount, indices, statuses);
+    return view_close(&v, n, requests, rc);
 }
 
 /* A running call goes on (its peers wait for it): the library completes

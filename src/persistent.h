@@ -12,14 +12,16 @@
  * plan is agreed again at every start, since the streams' sizes change.
  *
  * Every function below is what interpose.c calls once
- * sparcml_persistent_live() says a persistent call exists; without one,
- * the completion calls go straight to the vendor. */
+ * sparcml_completion_taken() says a persistent call exists or the
+ * application holds a non-blocking request of the library (whose error the
+ * calls on arrays report as MPI_Wait does: persistent.c); otherwise the
+ * completion calls go straight to the vendor. */
 #ifndef SPARCML_PERSISTENT_H
 #define SPARCML_PERSISTENT_H
 
 #include <mpi.h>
 
-int sparcml_persistent_live(void);
+int sparcml_completion_taken(void);
 
 int sparcml_allreduce_init(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype,
                            MPI_Op op, MPI_Comm comm, MPI_Request *request);

@@ -26,7 +26,8 @@ typedef struct pending {
     MPI_Request request;
     int result;           /* what the application's wait reports */
     atomic_int owners;
-    struct pending *next;
+    struct pending *next; /* in `queue`, while the call runs */
+    struct pending *next_live; /* in `live`, until the application frees the request */
 } pending;
 
 /* The list, guarded by `lock`; `npending` lets calls that find nothing
@@ -35,6 +36,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *queue;
 static pending **queue_tail = &queue;
 static atomic_int npending;
+/* Every request the application holds (for sparcml_request_hold), under
+ * `live_lock`, which is never held across an MPI call: the free function
+ * takes it from inside the vendor's completion calls, which may hold the
+ * vendor's own lock while a progress pass, holding `lock`, waits for that
+ * one. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending *live;
+static atomic_int nlive;
 
 static void let_go(pending *p)
 {
@@ -54,8 +63,40 @@ int sparcml_request_query(void *state, MPI_Status *status)
 
 int sparcml_request_free(void *state)
 {
-    let_go(state);
+    pending *p = state;
+    pthread_mutex_lock(&live_lock);
+    for (pending **pp = &live; *pp; pp = &(*pp)->next_live) {
+        if (*pp != p) continue;
+        *pp = p->next_live;
+        atomic_fetch_sub(&nlive, 1);
+        break;
+    }
+    pthread_mutex_unlock(&live_lock);
+    let_go(p);
     return MPI_SUCCESS;
+}
+
+int sparcml_request_live(void)
+{
+    return atomic_load_explicit(&nlive, memory_order_relaxed) != 0;
+}
+
+void *sparcml_request_hold(MPI_Request request)
+{
+    pending *p = NULL;
+    if (request == MPI_REQUEST_NULL || !sparcml_request_live()) return NULL;
+    pthread_mutex_lock(&live_lock);
+    for (p = live; p && p->request != request; p = p->next_live) continue;
+    if (p) atomic_fetch_add(&p->owners, 1);
+    pthread_mutex_unlock(&live_lock);
+    return p;
+}
+
+void sparcml_request_release(void *held, MPI_Status *status)
+{
+    pending *p = held;
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = p->result;
+    let_go(p);
 }
 
 /* No call started earlier on the same communicator is still pending. */
@@ -92,6 +133,7 @@ static void pass(void)
             *pp = p->next;
             if (queue_tail == &p->next) queue_tail = pp;
             atomic_fetch_sub(&npending, 1);
+            atomic_fetch_sub(&p->op.c.ctx->pending_calls, 1);
             complete(p);
             completed = 1;
         }
@@ -105,14 +147,11 @@ void sparcml_request_progress(void)
     pthread_mutex_unlock(&lock);
 }
 
+/* Without a lock: drain may run inside MPI_Comm_free's attribute callback,
+ * where the vendor may hold its own lock. */
 static int pending_on(const sparcml_ctx *ctx)
 {
-    int found = 0;
-    if (atomic_load(&npending) == 0) return 0;
-    pthread_mutex_lock(&lock);
-    for (const pending *q = queue; q && !found; q = q->next) found = !ctx || q->op.c.ctx == ctx;
-    pthread_mutex_unlock(&lock);
-    return found;
+    return ctx ? atomic_load(&ctx->pending_calls) != 0 : atomic_load(&npending) != 0;
 }
 
 void sparcml_request_drain(const sparcml_ctx *ctx)
@@ -156,7 +195,13 @@ int sparcml_iallreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
     *queue_tail = p;
     queue_tail = &p->next;
     atomic_fetch_add(&npending, 1);
+    atomic_fetch_add(&p->op.c.ctx->pending_calls, 1);
     pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&live_lock);
+    p->next_live = live;
+    live = p;
+    atomic_fetch_add(&nlive, 1);
+    pthread_mutex_unlock(&live_lock);
     sparcml_request_progress(); /* post the first messages now */
     return MPI_SUCCESS;
 }

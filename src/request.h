@@ -32,6 +32,15 @@ void sparcml_request_progress(void);
  * before it is freed); ctx NULL: every pending call (MPI_Finalize). */
 void sparcml_request_drain(const sparcml_ctx *ctx);
 
+/* Whether the application holds any of the library's requests; hold one
+ * (NULL: not the library's) so that it outlives a completion call that
+ * frees it, and release it, writing its result into a status the vendor
+ * filled (MPICH's MPI_Waitall/Testall/Waitsome/Testsome put MPI_ERR_OTHER
+ * codes wrapping the class there; MPI_STATUS_IGNORE: nothing written). */
+int sparcml_request_live(void);
+void *sparcml_request_hold(MPI_Request request);
+void sparcml_request_release(void *held, MPI_Status *status);
+
 /* The generalized request's query and free functions. */
 int sparcml_request_query(void *state, MPI_Status *status);
 int sparcml_request_free(void *state);

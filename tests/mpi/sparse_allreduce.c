@@ -6,8 +6,9 @@
  * 0.3, 1; random, identical, disjoint, skewed (one rank empty, one
  * dense) and clustered (every rank's indices in the first quarter) index
  * sets; with and without MPI_IN_PLACE; through MPI_Allreduce
- * and MPI_Allreduce_c (or, with --call=wait|test, their non-blocking forms
- * MPI_Iallreduce and MPI_Iallreduce_c):
+ * and MPI_Allreduce_c (or, with --call=wait|test|persistent, their
+ * non-blocking forms MPI_Iallreduce and MPI_Iallreduce_c, or the persistent
+ * ones):
  *  - the result equals a reference sum computed here from every rank's
  *    regenerated input (exact for integers, with two's complement wrap;
  *    for floats within P * epsilon * sum|x_i| of a double reference: the
@@ -32,7 +33,11 @@
  *   --call=HOW     blocking (the default: MPI_Allreduce, MPI_Allreduce_c),
  *                  wait (MPI_Iallreduce, MPI_Iallreduce_c, then MPI_Wait)
  *                  or test (the same, then MPI_Test until it is done);
- *                  the request must be MPI_REQUEST_NULL afterwards
+ *                  the request must be MPI_REQUEST_NULL afterwards;
+ *                  persistent (MPI_Allreduce_init or _c -- Open MPI:
+ *                  MPIX_Allreduce_init -- once per case, then MPI_Start and
+ *                  MPI_Wait for each of the three calls; the handle must
+ *                  stay the same, then MPI_Request_free)
  *                  (tests/scripts/nonblocking.sh).  Without MPI-4 (Open
  *                  MPI 4.1) the large-count cases use the int forms.
  *
@@ -49,6 +54,9 @@
 #include <strings.h>
 
 #include "testlib.h"
+#if MPI_VERSION < 4
+#include <mpi-ext.h> /* Open MPI 4.1: MPIX_Allreduce_init */
+#endif
 
 enum { PAT_RANDOM, PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_CLUSTERED, PAT_COUNT };
 static const char *const pat_names[] = {"random", "identical", "disjoint", "skewed", "clustered"};
@@ -66,7 +74,7 @@ typedef struct tcase {
 static int failures, checks, qsgd_levels_s;
 static int type_enabled[5] = {0, 1, 1, 1, 1}; /* by enum sparcml_value_type */
 static int check_own_slice;
-enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST };
+enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST, CALL_PERSISTENT };
 static int call_how = CALL_BLOCKING;
 /* SPARCML_ALGORITHM unset or auto: the selector may pick another algorithm
  * on a repeated call once it has learnt how the indices overlap. */
@@ -276,14 +284,39 @@ static void check_format(const tcase *t, int rank, const reference *ref, const v
     }
 }
 
+/* --call=persistent: the case's persistent request. */
+static int persistent_init(const tcase *t, const void *send, void *recv, MPI_Count count, MPI_Datatype type,
+                           MPI_Comm comm, MPI_Request *req)
+{
+#if MPI_VERSION >= 4
+    if (t->large_count_api) return MPI_Allreduce_init_c(send, recv, count, type, MPI_SUM, comm, MPI_INFO_NULL, req);
+    return MPI_Allreduce_init(send, recv, (int)count, type, MPI_SUM, comm, MPI_INFO_NULL, req);
+#else
+    (void)t;
+    return MPIX_Allreduce_init(send, recv, (int)count, type, MPI_SUM, comm, MPI_INFO_NULL, req);
+#endif
+}
+
 /* One call the way --call says: blocking, or started and then completed
- * by MPI_Wait or by MPI_Test in a loop.  The large-count API where the case
- * asks for it. */
+ * by MPI_Wait or by MPI_Test in a loop, or a start of the persistent
+ * request *persist and MPI_Wait.  The large-count API where the case asks
+ * for it. */
 static int call_allreduce(const tcase *t, const void *send, void *recv, MPI_Count count,
-                          MPI_Datatype type, MPI_Comm comm)
+                          MPI_Datatype type, MPI_Comm comm, MPI_Request *persist)
 {
     MPI_Request req = MPI_REQUEST_NULL;
     int rc, done = 0;
+    if (call_how == CALL_PERSISTENT) {
+        MPI_Request handle = *persist;
+        rc = MPI_Start(persist);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(persist, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && *persist != handle) {
+            int rank;
+            MPI_Comm_rank(comm, &rank);
+            fail(t, rank, "the persistent handle changed");
+        }
+        return rc;
+    }
     if (call_how == CALL_BLOCKING) {
         if (t->large_count_api) return t_allreduce_c(send, recv, count, type, MPI_SUM, comm);
         return MPI_Allreduce(send, recv, (int)count, type, MPI_SUM, comm);
@@ -317,21 +350,26 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
     void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
     uint64_t first_hash = 0;
     reference ref = {0};
+    MPI_Request persist = MPI_REQUEST_NULL;
     reference_build(t, comm, &ref);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
+    if (call_how == CALL_PERSISTENT
+        && persistent_init(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm, &persist) != MPI_SUCCESS)
+        fail(t, rank, "the persistent allreduce could not be initialised");
     for (int rep = 0; rep < 3; rep++) {
         sparcml_header h;
         uint64_t hash;
         int repeat;
         memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
         if (rep == 0 || t->inplace) build_input(t, rank, P, t->inplace ? recv : send, count, scratch);
-        rc = call_allreduce(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm);
+        rc = call_allreduce(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm, &persist);
         checks++;
         if (rc != MPI_SUCCESS) {
-            fail(t, rank, call_how == CALL_BLOCKING ? "MPI_Allreduce returned an error"
-                          : call_how == CALL_WAIT  ? "MPI_Iallreduce or MPI_Wait returned an error"
-                                                   : "MPI_Iallreduce or MPI_Test returned an error");
+            fail(t, rank, call_how == CALL_BLOCKING   ? "MPI_Allreduce returned an error"
+                          : call_how == CALL_WAIT     ? "MPI_Iallreduce or MPI_Wait returned an error"
+                          : call_how == CALL_TEST     ? "MPI_Iallreduce or MPI_Test returned an error"
+                                                      : "MPI_Start or MPI_Wait returned an error");
             break;
         }
         if (sparcml_stream_header(recv, &h) != SPARCML_OK || h.dim != t->dim
@@ -358,6 +396,7 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
             check_values(t, rank, P, &ref, got);
         }
     }
+    if (persist != MPI_REQUEST_NULL) MPI_Request_free(&persist);
     free(send); free(recv); free(scratch); free(got);
     reference_free(&ref);
 }
@@ -413,6 +452,8 @@ static int parse_options(int argc, char **argv)
             call_how = CALL_WAIT;
         } else if (strcmp(argv[a], "--call=test") == 0) {
             call_how = CALL_TEST;
+        } else if (strcmp(argv[a], "--call=persistent") == 0) {
+            call_how = CALL_PERSISTENT;
         } else {
             return -1;
         }
@@ -433,7 +474,7 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv) != 0) {
         if (rank == 0)
             fprintf(stderr, "usage: sparse_allreduce [--types=float,double,int32,int64] [--check=slice]"
-                            " [--call=blocking|wait|test]\n");
+                            " [--call=blocking|wait|test|persistent]\n");
         MPI_Finalize();
         return 2;
     }
@@ -453,7 +494,8 @@ int main(int argc, char **argv)
     total_fail = failures;
     if (rank == 0)
         printf("sparse_allreduce: P=%d%s calls_per_rank=%d failures=%d\n", size,
-               call_how == CALL_WAIT ? " call=wait" : call_how == CALL_TEST ? " call=test" : "", checks,
+               call_how == CALL_WAIT ? " call=wait" : call_how == CALL_TEST ? " call=test"
+               : call_how == CALL_PERSISTENT ? " call=persistent" : "", checks,
                total_fail);
     MPI_Finalize();
     return total_fail ? 1 : 0;
