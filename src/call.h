@@ -32,11 +32,13 @@ typedef struct sparcml_call {
     int result_dense;
     int reason;          /* enum sparcml_reason, identical on all ranks */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
-    /* Agreement (allreduce.c): while `recording`, every message carries the
-     * sender's agreement record ahead of its stream (absent streams send the
-     * record alone), each received record is merged into `record`, and the
-     * result is kept in `pending` instead of being delivered: only the
-     * complete record says whether it may be. */
+    /* The agreement stage (allreduce.c): while `recording`, every message
+     * carries the sender's agreement record ahead of its stream (absent
+     * streams send the record alone) and each received record is merged
+     * into `record` (p2p.c), and the result is kept in `pending` instead of
+     * being delivered (call_deliver): only the complete record says whether
+     * it may be.  The algorithms do not look at it: they ask
+     * call_may_write_result. */
     int recording;
     int piggybacked;          /* this call's data travelled with the records */
     int selected;             /* what the selector picks for the agreed numbers */
@@ -44,7 +46,10 @@ typedef struct sparcml_call {
     sv pending;
 } sparcml_call;
 
-/* Internal tags: only ever used on the private duplicate communicator. */
+/* Internal tags: only ever used on the private duplicate communicator.  A
+ * TAG_FOLD_OUT message carries the final result, and while the agreement
+ * rides along the complete record, which replaces the receiver's own
+ * (merging it would count the receiver twice in the record's sums). */
 enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER, TAG_KINDS_ };
 
 /* Each call's tags are offset by its sequence number on the communicator
@@ -57,6 +62,11 @@ enum { TAG_CALLS = 4096 };
  * (or set reason when it does not fit); while recording, only keep it in
  * c->pending. */
 int call_deliver(sparcml_call *c, const sv *result);
+
+/* May an algorithm write (part of) the result into recvbuf before the end?
+ * Not while the agreement rides on its messages: recvbuf stays untouched
+ * until the records say the call succeeded. */
+static inline int call_may_write_result(const sparcml_call *c) { return !c->recording; }
 
 /* What goes on the wire for a stream: the stream itself, or its QSGD
  * encoding (in pool POOL_QMSG).  Each message is quantized once, by its

@@ -102,15 +102,17 @@ int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *re
     return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
 }
 
-/* Take the record off the front of a received message: merge it, and
- * point *payload / *n at the stream behind it (n == 0: absent).  Every
- * message of a recording exchange comes from a recording sender (all
- * ranks record in the same exchanges), so it is at least a record long. */
-static int unframe(sparcml_call *c, char **payload, MPI_Count *n)
+/* Take the record off the front of a received message: merge it (or take
+ * it, when it is complete: call.h, TAG_FOLD_OUT), and point *payload / *n
+ * at the stream behind it (n == 0: absent).  Every message of a recording
+ * exchange comes from a recording sender (all ranks record in the same
+ * exchanges), so it is at least a record long. */
+static int unframe(sparcml_call *c, int complete, char **payload, MPI_Count *n)
 {
     agree_record in;
     if (*n < (MPI_Count)sizeof in) return MPI_ERR_INTERN;
     memcpy(&in, *payload, sizeof in);
+    if (complete) agree_record_clear(&c->record);
     agree_record_merge(&c->record, &in);
     *payload += sizeof in;
     *n -= (MPI_Count)sizeof in;
@@ -124,7 +126,7 @@ static int received(sparcml_call *c, sched_recv *r)
     char *buf = r->buf;
     MPI_Count n = r->bytes;
     void *dec;
-    int rc = c->recording ? unframe(c, &buf, &n) : MPI_SUCCESS;
+    int rc = c->recording ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) return rc;
     if (r->where) *r->where = r->raw_pool;
     if (n == 0) {

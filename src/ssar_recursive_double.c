@@ -1,13 +1,21 @@
 /* ssar_recursive_double.c -- SSAR_Recursive_double (SparCML, SC'19, 5.2).
  *
- * log2(P) rounds; in round j every rank exchanges its current stream with
- * partner rank XOR 2^j and merge-adds.  Latency-optimal: the right choice
- * for small k, where the alpha term dominates.
- *
- * Non-power-of-two P is folded as in MPICH's recursive doubling: with
- * p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
- * sends its stream to r + 1 and sits out; the p2 remaining ranks run the
- * rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
+ * Algorithm: log2(P) rounds; in round j every rank exchanges its current
+ *   stream with partner rank XOR 2^j and merge-adds.  Latency-optimal: the
+ *   right choice for small k, where the alpha term dominates.
+ *   Non-power-of-two P is folded as in MPICH's recursive doubling: with
+ *   p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
+ *   sends its stream to r + 1 and sits out; the p2 remaining ranks run the
+ *   rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
+ * Restrictions: none (any P, any dim, every value type).
+ * Cost (select.c, cost_recursive_double): per round alpha + beta (size of
+ *   the group's union so far) + gamma merging both operands; 2 alpha + beta
+ *   (input + result) more for the fold when P is not a power of two.
+ *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
+ *   (alpha + k beta).
+ * Memory: two accumulators (pool ACC0/ACC1) of the union's size, the
+ *   received stream, QSGD's encoded and decoded messages.
+ * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each.
  *
  * Bitwise identical results: in every addition the stream of the lower
  * rank is the left operand, so partners compute the very same sums.  With
@@ -15,10 +23,11 @@
  * exact stream, the decoded message its partner adds: both sides sum the
  * same two quantized operands.  The final fold-out message is exact.
  *
- * The same schedule carries the agreement records (allreduce.c): then a
- * rank may have no stream (sv_absent), and any sum with an absent stream,
- * or of streams that do not match, is absent: the records, complete at the
- * end, report why, and nothing is delivered. */
+ * The agreement stage runs this schedule with the records riding on its
+ * messages (allreduce.c, p2p.c): then a rank may have no stream
+ * (sv_absent), and any sum with an absent stream, or of streams that do
+ * not match, is absent: the records, complete at the end, report why, and
+ * nothing is delivered. */
 #include "config.h"
 
 #include "schedule.h"
@@ -33,8 +42,8 @@ static int active_rank(int newrank, int rem)
  * becomes cur + other, with other's rank on the left when other_is_lower.
  * The last sum of the call goes straight into recvbuf when it surely fits
  * and recvbuf is not an operand (under MPI_IN_PLACE it holds the input):
- * that saves copying the result once more at the end.  Not while recording:
- * recvbuf stays untouched until the records say the call succeeded. */
+ * that saves copying the result once more at the end (when the call lets
+ * it: call_may_write_result). */
 static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower,
                    int last)
 {
@@ -52,7 +61,7 @@ static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int
     }
     bound = stream_merge_bound(cur, other);
     out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
-    if (last && !c->recording && bound <= c->recv_bytes && cur->base != c->recvbuf) {
+    if (last && call_may_write_result(c) && bound <= c->recv_bytes && cur->base != c->recvbuf) {
         out = c->recvbuf;
         out_pool = -1;
     } else {
@@ -83,8 +92,6 @@ static int rd_folded_rank(sched *s)
      * MPI_IN_PLACE the input lives in recvbuf, which the result overwrites. */
     int rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &st->w);
     if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, rank + 1, TAG_FOLD_IN);
-    /* The result comes with the complete record, this rank's part included. */
-    if (c->recording) agree_record_clear(&c->record);
     if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &st->cur, NULL);
     sched_next_after_sends(s, rd_deliver);
     return rc;
