@@ -16,14 +16,19 @@
  * the measured t_comm).  Overlap efficiency of a mode m:
  *   (t_blocking - t_m) / min(t_comm, t_compute)
  * 1 = the shorter of the two is hidden completely, 0 = nothing is.
+ * With --compute=sleep the "computation" sleeps instead (in steps of
+ * --test-us when testing): work done elsewhere, e.g. on an accelerator,
+ * which leaves the CPU to communication.  Rank 0 reports how busy the
+ * machine's CPUs were (/proc/stat) during each mode.
  *
  *   overlap_bench [--dim=N] [--density=D] [--iters=K] [--compute-ms=T]
- *                 [--test-us=U] [--csv]
+ *                 [--test-us=U] [--compute=spin|sleep] [--csv]
  * Streams: float values, random indices (a different set per rank). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 #include "sparcml.h"
@@ -32,11 +37,29 @@ enum { MODE_COMM, MODE_COMPUTE, MODE_BLOCKING, MODE_TESTING, MODE_SILENT, MODES 
 static const char *const mode_names[MODES] = {"comm", "compute", "blocking", "testing", "silent"};
 
 static volatile double sink; /* keeps the arithmetic from being optimised away */
+static int sleeping;           /* --compute=sleep: one unit is a microsecond of sleep */
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
 
 /* `units` units of arithmetic, testing *req every `test_units` units. */
 static void compute(long units, long test_units, MPI_Request *req)
 {
     double x = 1.0;
+    if (sleeping) { /* to a deadline: a sleep overshoots by tens of microseconds */
+        double end = MPI_Wtime() + (double)units * 1e-6;
+        long step = req && test_units > 0 ? test_units : units;
+        for (double now = MPI_Wtime(); now < end; now = MPI_Wtime()) {
+            int flag;
+            double left_us = (end - now) * 1e6;
+            sleep_us(left_us < (double)step ? (long)left_us + 1 : step);
+            if (req && test_units > 0) MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        }
+        return;
+    }
     for (long u = 0; u < units; u++) {
         for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
         if (req && test_units > 0 && u % test_units == test_units - 1) {
@@ -61,11 +84,29 @@ typedef struct setup {
     long units, test_units;
 } setup;
 
+/* Busy and total CPU time of the machine so far (jiffies, /proc/stat). */
+static void cpu_jiffies(double *busy, double *total)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    *busy = *total = 0;
+    if (!f) return;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &v[6], &v[7]) == 8) {
+        for (int i = 0; i < 8; i++) *total += (double)v[i];
+        *busy = *total - (double)v[3] - (double)v[4]; /* less idle and iowait */
+    }
+    fclose(f);
+}
+
+static double busy_jiffies[MODES], total_jiffies[MODES];
+
 static double iteration(const setup *s, int mode)
 {
     MPI_Request req;
-    double t0;
+    double t0, b0, j0, b1, j1;
     MPI_Barrier(MPI_COMM_WORLD);
+    cpu_jiffies(&b0, &j0);
     t0 = MPI_Wtime();
     switch (mode) {
     case MODE_COMM: MPI_Allreduce(s->in, s->out, (int)s->cap, s->t, MPI_SUM, MPI_COMM_WORLD); break;
@@ -79,7 +120,11 @@ static double iteration(const setup *s, int mode)
         compute(s->units, mode == MODE_TESTING ? s->test_units : 0, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
-    return slowest(MPI_Wtime() - t0);
+    t0 = MPI_Wtime() - t0;
+    cpu_jiffies(&b1, &j1);
+    busy_jiffies[mode] += b1 - b0;
+    total_jiffies[mode] += j1 - j0;
+    return slowest(t0);
 }
 
 static int cmp(const void *a, const void *b)
@@ -98,6 +143,7 @@ static double median(double *v, int n)
 static long calibrate(double ms)
 {
     long units = 100;
+    if (sleeping) return (long)(ms * 1e3);
     for (;;) {
         double dt;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -149,6 +195,8 @@ int main(int argc, char **argv)
         else if (!strncmp(argv[i], "--iters=", 8)) iters = atoi(argv[i] + 8);
         else if (!strncmp(argv[i], "--compute-ms=", 13)) compute_ms = atof(argv[i] + 13);
         else if (!strncmp(argv[i], "--test-us=", 10)) test_us = atof(argv[i] + 10);
+        else if (!strcmp(argv[i], "--compute=sleep")) sleeping = 1;
+        else if (!strcmp(argv[i], "--compute=spin")) sleeping = 0;
         else if (!strcmp(argv[i], "--csv")) csv = 1;
         else {
             if (rank == 0) fprintf(stderr, "overlap_bench: unknown option %s\n", argv[i]);
@@ -172,6 +220,7 @@ int main(int argc, char **argv)
         double unit_us = compute_ms * 1e3 / (double)s.units;
         s.test_units = test_us > 0 ? (long)fmax(1, test_us / unit_us) : 0;
     }
+    for (int m = 0; m < MODES; m++) busy_jiffies[m] = total_jiffies[m] = 0;
     for (int i = 0; i < iters; i++) {
         if (rank == 0 && !csv) fprintf(stderr, "\roverlap_bench: iteration %d/%d", i + 1, iters);
         for (int m = 0; m < MODES; m++) times[m][i] = iteration(&s, m);
@@ -182,12 +231,16 @@ int main(int argc, char **argv)
         double hidden = fmin(med[MODE_COMM], med[MODE_COMPUTE]);
         double e_test = (med[MODE_BLOCKING] - med[MODE_TESTING]) / hidden;
         double e_silent = (med[MODE_BLOCKING] - med[MODE_SILENT]) / hidden;
+        double busy[MODES];
+        for (int m = 0; m < MODES; m++) busy[m] = total_jiffies[m] > 0 ? 100 * busy_jiffies[m] / total_jiffies[m] : 0;
         if (csv) {
-            printf("P,dim,density,iters,test_us,comm_ms,compute_ms,blocking_ms,testing_ms,silent_ms,eff_testing,eff_silent\n");
-            printf("%d,%llu,%g,%d,%g,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", P, (unsigned long long)dim, density,
-                   iters, test_us, med[0], med[1], med[2], med[3], med[4], e_test, e_silent);
+            printf("P,dim,density,compute,iters,test_us,comm_ms,compute_ms,blocking_ms,testing_ms,silent_ms,"
+                   "eff_testing,eff_silent,cpu_comm,cpu_compute,cpu_blocking,cpu_testing,cpu_silent\n");
+            printf("%d,%llu,%g,%s,%d,%g,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f\n", P,
+                   (unsigned long long)dim, density, sleeping ? "sleep" : "spin", iters, test_us, med[0], med[1],
+                   med[2], med[3], med[4], e_test, e_silent, busy[0], busy[1], busy[2], busy[3], busy[4]);
         } else {
-            for (int m = 0; m < MODES; m++) printf("%-9s %10.3f ms\n", mode_names[m], med[m]);
+            for (int m = 0; m < MODES; m++) printf("%-9s %10.3f ms  (CPUs %3.0f %% busy)\n", mode_names[m], med[m], busy[m]);
             printf("overlap efficiency: testing every %g us %.2f, not testing %.2f\n", test_us, e_test, e_silent);
         }
     }

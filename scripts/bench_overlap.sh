@@ -6,7 +6,9 @@
 #     of (start, compute for about the allreduce's own time, wait) against
 #     (compute, then allreduce), the application testing every 100 us and
 #     not testing at all; overlap efficiency (t_blocking - t_nonblocking) /
-#     min(t_comm, t_compute);
+#     min(t_comm, t_compute); the computation is arithmetic (spin) or, to
+#     separate the library from the 2 saturated cores, a sleep (work done
+#     elsewhere, e.g. on an accelerator);
 #  2. examples/topk_sgd --sync=sparse (URL-like data, as bench_headline.sh):
 #     one blocking allreduce per step against --chunks=4 (the gradient in 4
 #     parts, each reduced with MPI_Iallreduce while the next is computed),
@@ -38,12 +40,14 @@ trap '"$top/scripts/netsim.sh" down >&2' EXIT
 # 1. overlap efficiency
 csv="$res/overlap_rig.csv"
 rm -f "$csv"
-for test_us in 100 0; do
-    say "overlap_bench P=8 N=16M d=1e-3 test every ${test_us} us"
-    env LD_PRELOAD="$shim" "$top/scripts/netsim.sh" run 8 -- "$b/bench/overlap_bench" \
-        --dim=16777216 --density=1e-3 --iters=15 --test-us=$test_us --csv >"$csv.part" \
-        || { say "overlap_bench failed"; cat "$csv.part" >&2; }
-    if [ -s "$csv" ]; then tail -n +2 "$csv.part" >>"$csv"; else cat "$csv.part" >"$csv"; fi
+for compute in spin sleep; do
+    for test_us in 100 0; do
+        say "overlap_bench P=8 N=16M d=1e-3 compute=$compute test every ${test_us} us"
+        env LD_PRELOAD="$shim" "$top/scripts/netsim.sh" run 8 -- "$b/bench/overlap_bench" --dim=16777216 \
+            --density=1e-3 --iters=15 --test-us=$test_us --compute=$compute --csv >"$csv.part" \
+            || { say "overlap_bench failed"; cat "$csv.part" >&2; }
+        if [ -s "$csv" ]; then tail -n +2 "$csv.part" >>"$csv"; else cat "$csv.part" >"$csv"; fi
+    done
 done
 rm -f "$csv.part"
 
@@ -76,7 +80,7 @@ if [ -n "$base_lib" ]; then
                     env LD_PRELOAD="$l" "$top/scripts/netsim.sh" run 8 -- "$b/bench/sparcml_bench" --n 16777216 \
                         --density "$1" --pattern "$2" --reps 10 --methods sparcml 2>/dev/null \
                         | awk -F, -v r=$round -v c="d=$1,$2" -v l=$lib \
-                            '$1 == "sparcml" { printf "%d %s %s %.2f %.2f\n", r, c, l, $7 * 1e3, $8 * 1e3 }'
+                            '$1 ~ /^sparcml/ { printf "%d %s %s %.2f %.2f\n", r, c, l, $7 * 1e3, $8 * 1e3 }'
                 done
             done
         done
