@@ -22,7 +22,9 @@
  * machine's CPUs were (/proc/stat) during each mode.
  *
  *   overlap_bench [--dim=N] [--density=D] [--iters=K] [--compute-ms=T]
- *                 [--test-us=U] [--compute=spin|sleep] [--csv]
+ *                 [--test-us=U] [--compute=spin|sleep] [--multiple] [--csv]
+ * --multiple initialises MPI with MPI_THREAD_MULTIPLE (for the library's
+ * progress thread, SPARCML_PROGRESS_US).
  * Streams: float values, random indices (a different set per rank). */
 #include <math.h>
 #include <stdio.h>
@@ -185,8 +187,11 @@ int main(int argc, char **argv)
     uint64_t dim = 1u << 24;
     double density = 1e-3, compute_ms = 0, test_us = 100, *times[MODES], med[MODES];
     int iters = 10, csv = 0, rank, P;
+    int multiple = 0, provided;
     setup s;
-    MPI_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++) multiple |= !strcmp(argv[i], "--multiple");
+    if (multiple) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     for (int i = 1; i < argc; i++) {
@@ -198,6 +203,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--compute=sleep")) sleeping = 1;
         else if (!strcmp(argv[i], "--compute=spin")) sleeping = 0;
         else if (!strcmp(argv[i], "--csv")) csv = 1;
+        else if (!strcmp(argv[i], "--multiple")) continue;
         else {
             if (rank == 0) fprintf(stderr, "overlap_bench: unknown option %s\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);

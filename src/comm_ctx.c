@@ -99,7 +99,7 @@ static void ctx_drop(MPI_Comm comm)
 void ctx_finalize(void)
 {
     if (ctx_keyval == MPI_KEYVAL_INVALID) return;
-    sparcml_request_drain(NULL); /* calls freed while pending, too */
+    sparcml_request_finalize(); /* calls freed while pending, too */
     ctx_drop(MPI_COMM_WORLD);
     ctx_drop(MPI_COMM_SELF);
     PMPI_Comm_free_keyval(&ctx_keyval);

@@ -34,10 +34,16 @@ static void check_settings(void)
 {
     const sparcml_settings *s = settings_get();
     const char *differs = NULL;
-    int rank = 0;
+    int rank = 0, level = MPI_THREAD_SINGLE;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (s->error[0]) {
         fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
+        fflush(stderr);
+        stop_job();
+    }
+    if (s->progress_us > 0 && (PMPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_MULTIPLE)) {
+        fprintf(stderr, "sparcml: rank %d: SPARCML_PROGRESS_US needs MPI_THREAD_MULTIPLE (MPI_Init_thread "
+                        "granted level %d); unset it or initialise MPI with MPI_THREAD_MULTIPLE\n", rank, level);
         fflush(stderr);
         stop_job();
     }

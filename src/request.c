@@ -16,10 +16,12 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "allreduce.h"
 #include "mpi_flavour.h"
 #include "request.h"
+#include "settings.h"
 
 typedef struct pending {
     sparcml_op op;
@@ -154,6 +156,42 @@ static int pending_on(const sparcml_ctx *ctx)
     return ctx ? atomic_load(&ctx->pending_calls) != 0 : atomic_load(&npending) != 0;
 }
 
+/* SPARCML_PROGRESS_US: a thread that runs a pass every period while calls
+ * are pending, so that they advance while the application computes
+ * without calling MPI.  Started with the first non-blocking call, stopped
+ * at MPI_Finalize. */
+static pthread_once_t progress_once = PTHREAD_ONCE_INIT;
+static pthread_t progress_thread;
+static atomic_int progress_running, progress_stop;
+
+static void *progress_main(void *arg)
+{
+    uint64_t us = settings_get()->progress_us;
+    struct timespec period = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    (void)arg;
+    while (!atomic_load(&progress_stop)) {
+        sparcml_request_progress();
+        nanosleep(&period, NULL);
+    }
+    return NULL;
+}
+
+static void progress_start(void)
+{
+    if (settings_get()->progress_us == 0) return;
+    atomic_store(&progress_running, pthread_create(&progress_thread, NULL, progress_main, NULL) == 0);
+}
+
+void sparcml_request_finalize(void)
+{
+    if (atomic_load(&progress_running)) {
+        atomic_store(&progress_stop, 1);
+        pthread_join(progress_thread, NULL);
+        atomic_store(&progress_running, 0);
+    }
+    sparcml_request_drain(NULL);
+}
+
 void sparcml_request_drain(const sparcml_ctx *ctx)
 {
     while (pending_on(ctx)) {
@@ -202,6 +240,7 @@ int sparcml_iallreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
     live = p;
     atomic_fetch_add(&nlive, 1);
     pthread_mutex_unlock(&live_lock);
+    pthread_once(&progress_once, progress_start);
     sparcml_request_progress(); /* post the first messages now */
     return MPI_SUCCESS;
 }

@@ -12,7 +12,9 @@
  * call first completes the communicator's pending ones.  A request freed
  * while pending is completed by the library all the same (its peers wait
  * for its messages), at the latest in MPI_Finalize or when its
- * communicator is freed. */
+ * communicator is freed.  With SPARCML_PROGRESS_US a thread of the library
+ * runs a pass every so many microseconds as well (needs
+ * MPI_THREAD_MULTIPLE). */
 #ifndef SPARCML_REQUEST_H
 #define SPARCML_REQUEST_H
 
@@ -27,6 +29,10 @@ int sparcml_iallreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
 /* One progress pass over every pending schedule (thread-safe; a pass that
  * finds another thread's pass running returns at once). */
 void sparcml_request_progress(void);
+
+/* At MPI_Finalize: stop the progress thread (SPARCML_PROGRESS_US), then
+ * complete every pending call. */
+void sparcml_request_finalize(void);
 
 /* Complete every pending call on ctx (before a blocking call uses it, or
  * before it is freed); ctx NULL: every pending call (MPI_Finalize). */

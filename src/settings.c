@@ -65,6 +65,9 @@ static const struct var {
     {"SPARCML_TRANSPARENT", KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
     {"SPARCML_TRANSPARENT_MIN_BYTES", KIND_UINT, "1048576",
      offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
+    /* Off by default: a thread needs MPI_THREAD_MULTIPLE and a core to run
+     * on (bench/RESULTS.md, "Non-blocking calls"). */
+    {"SPARCML_PROGRESS_US", KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 

@@ -35,6 +35,7 @@ typedef struct sparcml_settings {
     double ranks_per_core;       /* SPARCML_RANKS_PER_CORE: >= 1, or 0 for "auto" (detect) */
     int transparent;             /* SPARCML_TRANSPARENT: 0/1, untagged dense sums too */
     uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */
+    uint64_t progress_us;        /* SPARCML_PROGRESS_US: progress thread's period, 0: no thread */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

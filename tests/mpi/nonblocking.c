@@ -39,6 +39,14 @@
  *   same class on every rank, recvbuf unchanged; a correct call after it
  *   works.  On an inter-communicator: MPI_ERR_COMM (from the start or the
  *   wait), as the blocking call.
+ * progress done|pending: MPI_THREAD_MULTIPLE; a tagged call (dim 20011,
+ *   d = 0.05) is started and the rank then makes no MPI
+ *   call but PMPI_Request_get_status every 10 ms (which MPICH answers
+ *   without polling the request) for up to 5 s: with SPARCML_PROGRESS_US
+ *   set the library's thread must complete it meanwhile ("done"), without
+ *   it the call must still be pending after 0.5 s ("pending"; MPICH only:
+ *   Open MPI's get_status drives progress); then MPI_Wait, and the result
+ *   is checked.
  * threads: MPI_THREAD_MULTIPLE (exit 77 when not provided); THREADS
  *   threads, each on its own duplicate of MPI_COMM_WORLD, run CALLS tagged
  *   MPI_Iallreduce each, completed by MPI_Wait, MPI_Test or (two at a time)
@@ -46,6 +54,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "refsum.h"
@@ -762,6 +771,33 @@ static int run_threads(int nthreads)
     return 0;
 }
 
+/* ---- progress ------------------------------------------------------------ */
+
+static int run_progress(int expect_done)
+{
+    tagged tg = {.p = {.seed = 99, .dim = 20011, .vtype = SPARCML_FLOAT, .density = 0.05}};
+    void *scratch = malloc(20011 * 16 + 16), *dense = malloc(20011 * 8 + 8);
+    MPI_Request req;
+    int flag = 0, polls = 0, limit = expect_done ? 500 : 50;
+    tagged_alloc(&tg);
+    expect(tagged_start(&tg, MPI_COMM_WORLD, &req, scratch) == MPI_SUCCESS, "progress: MPI_Iallreduce failed");
+    for (; polls < limit && !flag; polls++) {
+        struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        nanosleep(&ten_ms, NULL);
+        PMPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE); /* never polls on MPICH */
+    }
+    if (expect_done)
+        expect(flag, "progress: the call did not complete in 5 s without the application calling MPI");
+    else
+        expect(!flag, "progress: the call completed without a progress thread (the test cannot tell)");
+    expect(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "progress: MPI_Wait failed");
+    tagged_check(&tg, MPI_COMM_WORLD, size, dense, "progress");
+    tagged_free(&tg);
+    free(scratch);
+    free(dense);
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -779,18 +815,27 @@ int main(int argc, char **argv)
 #endif
         return 0;
     }
-    if (strcmp(mode, "many") && strcmp(mode, "free") && strcmp(mode, "bad") && strcmp(mode, "threads")) {
-        fprintf(stderr, "usage: nonblocking many|free|bad|threads [THREADS [CALLS]] | --mpi\n");
+    if (strcmp(mode, "many") && strcmp(mode, "free") && strcmp(mode, "bad") && strcmp(mode, "threads")
+        && strcmp(mode, "progress")) {
+        fprintf(stderr, "usage: nonblocking many|free|bad|threads [THREADS [CALLS]] | progress done|pending"
+                        " | --mpi\n");
         return 2;
     }
-    if (argc > 3) calls = atoi(argv[3]);
+    if (strcmp(mode, "progress") == 0) {
+        if (argc != 3 || (strcmp(argv[2], "done") && strcmp(argv[2], "pending"))) {
+            fprintf(stderr, "usage: nonblocking progress done|pending\n");
+            return 2;
+        }
+        nthreads = 1;
+    }
+    if (argc > 3 && strcmp(mode, "threads") == 0) calls = atoi(argv[3]);
     if (nthreads < 1 || calls < 1) {
         fprintf(stderr, "nonblocking threads: THREADS and CALLS must be positive\n");
         return 2;
     }
     signal(SIGALRM, on_alarm);
     alarm(strcmp(mode, "threads") == 0 ? 240 : 120);
-    if (strcmp(mode, "threads") == 0)
+    if (strcmp(mode, "threads") == 0 || strcmp(mode, "progress") == 0)
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     else
         MPI_Init(&argc, &argv);
@@ -800,7 +845,7 @@ int main(int argc, char **argv)
      * raises errors on where no communicator is at hand. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    if (strcmp(mode, "threads") == 0 && provided < MPI_THREAD_MULTIPLE) {
+    if ((strcmp(mode, "threads") == 0 || strcmp(mode, "progress") == 0) && provided < MPI_THREAD_MULTIPLE) {
         if (rank == 0) printf("skip: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
         MPI_Finalize();
         return 77;
@@ -810,6 +855,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "free") == 0) return run_free(); /* finalizes on its own */
     if (strcmp(mode, "many") == 0) run_many();
     else if (strcmp(mode, "bad") == 0) run_bad();
+    else if (strcmp(mode, "progress") == 0) run_progress(strcmp(argv[2], "done") == 0);
     else run_threads(nthreads);
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -14,7 +14,7 @@
 #    application's own requests, completed by every kind of wait and test
 #    (many), requests freed while pending (free), a malformed stream on one
 #    rank and an inter-communicator (bad), 4 threads (threads), at P = 1,
-#    2, 3, 4, 8 (threads at 2 and 4).
+#    2, 3, 4, 8 (threads at 2 and 4); SPARCML_PROGRESS_US (progress).
 . "$(dirname "$0")/common.sh"
 mpi=$("$TESTBIN/nonblocking" --mpi) || { echo "cannot run $TESTBIN/nonblocking --mpi"; exit 1; }
 echo "# built with $mpi"
@@ -89,4 +89,24 @@ for p in 2 4; do
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
     fi
 done
+# SPARCML_PROGRESS_US: the library's thread completes a call while the
+# application makes no MPI call (MPICH: without the thread it stays
+# pending, so the check can fail); without MPI_THREAD_MULTIPLE the setting
+# stops the job with one line.
+for p in 2 4; do
+    run_mpi "$p" "$with_shim" SPARCML_PROGRESS_US=100 -- "$TESTBIN/nonblocking" progress done
+    rc=$?
+    check "nonblocking progress done (SPARCML_PROGRESS_US=100) P=$p: $(tail -1 "$out")" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
+    if [ "$mpi" = MPICH ]; then
+        run_mpi "$p" "$with_shim" -- "$TESTBIN/nonblocking" progress pending
+        rc=$?
+        check "nonblocking progress pending (no thread) P=$p: $(tail -1 "$out")" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
+    fi
+done
+run_mpi 2 "$with_shim" SPARCML_PROGRESS_US=100 -- "$TESTBIN/nonblocking" many
+rc=$?
+check "SPARCML_PROGRESS_US without MPI_THREAD_MULTIPLE stops the job with one line per rank" \
+    '[ "$rc" -ne 0 ] && [ "$(grep -c "SPARCML_PROGRESS_US needs MPI_THREAD_MULTIPLE" "$err")" -eq 2 ]'
 finish
