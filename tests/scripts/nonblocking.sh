@@ -89,6 +89,17 @@ for p in 2 4; do
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
     fi
 done
+# SPARCML_STATS counts non-blocking and persistent calls as it counts
+# blocking ones: each collective call once, i.e. 3/2 of a rank's calls in
+# sparse_allreduce (half on MPI_COMM_WORLD, half on one of two halves).
+calls_sum() { awk '/^sparcml: [a-z_]+ +[0-9]+ / { s += $3 } END { print s + 0 }' "$out"; }
+for how in wait persistent; do
+    run_mpi 3 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/sparse_allreduce" --call=$how --types=float
+    rc=$?
+    made=$(( $(sed -n 's/.*calls_per_rank=\([0-9]*\).*/\1/p' "$out") * 3 / 2 ))
+    check "SPARCML_STATS=1 --call=$how: calls per algorithm add up to the $made calls made" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(calls_sum)" -eq "$made" ]'
+done
 # SPARCML_PROGRESS_US: the library's thread completes a call while the
 # application makes no MPI call (MPICH: without the thread it stays
 # pending, so the check can fail); without MPI_THREAD_MULTIPLE the setting
