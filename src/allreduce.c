@@ -21,6 +21,7 @@
 #include "call.h"
 #include "errors.h"
 #include "mpi_flavour.h"
+#include "placement.h"
 #include "request.h"
 #include "schedule.h"
 #include "select.h"
@@ -279,6 +280,29 @@ static int op_agree(sched *s)
     return sparcml_ssar_recursive_double(s);
 }
 
+/* A context that a non-blocking call created is set up as the first steps
+ * of that call (comm_ctx.h): its duplicate, then the ranks per core. */
+static int op_placed(sched *s)
+{
+    ctx_setup_done(op_of(s)->c.ctx);
+    return op_agree(s);
+}
+
+static int op_duplicated(sched *s)
+{
+    sparcml_ctx *ctx = op_of(s)->c.ctx;
+    sched_next(s, op_placed);
+    return sched_allgather(s, ctx_setup_contribution(ctx), PLACEMENT_BYTES, ctx_setup_all(ctx));
+}
+
+static int op_setup(sched *s)
+{
+    sparcml_ctx *ctx = op_of(s)->c.ctx;
+    if (ctx->ready) return op_agree(s);
+    sched_next(s, op_duplicated);
+    return sched_request(s, &ctx->setup);
+}
+
 /* Validate this rank's part of the call and fill in the op. */
 static void op_fill(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype, MPI_Op mop)
 {
@@ -319,7 +343,7 @@ int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Cou
         op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM);
         return SPARCML_OP_DONE;
     }
-    rc = ctx_get(comm, &op->c.ctx);
+    rc = blocking ? ctx_get(comm, &op->c.ctx) : ctx_get_started(comm, &op->c.ctx);
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_call_errhandler(comm, rc);
         op->result = rc;
@@ -327,7 +351,7 @@ int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Cou
     }
     op->t0 = PMPI_Wtime();
     op_fill(op, sendbuf, recvbuf, count, vtype, mop);
-    sched_init(&op->s, &op->c, blocking, op_agree);
+    sched_init(&op->s, &op->c, blocking, op_setup);
     return SPARCML_OP_SCHEDULED;
 }
 

@@ -21,6 +21,7 @@ static void ctx_destroy(sparcml_ctx *ctx)
     free(ctx->unions);
     free(ctx->reqs);
     free(ctx->int_counts);
+    free(ctx->placement);
     if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
     free(ctx);
 }
@@ -40,41 +41,76 @@ static void keyval_create(void)
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
 }
 
-static int ctx_create(MPI_Comm comm, sparcml_ctx **out)
+/* The arrays of a context of `size` ranks. */
+static int ctx_alloc(sparcml_ctx *ctx)
 {
-    sparcml_ctx *ctx = calloc(1, sizeof *ctx);
-    int rc, n;
-    if (!ctx) return MPI_ERR_NO_MEM;
-    ctx->comm = MPI_COMM_NULL;
-    ctx->overlap = 1.0;
-    rc = PMPI_Comm_dup(comm, &ctx->comm);
-    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
-    PMPI_Comm_rank(ctx->comm, &ctx->rank);
-    PMPI_Comm_size(ctx->comm, &ctx->size);
-    /* Collective like the dup, so done on every rank even where the
-     * setting makes it moot: ranks whose settings differ must still meet
-     * in the agreement step, which reports the mismatch. */
-    rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
-    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
-    if (settings_get()->ranks_per_core > 0) ctx->ranks_per_core = settings_get()->ranks_per_core;
-    n = ctx->size;
+    size_t n = (size_t)ctx->size;
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
     ctx->unions = malloc(n * sizeof *ctx->unions);
     ctx->reqs = malloc(n * sizeof *ctx->reqs);
-    ctx->int_counts = malloc(2 * (size_t)n * sizeof *ctx->int_counts);
-    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts) {
-        ctx_destroy(ctx);
+    ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
+    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts)
         return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
+}
+
+/* A context with its duplicate under way (blocking: made) and its arrays,
+ * cached on comm. */
+static int ctx_create(MPI_Comm comm, int blocking, sparcml_ctx **out)
+{
+    sparcml_ctx *ctx = calloc(1, sizeof *ctx);
+    int rc;
+    if (!ctx) return MPI_ERR_NO_MEM;
+    ctx->comm = MPI_COMM_NULL;
+    ctx->setup = MPI_REQUEST_NULL;
+    ctx->overlap = 1.0;
+    rc = blocking ? PMPI_Comm_dup(comm, &ctx->comm) : PMPI_Comm_idup(comm, &ctx->comm, &ctx->setup);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &ctx->rank);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(comm, &ctx->size);
+    /* Collective like the dup, so done on every rank even where the
+     * setting makes it moot: ranks whose settings differ must still meet
+     * in the agreement step, which reports the mismatch. */
+    if (rc == MPI_SUCCESS && blocking) rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
+    if (rc == MPI_SUCCESS) rc = ctx_alloc(ctx);
+    if (rc == MPI_SUCCESS && !blocking) {
+        ctx->placement = malloc(((size_t)ctx->size + 1) * PLACEMENT_BYTES);
+        if (!ctx->placement) rc = MPI_ERR_NO_MEM;
     }
-    rc = PMPI_Comm_set_attr(comm, ctx_keyval, ctx);
-    if (rc != MPI_SUCCESS) { ctx_destroy(ctx); return rc; }
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_attr(comm, ctx_keyval, ctx);
+    if (rc != MPI_SUCCESS) {
+        if (ctx->setup != MPI_REQUEST_NULL) PMPI_Wait(&ctx->setup, MPI_STATUS_IGNORE); /* then freed */
+        ctx_destroy(ctx);
+        return rc;
+    }
+    if (blocking) ctx_setup_done(ctx);
     *out = ctx;
     return MPI_SUCCESS;
 }
 
-int ctx_get(MPI_Comm comm, sparcml_ctx **out)
+void *ctx_setup_contribution(sparcml_ctx *ctx)
+{
+    void *mine = ctx->placement + (size_t)ctx->size * PLACEMENT_BYTES;
+    placement_mine(mine);
+    return mine;
+}
+
+void *ctx_setup_all(sparcml_ctx *ctx)
+{
+    return ctx->placement;
+}
+
+void ctx_setup_done(sparcml_ctx *ctx)
+{
+    if (ctx->placement) ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
+    free(ctx->placement);
+    ctx->placement = NULL;
+    if (settings_get()->ranks_per_core > 0) ctx->ranks_per_core = settings_get()->ranks_per_core;
+    ctx->ready = 1;
+}
+
+static int ctx_lookup(MPI_Comm comm, int blocking, sparcml_ctx **out)
 {
     int found = 0, rc;
     void *attr = NULL;
@@ -83,7 +119,17 @@ int ctx_get(MPI_Comm comm, sparcml_ctx **out)
     rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
     if (rc != MPI_SUCCESS) return rc;
     if (found) { *out = attr; return MPI_SUCCESS; }
-    return ctx_create(comm, out);
+    return ctx_create(comm, blocking, out);
+}
+
+int ctx_get_started(MPI_Comm comm, sparcml_ctx **out)
+{
+    return ctx_lookup(comm, 0, out);
+}
+
+int ctx_get(MPI_Comm comm, sparcml_ctx **out)
+{
+    return ctx_lookup(comm, 1, out);
 }
 
 /* Open MPI treats deleting an attribute that was never set as an error

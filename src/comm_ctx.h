@@ -31,6 +31,9 @@ enum {
 
 typedef struct sparcml_ctx {
     MPI_Comm comm; /* the private duplicate */
+    int ready;            /* 0 while a non-blocking set-up is under way (ctx_get_started) */
+    MPI_Request setup;    /* its MPI_Comm_idup */
+    char *placement;      /* its allgather: (size + 1) contributions, this rank's last */
     int rank, size;
     void *pool[POOL_COUNT_];
     size_t pool_bytes[POOL_COUNT_];
@@ -60,6 +63,18 @@ typedef struct sparcml_ctx {
 
 /* The context of comm, created on first use (collective over comm). */
 int ctx_get(MPI_Comm comm, sparcml_ctx **out);
+
+/* The same without blocking, for a non-blocking call: a context created
+ * here is not ready yet: its duplicate is being made (ctx->setup, from
+ * MPI_Comm_idup) and its ranks per core are unknown until the call's
+ * schedule has completed the set-up (allreduce.c): it waits for
+ * ctx->setup, allgathers ctx_setup_contribution into ctx_setup_all, and
+ * calls ctx_setup_done.  Calls on the context after it run once that call
+ * has (request.h). */
+int ctx_get_started(MPI_Comm comm, sparcml_ctx **out);
+void *ctx_setup_contribution(sparcml_ctx *ctx);
+void *ctx_setup_all(sparcml_ctx *ctx);
+void ctx_setup_done(sparcml_ctx *ctx);
 
 /* At MPI_Finalize: free the contexts of MPI_COMM_WORLD and MPI_COMM_SELF
  * (other communicators' go when the application frees them) and the keyval. */

@@ -68,29 +68,45 @@ static double machine_load(const where *all, int P, uint64_t m)
     return CPU_COUNT(&cpus) > 0 ? (double)ranks / CPU_COUNT(&cpus) : 1;
 }
 
-/* One allgather; every rank then computes the same maximum from the same
- * data (a machine's load is computed once per rank of it: O(P^2 / ranks
- * per machine) work, negligible next to the collective at the sizes
- * communicators have). */
+_Static_assert(sizeof(where) == PLACEMENT_BYTES, "placement.h's PLACEMENT_BYTES is the size of a contribution");
+
+void placement_mine(void *buf)
+{
+    where *mine = buf;
+    *mine = (where){.machine = machine_id()};
+    usable_cpus(&mine->cpus);
+}
+
+/* Every rank computes the same maximum from the same data (a machine's
+ * load is computed once per rank of it: O(P^2 / ranks per machine) work,
+ * negligible next to the collective at the sizes communicators have). */
+double placement_of(const void *contributions, int P)
+{
+    const where *all = contributions;
+    double out = 1;
+    for (int r = 0; r < P; r++) {
+        int seen = 0; /* each machine once */
+        for (int q = 0; q < r && !seen; q++) seen = all[q].machine == all[r].machine;
+        if (!seen) {
+            double load = machine_load(all, P, all[r].machine);
+            if (load > out) out = load;
+        }
+    }
+    return out;
+}
+
 int placement_ranks_per_core(MPI_Comm comm, double *out)
 {
-    where mine = {.machine = machine_id()}, *all;
+    where mine, *all;
     int P, rc;
     *out = 1;
-    usable_cpus(&mine.cpus);
+    placement_mine(&mine);
     rc = PMPI_Comm_size(comm, &P);
     if (rc != MPI_SUCCESS) return rc;
     all = malloc((size_t)P * sizeof *all);
     if (!all) return MPI_ERR_NO_MEM;
     rc = PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, comm);
-    for (int r = 0; rc == MPI_SUCCESS && r < P; r++) {
-        int seen = 0; /* each machine once */
-        for (int q = 0; q < r && !seen; q++) seen = all[q].machine == all[r].machine;
-        if (!seen) {
-            double load = machine_load(all, P, all[r].machine);
-            if (load > *out) *out = load;
-        }
-    }
+    if (rc == MPI_SUCCESS) *out = placement_of(all, P);
     free(all);
     return rc;
 }

@@ -18,4 +18,11 @@
  * returned, *out is 1 then. */
 int placement_ranks_per_core(MPI_Comm comm, double *out);
 
+/* The same in two halves, for a set-up that must not block (comm_ctx.c):
+ * this rank's contribution (PLACEMENT_BYTES bytes, to be allgathered), and
+ * the ratio from every rank's contributions. */
+enum { PLACEMENT_BYTES = 8 + 128 };
+void placement_mine(void *buf);
+double placement_of(const void *all, int P);
+
 #endif

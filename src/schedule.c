@@ -74,6 +74,17 @@ int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI
     return rc;
 }
 
+int sched_request(sched *s, MPI_Request *req)
+{
+    MPI_Request *slot = coll_slot(s);
+    if (s->blocking) return PMPI_Wait(req, MPI_STATUS_IGNORE);
+    if (!slot) return MPI_ERR_INTERN;
+    *slot = *req;
+    *req = MPI_REQUEST_NULL;
+    s->nreqs++;
+    return MPI_SUCCESS;
+}
+
 /* Wait for (or test) requests; *flag when all are complete.  One at a
  * time: a completed request becomes MPI_REQUEST_NULL, cheap to test again
  * (and GCC's access attributes reject MPI_STATUSES_IGNORE with Waitall). */

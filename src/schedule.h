@@ -119,6 +119,9 @@ int sched_allgather(sched *s, const void *mine, int bytes, void *all);
 int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
                            const MPI_Count *counts, const MPI_Aint *displs);
 int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op);
+/* A request started elsewhere (the context's MPI_Comm_idup), handed over:
+ * the round completes it. */
+int sched_request(sched *s, MPI_Request *req);
 
 /* The four algorithms, one file each: their first steps. */
 int sparcml_ssar_recursive_double(sched *s);

@@ -47,6 +47,12 @@
  *   it the call must still be pending after 0.5 s ("pending"; MPICH only:
  *   Open MPI's get_status drives progress); then MPI_Wait, and the result
  *   is checked.
+ * first: the first tagged call on a new communicator is an MPI_Iallreduce
+ *   that rank 0 starts before sending a message rank 1 receives before it
+ *   starts the same call: legal for a non-blocking collective, a deadlock
+ *   if starting the call blocked (as creating the library's duplicate of
+ *   the communicator with MPI_Comm_dup did); then a second call on it, and
+ *   every result checked.
  * threads: MPI_THREAD_MULTIPLE (exit 77 when not provided); THREADS
  *   threads, each on its own duplicate of MPI_COMM_WORLD, run CALLS tagged
  *   MPI_Iallreduce each, completed by MPI_Wait, MPI_Test or (two at a time)
@@ -798,6 +804,35 @@ static int run_progress(int expect_done)
     return 0;
 }
 
+/* ---- first --------------------------------------------------------------- */
+
+static int run_first(void)
+{
+    tagged tg[2] = {{.p = {.seed = 7, .dim = 5003, .vtype = SPARCML_DOUBLE, .density = 0.01}},
+                    {.p = {.seed = 8, .dim = 1000, .vtype = SPARCML_FLOAT, .density = 0.5}}};
+    void *scratch = malloc(20011 * 16 + 16), *dense = malloc(20011 * 8 + 8);
+    MPI_Request req[2];
+    MPI_Comm comm;
+    int token = 42, got = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 2; i++) tagged_alloc(&tg[i]);
+    if (rank == 1) MPI_Recv(&got, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    expect(tagged_start(&tg[0], comm, &req[0], scratch) == MPI_SUCCESS, "first: MPI_Iallreduce failed");
+    if (rank == 0 && size > 1) MPI_Send(&token, 1, MPI_INT, 1, 5, MPI_COMM_WORLD);
+    expect(tagged_start(&tg[1], comm, &req[1], scratch) == MPI_SUCCESS, "first: second MPI_Iallreduce failed");
+    for (int i = 1; i >= 0; i--) expect(MPI_Wait(&req[i], MPI_STATUS_IGNORE) == MPI_SUCCESS, "first: MPI_Wait failed");
+    expect(rank != 1 || got == token, "first: the message from rank 0 did not arrive");
+    for (int i = 0; i < 2; i++) {
+        tagged_check(&tg[i], comm, size, dense, "first");
+        tagged_free(&tg[i]);
+    }
+    MPI_Comm_free(&comm);
+    free(scratch);
+    free(dense);
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -816,8 +851,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(mode, "many") && strcmp(mode, "free") && strcmp(mode, "bad") && strcmp(mode, "threads")
-        && strcmp(mode, "progress")) {
-        fprintf(stderr, "usage: nonblocking many|free|bad|threads [THREADS [CALLS]] | progress done|pending"
+        && strcmp(mode, "progress") && strcmp(mode, "first")) {
+        fprintf(stderr, "usage: nonblocking many|free|bad|first|threads [THREADS [CALLS]] | progress done|pending"
                         " | --mpi\n");
         return 2;
     }
@@ -834,7 +869,7 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGALRM, on_alarm);
-    alarm(strcmp(mode, "threads") == 0 ? 240 : 120);
+    alarm(strcmp(mode, "threads") == 0 ? 240 : strcmp(mode, "first") == 0 ? 30 : 120);
     if (strcmp(mode, "threads") == 0 || strcmp(mode, "progress") == 0)
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     else
@@ -856,6 +891,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "many") == 0) run_many();
     else if (strcmp(mode, "bad") == 0) run_bad();
     else if (strcmp(mode, "progress") == 0) run_progress(strcmp(argv[2], "done") == 0);
+    else if (strcmp(mode, "first") == 0) run_first();
     else run_threads(nthreads);
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -13,7 +13,9 @@
 #  - tests/mpi/nonblocking.c: 16 tagged calls outstanding among the
 #    application's own requests, completed by every kind of wait and test
 #    (many), requests freed while pending (free), a malformed stream on one
-#    rank and an inter-communicator (bad), 4 threads (threads), at P = 1,
+#    rank and an inter-communicator (bad), a first call on a communicator
+#    started on one rank before a message the next rank receives before
+#    starting it (first), 4 threads (threads), at P = 1,
 #    2, 3, 4, 8 (threads at 2 and 4); SPARCML_PROGRESS_US (progress).
 . "$(dirname "$0")/common.sh"
 mpi=$("$TESTBIN/nonblocking" --mpi) || { echo "cannot run $TESTBIN/nonblocking --mpi"; exit 1; }
@@ -62,7 +64,7 @@ rc=$?
 nb_check "--call=wait QSGD bits=4 P=4 float,double"
 
 for p in 1 2 3 4 8; do
-    for mode in many free bad; do
+    for mode in many free bad first; do
         run_mpi "$p" "$with_shim" -- "$TESTBIN/nonblocking" $mode
         rc=$?
         if [ "$mode" = bad ]; then
