@@ -27,9 +27,9 @@
  * a failure every rank detects alike goes into c->reason instead, so that
  * no rank leaves the protocol early.
  *
- * Several schedules on one communicator run one after the other (comm_ctx
- * owns the queue), so a schedule may use the communicator's scratch pool
- * and request array as its own. */
+ * Several schedules on one communicator run one after the other
+ * (request.c keeps them in start order), so a schedule may use the
+ * communicator's scratch pool and request array as its own. */
 #ifndef SPARCML_SCHEDULE_H
 #define SPARCML_SCHEDULE_H
 
