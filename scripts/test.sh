@@ -49,12 +49,16 @@ echo "(make check, MPICH: $((SECONDS - t0)) s)"
 
 # The same suite against the Open MPI build (build-openmpi/, mpicc.openmpi,
 # mpirun.openmpi), plus the Python tests; to keep CI short the case matrix
-# is narrowed to P = 1, 3, 4, 8, the soak shortened and the larger-P runs
-# (P = 16, 31) left to the MPICH pass; the sanitizer pass below is MPICH's
-# only.
+# is narrowed to P = 1, 3, 4, 8, the soak's communicator part shortened and
+# the larger-P runs (P = 16, 31) left to the MPICH pass; the sanitizer pass
+# below is MPICH's only.  The soak keeps its 10000 calls: with 2000 (a
+# 400-call warm-up) the measured window held Open MPI's and the allocator's
+# one-time growth, 0.5-1.1 MB against the 1 MiB bound (a clean-clone run
+# failed on 1100 kB, 2026-11-23); after the default 2000-call warm-up it
+# grows by 4 kB.
 cd "$top/build-openmpi" || exit 1
 t0=$SECONDS
-MATRIX_RANKS="1 3 4 8" SCALE_RANKS=none SOAK_CALLS=2000 SOAK_COMMS=300 make -s -j2 check >/dev/null 2>&1
+MATRIX_RANKS="1 3 4 8" SCALE_RANKS=none SOAK_COMMS=300 make -s -j2 check >/dev/null 2>&1
 collect "$top/build-openmpi" " (Open MPI)" $?
 echo "(make check, Open MPI: $((SECONDS - t0)) s)"
 cd "$top/build" || exit 1
