@@ -140,9 +140,13 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         return sparcml_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
-     * what the selector makes of the agreed numbers now. */
+     * what the selector makes of the agreed numbers now.  Piggybacking is
+     * for calls whose rounds are not pipelined: the records ride on whole
+     * messages, and a separate agreement costs little beside rounds long
+     * enough to pipeline. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->selected);
+    select_memo_note(memo, c->recv_bytes / 8, c->vtype,
+                     select_pipeline_chunks(s, p) > 1 ? SPARCML_ALG_AUTO : c->selected);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
@@ -155,6 +159,7 @@ int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed
     sparcml_problem p = sparcml_problem_of(c, a);
     double t0 = PMPI_Wtime();
     sched run;
+    c->pipeline_chunks = select_pipeline_chunks(s, &p);
     sched_init(&run, c, 1, algorithms[alg]);
     return conclude(s, c, a, &p, comm, alg, sched_run(&run), t0);
 }
@@ -261,6 +266,7 @@ static int op_agreed(sched *s)
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     p = sparcml_problem_of(c, &op->agreed);
     op->alg = select_algorithm(op->set, &p);
+    c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
     op->t0 = PMPI_Wtime();
     s->then = op_concluded;
     return algorithms[op->alg](s);

@@ -32,6 +32,7 @@ typedef struct sparcml_call {
     int result_dense;
     int reason;          /* enum sparcml_reason, identical on all ranks */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
+    int pipeline_chunks; /* recursive doubling's chunks per round (select_pipeline_chunks; <= 1: none) */
     /* The agreement stage (allreduce.c): while `recording`, every message
      * carries the sender's agreement record ahead of its stream (absent
      * streams send the record alone) and each received record is merged
@@ -100,6 +101,9 @@ int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *re
 typedef struct sched_recv sched_recv;
 int p2p_recv_blocking(sparcml_call *c, sched_recv *r);
 int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag);
+/* Match r's message and start receiving it (blocking: wait for it to be
+ * there; else only if it is); the calls above complete it. */
+int p2p_recv_start(sparcml_call *c, sched_recv *r, int blocking);
 
 /* A plain (unquantized) wire view of a stream. */
 static inline wire wire_of(const sv *s)

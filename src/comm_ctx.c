@@ -49,7 +49,7 @@ static int ctx_alloc(sparcml_ctx *ctx)
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
     ctx->unions = malloc(n * sizeof *ctx->unions);
-    ctx->reqs = malloc(n * sizeof *ctx->reqs);
+    ctx->reqs = malloc((size_t)ctx_send_slots(ctx) * sizeof *ctx->reqs);
     ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
     if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts)
         return MPI_ERR_NO_MEM;

@@ -26,7 +26,9 @@ enum {
     POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
     POOL_TRANSPARENT_IN,  /* transparent mode: the stream of the dense input */
     POOL_TRANSPARENT_OUT, /* transparent mode: the result stream */
-    POOL_COUNT_
+    POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
+    POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
+    POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
 };
 
 typedef struct sparcml_ctx {
@@ -41,7 +43,7 @@ typedef struct sparcml_ctx {
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
     uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
-    MPI_Request *reqs;  /* size entries */
+    MPI_Request *reqs;  /* ctx_send_slots entries: sends in flight */
     int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
     /* The overlap estimate of the selector, learnt from the previous call:
      * identical on all ranks because results are. */
@@ -60,6 +62,13 @@ typedef struct sparcml_ctx {
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
 } sparcml_ctx;
+
+/* Sends a schedule may keep in flight: a reduce-scatter's P - 1, a
+ * pipelined round's chunks. */
+static inline int ctx_send_slots(const sparcml_ctx *ctx)
+{
+    return ctx->size > SPARCML_PIPELINE_CHUNKS_MAX ? ctx->size : SPARCML_PIPELINE_CHUNKS_MAX;
+}
 
 /* The context of comm, created on first use (collective over comm). */
 int ctx_get(MPI_Comm comm, sparcml_ctx **out);

@@ -160,11 +160,30 @@ static char *receive_buffer(sparcml_call *c, sched_recv *r, const MPI_Status *st
     return buf;
 }
 
+int p2p_recv_start(sparcml_call *c, sched_recv *r, int blocking)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 1, rc = blocking ? PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st)
+                                : PMPI_Improbe(r->src, r->tag, c->ctx->comm, &flag, &msg, &st);
+    if (rc != MPI_SUCCESS || !flag) return rc;
+    r->buf = receive_buffer(c, r, &st, &msg, &rc);
+    if (!r->buf) return rc;
+    rc = flv_imrecv_bytes(r->buf, r->bytes, &msg, &r->req);
+    if (rc == MPI_SUCCESS) r->posted = 1;
+    return rc;
+}
+
 int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
 {
     MPI_Message msg;
     MPI_Status st;
-    int rc = PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st);
+    int rc;
+    if (r->posted) { /* started early */
+        rc = PMPI_Wait(&r->req, MPI_STATUS_IGNORE);
+        return rc == MPI_SUCCESS ? received(c, r) : rc;
+    }
+    rc = PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st);
     if (rc != MPI_SUCCESS) return rc;
     r->buf = receive_buffer(c, r, &st, &msg, &rc);
     if (!r->buf) return rc;
@@ -174,19 +193,11 @@ int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
 
 int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag)
 {
-    MPI_Message msg;
-    MPI_Status st;
     int rc;
     *flag = 0;
     if (!r->posted) {
-        rc = PMPI_Improbe(r->src, r->tag, c->ctx->comm, flag, &msg, &st);
-        if (rc != MPI_SUCCESS || !*flag) return rc;
-        *flag = 0;
-        r->buf = receive_buffer(c, r, &st, &msg, &rc);
-        if (!r->buf) return rc;
-        rc = flv_imrecv_bytes(r->buf, r->bytes, &msg, &r->req);
-        if (rc != MPI_SUCCESS) return rc;
-        r->posted = 1;
+        rc = p2p_recv_start(c, r, 0);
+        if (rc != MPI_SUCCESS || !r->posted) return rc;
     }
     rc = PMPI_Test(&r->req, flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || !*flag) return rc;

@@ -18,7 +18,7 @@ void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first)
 int sched_send(sched *s, const wire *w, int dest, int tag)
 {
     int rc;
-    if (s->nsends >= s->c->ctx->size) return MPI_ERR_INTERN; /* more than P-1 in flight */
+    if (s->nsends >= ctx_send_slots(s->c->ctx)) return MPI_ERR_INTERN;
     rc = p2p_isend(s->c, w, dest, tag + s->c->tag_offset, &s->sends[s->nsends]);
     if (rc == MPI_SUCCESS) s->nsends++;
     return rc;
@@ -31,6 +31,12 @@ int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv
                            .out = out, .where = where, .req = MPI_REQUEST_NULL};
     s->nrecv = 1;
     return MPI_SUCCESS;
+}
+
+int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out)
+{
+    int rc = sched_recv_stream(s, src, tag, raw_pool, dec_pool, out, NULL);
+    return rc == MPI_SUCCESS ? p2p_recv_start(s->c, &s->recv, s->blocking) : rc;
 }
 
 /* A collective request slot, or NULL when the round has no room left. */

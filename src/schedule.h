@@ -73,6 +73,12 @@ struct sched {
             sv cur, other;
             int cur_pool, newrank, rem, p2, mask, round;
             wire w;
+            /* pipelined rounds: the sum as `chunks` range streams, in set
+             * `set` of part[][] (the other set receives the next sums);
+             * `got` chunks of the partner's message merged so far */
+            int chunks, set, got;
+            uint64_t bounds[SPARCML_PIPELINE_CHUNKS_MAX + 1];
+            sv part[2][SPARCML_PIPELINE_CHUNKS_MAX];
         } rd;
         struct split_state {
             split_slice mine;
@@ -115,6 +121,9 @@ static inline void sched_next_after_sends(sched *s, sched_step next)
  * (the collectives' callers count theirs). */
 int sched_send(sched *s, const wire *w, int dest, int tag);
 int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where);
+/* The same, but matched and started now (blocking: as soon as the message
+ * is there), so that it travels while the step goes on to merge. */
+int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out);
 int sched_allgather(sched *s, const void *mine, int bytes, void *all);
 int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
                            const MPI_Count *counts, const MPI_Aint *displs);

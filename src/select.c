@@ -114,19 +114,57 @@ typedef struct model {
     double alpha, beta, gamma;
 } model;
 
-/* Per round a rank encodes its message, decodes its partner's and decodes
- * its own (both sides must add the same quantized operands). */
-static double cost_recursive_double(const model *m, const sparcml_problem *p)
+static int largest_power_of_two(int P)
 {
     int p2 = 1;
+    while (p2 * 2 <= P) p2 *= 2;
+    return p2;
+}
+
+/* Entries of the message of a recursive-doubling round among groups of
+ * `group` ranks. */
+static double rd_round_entries(const sparcml_problem *p, int group)
+{
+    return fmax(select_union_estimate(p, group), group == 1 ? (double)p->k_max : 0);
+}
+
+/* Can rounds be pipelined at all (select.h)?  A chunk is a range stream of
+ * the whole dimension (stream_range): none goes dense while the result's
+ * union, at most k_sum entries, is sparse. */
+static int pipeline_applies(const sparcml_problem *p)
+{
+    uint64_t most = p->k_sum < p->dim ? p->k_sum : p->dim;
+    return p->P >= 2 && !p->qbits && p->dim >= SPARCML_PIPELINE_CHUNKS_MAX
+           && !sparcml_prefers_dense(p->dim, p->vtype, most);
+}
+
+static int pipeline_chunks(const sparcml_settings *s, const model *m, const sparcml_problem *p)
+{
+    double hidden = 0, rounds = 0, N = (double)p->dim, c;
+    if (!pipeline_applies(p) || s->pipeline_chunks == 1) return 1;
+    if (s->pipeline_chunks) return (int)s->pipeline_chunks;
+    for (int group = 1; group < largest_power_of_two(p->P); group *= 2, rounds++) {
+        double u = rd_round_entries(p, group);
+        hidden += fmin(m->beta * msg_bytes(p, u, N), m->gamma * 2 * u);
+    }
+    c = floor(sqrt(hidden / (rounds * m->alpha)) + 0.5);
+    return (int)clamp(c, 1, SPARCML_PIPELINE_CHUNKS_MAX);
+}
+
+/* Per round a rank encodes its message, decodes its partner's and decodes
+ * its own (both sides must add the same quantized operands).  Pipelined in
+ * C chunks, a round costs C alpha and the larger of transfer and merge,
+ * plus a chunk's share of the smaller (select.h). */
+static double cost_recursive_double(const sparcml_settings *s, const model *m, const sparcml_problem *p)
+{
+    int p2 = largest_power_of_two(p->P), C = pipeline_chunks(s, m, p);
     double t = 0, N = (double)p->dim;
-    while (p2 * 2 <= p->P) p2 *= 2;
     if (p2 != p->P) /* fold in and out */
         t += 2 * m->alpha + m->beta * (msg_bytes(p, (double)p->k_max, N)
                                        + msg_bytes(p, select_union_estimate(p, p->P), N));
     for (int group = 1; group < p2; group *= 2) {
-        double u = fmax(select_union_estimate(p, group), group == 1 ? (double)p->k_max : 0);
-        t += m->alpha + m->beta * msg_bytes(p, u, N) + m->gamma * 2 * u
+        double u = rd_round_entries(p, group), send = m->beta * msg_bytes(p, u, N), merge = m->gamma * 2 * u;
+        t += C * m->alpha + fmax(send, merge) + fmin(send, merge) / C
              + m->gamma * (QSGD_ENCODE_PER_MERGE + 2 * QSGD_DECODE_PER_MERGE) * msg_quantized_values(p, u, N);
     }
     return t;
@@ -227,10 +265,16 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
 {
     model m = model_of(s, p);
     cost[SPARCML_ALG_AUTO] = INFINITY;
-    cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(&m, p);
+    cost[SPARCML_ALG_RECURSIVE_DOUBLE] = cost_recursive_double(s, &m, p);
     cost[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = cost_ssar_split(&m, p);
     cost[SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = p->dense_fits ? cost_dsar_split(&m, p) : INFINITY;
     cost[SPARCML_ALG_DENSE] = p->dense_fits ? cost_dense(&m, p) : INFINITY;
+}
+
+int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
+{
+    model m = model_of(s, p);
+    return pipeline_chunks(s, &m, p);
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)

@@ -30,6 +30,16 @@ double select_union_estimate(const sparcml_problem *p, double m);
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_]);
 
+/* How many chunks recursive doubling cuts each round into (1: none).
+ * Pipelined, a rank merges chunk i of its partner's message while chunk
+ * i + 1 travels (ssar_recursive_double.c): per round C alpha + max(beta m,
+ * gamma merged) + min(beta m, gamma merged) / C instead of alpha + beta m +
+ * gamma merged, best at C = sqrt(sum of the min terms / (rounds alpha)).
+ * Only where no merge can make a chunk dense (the agreed k_sum keeps the
+ * whole result sparse) and without QSGD; SPARCML_PIPELINE_CHUNKS forces a
+ * count there or turns it off. */
+int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
+
 /* The forced algorithm, or the cheapest applicable one. */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 

@@ -68,6 +68,10 @@ static const struct var {
     /* Off by default: a thread needs MPI_THREAD_MULTIPLE and a core to run
      * on (bench/RESULTS.md, "Non-blocking calls"). */
     {"SPARCML_PROGRESS_US", KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
+    /* 0: the cost model picks the chunks of pipelined recursive doubling
+     * (select.c); 1 turns pipelining off; 2..8 force that many chunks. */
+    {"SPARCML_PIPELINE_CHUNKS", KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
+     SPARCML_PIPELINE_CHUNKS_MAX},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -177,11 +181,11 @@ static uint64_t settings_hash(const sparcml_settings *s)
         (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
         (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
         (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
-        (const void *)&s->ranks_per_core};
+        (const void *)&s->ranks_per_core, (const void *)&s->pipeline_chunks};
     const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
                             sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
                             sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
-                            sizeof s->ranks_per_core};
+                            sizeof s->ranks_per_core, sizeof s->pipeline_chunks};
     uint64_t h = 1469598103934665603ull;
     for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
         for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;

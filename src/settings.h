@@ -19,6 +19,9 @@ typedef enum sparcml_algorithm {
     SPARCML_ALG_COUNT_
 } sparcml_algorithm;
 
+/* Most chunks a pipelined recursive-doubling round is cut into. */
+enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
+
 typedef struct sparcml_settings {
     int disable;                 /* SPARCML_DISABLE: 0/1 */
     sparcml_algorithm algorithm; /* SPARCML_ALGORITHM */
@@ -36,6 +39,7 @@ typedef struct sparcml_settings {
     int transparent;             /* SPARCML_TRANSPARENT: 0/1, untagged dense sums too */
     uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */
     uint64_t progress_us;        /* SPARCML_PROGRESS_US: progress thread's period, 0: no thread */
+    uint64_t pipeline_chunks;    /* SPARCML_PIPELINE_CHUNKS: 0 (the model), 1 (off), 2..MAX */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

@@ -14,9 +14,9 @@ static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
 static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
-/* Calls whose data travelled with the agreement records, and those of
- * them that failed. */
-static atomic_uint_fast64_t piggybacked, piggybacked_failed;
+/* Calls whose data travelled with the agreement records, those of them
+ * that failed, and calls whose recursive doubling was pipelined. */
+static atomic_uint_fast64_t piggybacked, piggybacked_failed, pipelined;
 /* Transparent calls by route, and the scans' time. */
 static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
 
@@ -27,28 +27,38 @@ static uint64_t dense_equivalent(const sparcml_call *c)
     return 2 * (P - 1) * c->dim * sparcml_value_size(c->vtype) / P;
 }
 
+/* Chunks per round the call's recursive doubling ran with (1: none; the
+ * piggybacked run is never pipelined). */
+static int chunks_run(const sparcml_call *c, sparcml_algorithm alg)
+{
+    return alg == SPARCML_ALG_RECURSIVE_DOUBLE && !c->piggybacked && c->pipeline_chunks > 1 ? c->pipeline_chunks : 1;
+}
+
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
                   double seconds)
 {
     uint64_t dense = dense_equivalent(c);
+    int chunks = chunks_run(c, alg);
     atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
     atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
     if (c->ctx->rank == 0) {
         atomic_fetch_add(&per_alg[alg].calls, 1);
         if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
+        if (chunks > 1) atomic_fetch_add(&pipelined, 1);
         if (alg == SPARCML_ALG_DENSE)
             atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     }
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
-               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g\n",
+               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g "
+               "pipeline_chunks=%d\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                c->piggybacked ? "piggybacked" : "separate",
-               sparcml_algorithm_name((sparcml_algorithm)c->selected), c->ctx->ranks_per_core);
+               sparcml_algorithm_name((sparcml_algorithm)c->selected), c->ctx->ranks_per_core, chunks);
         fflush(stdout);
     }
 }
@@ -86,16 +96,17 @@ void stats_record_error(int rank, int reason)
 /* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
  * call's communicator, and bytes: the sum over ranks; times: the maximum
  * over ranks. */
-enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 2 + ROUTE_COUNT_ };
+enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 3 + ROUTE_COUNT_ };
 
 static void gather_counts(uint64_t c[COUNTS])
 {
-    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + 2;
+    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
     for (int a = 0; a < N; a++) c[a] = atomic_load(&per_alg[a].calls);
     for (int r = 0; r < SPARCML_R_COUNT_; r++) errs[r] = atomic_load(&errors[r]);
     for (int f = 0; f < FALLBACK_COUNT_; f++) fb[f] = atomic_load(&fallbacks[f]);
     pig[0] = atomic_load(&piggybacked);
     pig[1] = atomic_load(&piggybacked_failed);
+    pig[2] = atomic_load(&pipelined);
     for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
 }
 
@@ -105,7 +116,7 @@ void stats_report(void)
     int rank, size;
     uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
     uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
-    uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 2;
+    uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
     PMPI_Comm_rank(world, &rank);
     PMPI_Comm_size(world, &size);
@@ -146,6 +157,8 @@ void stats_report(void)
     if (pig[1])
         printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
                (unsigned long long)pig[1]);
+    if (pig[2])
+        printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[2]);
     if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
         printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
                "(cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",

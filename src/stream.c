@@ -485,6 +485,20 @@ sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)
     return out;
 }
 
+uint64_t stream_range_bytes(const sv *s, uint64_t lo, uint64_t hi)
+{
+    return sparcml_sparse_bytes(s->dim, s->vtype, lower_bound(s, hi) - lower_bound(s, lo));
+}
+
+sv stream_range(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)
+{
+    uint64_t first = lower_bound(s, lo), m = lower_bound(s, hi) - first;
+    sv out = stream_init(outbuf, s->dim, s->vtype, m, 0);
+    copy_indices(out.idx, out.iw, (char *)s->idx + first * s->iw, s->iw, m, 0, 0);
+    memcpy(out.val, (char *)s->val + first * s->vs, m * s->vs);
+    return out;
+}
+
 /* ------------------------------------------------------------- presence */
 
 void stream_mark_present(const sv *s, uint64_t *present)

@@ -68,6 +68,12 @@ void stream_accumulate(sv *acc, const sv *b, int b_left);
 uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi);
 sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
 
+/* Entries of sparse s with index in [lo, hi), indices and dimension kept:
+ * a chunk of a pipelined exchange (ssar_recursive_double.c).  Range streams
+ * of consecutive ranges join back into one with stream_concat (all lo 0). */
+uint64_t stream_range_bytes(const sv *s, uint64_t lo, uint64_t hi);
+sv stream_range(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
+
 /* Write the dim values of s (zeros where nothing is stored) to dense. */
 void stream_densify(const sv *s, void *dense);
 

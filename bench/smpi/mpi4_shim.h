@@ -117,8 +117,17 @@ static inline int shim_mrecv(void *b, int n, MPI_Datatype t, MPI_Message *msg, M
     *msg = MPI_MESSAGE_NULL;
     return rc;
 }
+static inline int shim_imrecv(void *b, int n, MPI_Datatype t, MPI_Message *msg, MPI_Request *req)
+{
+    shim_message *m = *msg;
+    int rc = PMPI_Irecv(b, n, t, m->source, m->tag, m->comm, req);
+    free(m);
+    *msg = MPI_MESSAGE_NULL;
+    return rc;
+}
 #define PMPI_Mprobe shim_mprobe
 #define PMPI_Mrecv shim_mrecv
+#define PMPI_Imrecv shim_imrecv
 
 static inline int PMPI_Mrecv_c(void *b, MPI_Count n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
 {

@@ -40,6 +40,10 @@
  *                  stay the same, then MPI_Request_free)
  *                  (tests/scripts/nonblocking.sh).  Without MPI-4 (Open
  *                  MPI 4.1) the large-count cases use the int forms.
+ *   --hashes       rank 0 of MPI_COMM_WORLD prints each of its cases' first
+ *                  result hash ("hash SEED COMM HASH"): two runs that must
+ *                  give the same bits (SPARCML_PIPELINE_CHUNKS, in
+ *                  tests/scripts/pipeline.sh) are compared line by line.
  *
  * Under SPARCML_QSGD_BITS=b (float and double only; integers stay exact) the
  * tolerance is a hard bound instead: one quantization moves a value by at
@@ -73,7 +77,7 @@ typedef struct tcase {
 
 static int failures, checks, qsgd_levels_s;
 static int type_enabled[5] = {0, 1, 1, 1, 1}; /* by enum sparcml_value_type */
-static int check_own_slice;
+static int check_own_slice, print_hashes, world_rank;
 enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST, CALL_PERSISTENT };
 static int call_how = CALL_BLOCKING;
 /* SPARCML_ALGORITHM unset or auto: the selector may pick another algorithm
@@ -390,6 +394,8 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         repeat = rep > 0 && !qsgd_levels_s;
         if (repeat && hash != first_hash && !adaptive) fail(t, rank, "repeated call gave a different result");
         if (!repeat) first_hash = hash;
+        if (rep == 0 && print_hashes && world_rank == 0)
+            printf("hash %llu %s %016llx\n", (unsigned long long)t->seed, t->comm_name, (unsigned long long)hash);
         if (!repeat || hash != first_hash) {
             check_format(t, rank, &ref, recv);
             sparcml_stream_to_dense(recv, got, t->dim);
@@ -444,6 +450,8 @@ static int parse_options(int argc, char **argv)
                 if (v > 4) return -1;
                 type_enabled[v] = 1;
             }
+        } else if (strcmp(argv[a], "--hashes") == 0) {
+            print_hashes = 1;
         } else if (strcmp(argv[a], "--check=slice") == 0) {
             check_own_slice = 1;
         } else if (strcmp(argv[a], "--call=blocking") == 0) {
@@ -470,11 +478,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    world_rank = rank;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (parse_options(argc, argv) != 0) {
         if (rank == 0)
             fprintf(stderr, "usage: sparse_allreduce [--types=float,double,int32,int64] [--check=slice]"
-                            " [--call=blocking|wait|test|persistent]\n");
+                            " [--call=blocking|wait|test|persistent] [--hashes]\n");
         MPI_Finalize();
         return 2;
     }

@@ -24,7 +24,7 @@ for p in 1 2 4 8; do
     check "P=$p on $cpus CPUs: ranks per core detected as $want (got ${got:-nothing})" '[ "$got" = "$want" ]'
 done
 run_mpi 2 "$with_shim" SPARCML_VERBOSE=1 SPARCML_RANKS_PER_CORE=3.5 -- "$prog" shim
-check "SPARCML_RANKS_PER_CORE=3.5 is used as set" 'grep -q "ranks_per_core=3.5$" "$out"'
+check "SPARCML_RANKS_PER_CORE=3.5 is used as set" 'grep -q "ranks_per_core=3.5 " "$out"'
 run_mpi 3 "$with_shim" SPARCML_STATS=1 SPARCML_ALGORITHM=dense -- "$prog" shim
 check "SPARCML_STATS=1: report at MPI_Finalize counts the collective call once (3 ranks)" \
     'grep -Eq "^sparcml: dense +1 " "$out"'

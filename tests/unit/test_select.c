@@ -86,6 +86,49 @@ START_TEST(regimes)
 }
 END_TEST
 
+/* Pipelined rounds: none where they cannot apply (QSGD, a sum that could
+ * go dense, P = 1) or where nothing is worth hiding (tiny messages); the
+ * most chunks where alpha is negligible; SPARCML_PIPELINE_CHUNKS forces a
+ * count only where pipelining applies, and 1 turns it off.  The cost of
+ * recursive doubling falls with pipelining exactly when chunks are chosen. */
+START_TEST(pipeline_chunks)
+{
+    sparcml_settings s = defaults();
+    sparcml_problem big = problem(8, 16u << 20, 1u << 17, 1), p;
+    double with[SPARCML_ALG_COUNT_], without[SPARCML_ALG_COUNT_];
+    /* The three rounds' messages hold u = 131072, 261120 and 518176 random
+     * entries, 8 bytes each: beta m = 2 gamma u = 2 ns per entry, so 1.82 ms
+     * can be hidden; C = sqrt(1.82 ms / (3 alpha)), rounded: 14.2 (at most
+     * 8) at alpha = 3 us, 3.9 at 40 us, 2.5 at 100 us. */
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big), SPARCML_PIPELINE_CHUNKS_MAX);
+    s.alpha = 40e-6;
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 4);
+    s.alpha = 100e-6;
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 2);
+    p = problem(8, 16u << 20, 16, 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    s.alpha = 1e-9;
+    p = big;
+    p.qbits = 4;
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    p = problem(8, 1u << 20, 1u << 17, 1); /* 8 x 2^17 entries could fill 2^20: dense */
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    p = problem(1, 16u << 20, 1u << 17, 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    s.pipeline_chunks = 3;
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 3);
+    p = big;
+    p.qbits = 4;
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    s = defaults();
+    select_costs(&s, &big, with);
+    s.pipeline_chunks = 1;
+    select_costs(&s, &big, without);
+    ck_assert(with[SPARCML_ALG_RECURSIVE_DOUBLE] < without[SPARCML_ALG_RECURSIVE_DOUBLE]);
+    ck_assert(with[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] == without[SPARCML_ALG_SSAR_SPLIT_ALLGATHER]);
+}
+END_TEST
+
 /* The 1 Gbit/s rig of bench/RESULTS.md with its measured alpha, beta and
  * gamma: 8 ranks share 2 cores there, so a rank's merge costs about 4 times
  * the per-core default (recursive doubling at d = 1e-3 spent 3.4-4.1 ms
@@ -108,8 +151,13 @@ static sparcml_settings rig_settings(void)
  * two algorithms were within run-to-run noise (< 10 %), either is right:
  * d = 1e-3: recursive doubling 11.1-11.8 ms, SSAR split 10.5-13.1 ms;
  * d = 1e-2: SSAR split 107 ms, recursive doubling 122 ms (13 % slower);
+ *           pipelined (SPARCML_PIPELINE_CHUNKS, 2026-11-23) recursive
+ *           doubling 103-115 ms against SSAR's 113-127 ms in the same run
+ *           (bench/results/pipeline_rig.csv): either;
  * d = 0.05: SSAR split 482-485 ms, DSAR 609-613 ms, recursive doubling
- *           592-646 ms;
+ *           592-646 ms; pipelined recursive doubling 505-536 ms against
+ *           SSAR's 519-526 ms and whole-message rounds' 638-665 ms in one
+ *           run (bench/results/pipeline_rig_d005.txt): either;
  * d = 0.1 and 0.25: DSAR 703-712 and 868 ms, SSAR 750-760 and 915 ms,
  *           recursive doubling 1080-1105 and 1927 ms;
  * d = 0.5: DSAR, SSAR, dense within noise (1.18-1.27 s), recursive
@@ -120,7 +168,7 @@ static void check_rig_points(const sparcml_settings *s, double ranks_per_core)
     const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER),
                    dsar = ALG_BIT(SPARCML_ALG_DSAR_SPLIT_ALLGATHER), dense = ALG_BIT(SPARCML_ALG_DENSE);
     struct { double d; unsigned right; } pts[] = {
-        {1e-3, rd | ssar}, {1e-2, ssar}, {0.05, ssar}, {0.1, dsar | ssar}, {0.25, dsar | ssar},
+        {1e-3, rd | ssar}, {1e-2, rd | ssar}, {0.05, rd | ssar}, {0.1, dsar | ssar}, {0.25, dsar | ssar},
         {0.5, dsar | ssar | dense},
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
@@ -216,6 +264,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, learning_inverts_the_estimate);
     tcase_add_test(tc, forced_algorithm_wins);
     tcase_add_test(tc, regimes);
+    tcase_add_test(tc, pipeline_chunks);
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);

@@ -73,6 +73,8 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_BETA_NS_PER_BYTE", "inf"}, {"SPARCML_GAMMA_NS_PER_ENTRY", "0"},
         {"SPARCML_RANKS_PER_CORE", "0.5"}, {"SPARCML_RANKS_PER_CORE", "Auto"},
         {"SPARCML_RANKS_PER_CORE", ""},   {"SPARCML_PIGGYBACK", "on"},
+        {"SPARCML_PIPELINE_CHUNKS", "9"}, {"SPARCML_PIPELINE_CHUNKS", "-1"},
+        {"SPARCML_PIPELINE_CHUNKS", "auto"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;

@@ -287,6 +287,54 @@ START_TEST(slice_then_concat_round_trips)
 }
 END_TEST
 
+/* Pipelined recursive doubling: range streams keep the dimension and hold
+ * exactly their range's entries, and merging two vectors range by range,
+ * then joining (stream_concat at offset 0), gives the bytes of the whole
+ * merge wherever that stays sparse. */
+START_TEST(range_merges_join_to_the_whole_merge)
+{
+    int vtype = _i + 1;
+    rng_state = 7 + (uint64_t)_i;
+    for (size_t d = 0; d < 3; d++) { /* the sparse densities */
+        for (int C = 2; C <= SPARCML_PIPELINE_CHUNKS_MAX; C++) {
+            uint64_t dim = rnd() % 700 + 8, off[SPARCML_PIPELINE_CHUNKS_MAX + 1], zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0};
+            vec a = make_vec(dim, vtype, densities[d]), b = make_vec(dim, vtype, densities[d]);
+            sv va = stream_view(a.buf), vb = stream_view(b.buf), whole, joined, sums[SPARCML_PIPELINE_CHUNKS_MAX];
+            char *wbuf = malloc(stream_merge_bound(&va, &vb)), *jbuf = malloc(stream_merge_bound(&va, &vb));
+            char *ra[SPARCML_PIPELINE_CHUNKS_MAX], *rb[SPARCML_PIPELINE_CHUNKS_MAX], *rs[SPARCML_PIPELINE_CHUNKS_MAX];
+            uint64_t na = 0;
+            whole = stream_merge_add(&va, &vb, wbuf);
+            split_bounds(dim, C, off);
+            for (int i = 0; i < C; i++) {
+                sv pa, pb;
+                ra[i] = malloc(stream_range_bytes(&va, off[i], off[i + 1]));
+                rb[i] = malloc(stream_range_bytes(&vb, off[i], off[i + 1]));
+                pa = stream_range(&va, off[i], off[i + 1], ra[i]);
+                pb = stream_range(&vb, off[i], off[i + 1], rb[i]);
+                ck_assert_uint_eq(pa.dim, dim);
+                ck_assert_uint_eq(stream_bytes(&pa), stream_range_bytes(&va, off[i], off[i + 1]));
+                for (uint64_t e = 0; e < pa.nnz; e++) {
+                    uint64_t x = sparcml_get_index(pa.idx, pa.iw, e);
+                    ck_assert(x >= off[i] && x < off[i + 1]);
+                }
+                na += pa.nnz;
+                rs[i] = malloc(stream_merge_bound(&pa, &pb));
+                sums[i] = stream_merge_add(&pa, &pb, rs[i]);
+                ck_assert(!sums[i].dense);
+            }
+            ck_assert_uint_eq(na, va.nnz);
+            if (!whole.dense) {
+                joined = stream_concat(sums, zero, C, dim, 0, jbuf);
+                ck_assert_uint_eq(stream_bytes(&joined), stream_bytes(&whole));
+                ck_assert_mem_eq(jbuf, wbuf, stream_bytes(&whole));
+            }
+            for (int i = 0; i < C; i++) { free(ra[i]); free(rb[i]); free(rs[i]); }
+            free(wbuf); free(jbuf); free_vec(&a); free_vec(&b);
+        }
+    }
+}
+END_TEST
+
 /* A dense sum and the bitmap of its union give back exactly the union's
  * entries, zeros (cancelled sums) included; NULL means every index. */
 START_TEST(select_keeps_exactly_the_marked_entries)
@@ -523,6 +571,7 @@ Suite *stream_suite(void)
     tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
+    tcase_add_loop_test(tc, range_merges_join_to_the_whole_merge, 0, 4);
     tcase_add_test(tc, select_keeps_exactly_the_marked_entries);
     tcase_add_test(tc, wide_indices);
     tcase_add_test(tc, integer_sums_wrap);

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Pipelined recursive doubling (sparcml(7), SPARCML_PIPELINE_CHUNKS): the
+# whole sparse_allreduce matrix (every result against its reference, bitwise
+# the same on all ranks) with the rounds cut into 2, 3 or 8 chunks; the
+# same bits as whole-message rounds, case by case (--hashes of a run with
+# SPARCML_PIPELINE_CHUNKS=1); the SPARCML_STATS report proves the rounds
+# were pipelined (a run that never pipelines fails here).  Blocking and
+# non-blocking (MPI_Test polling) calls, folded (P = 3, 5) and power-of-two
+# P; then the cost model's own choice (a tiny alpha makes chunks pay).
+. "$(dirname "$0")/common.sh"
+rd=SPARCML_ALGORITHM=ssar_recursive_double
+hashes=$(mktemp)
+trap 'rm -f "$out" "$err" "$hashes"' EXIT
+
+# pipelined_calls: the report's count of calls with pipelined rounds (0: none).
+pipelined_calls() {
+    sed -n 's/^sparcml: calls with pipelined recursive doubling: \([0-9]*\)$/\1/p' "$out" | grep . || echo 0
+}
+
+# run_pair CALL P CHUNKS: whole-message rounds, then CHUNKS chunks.
+run_pair() {
+    local call=$1 p=$2 chunks=$3 n rc
+    run_mpi "$p" "$with_shim" $rd SPARCML_PIPELINE_CHUNKS=1 SPARCML_STATS=1 -- \
+        "$TESTBIN/sparse_allreduce" --call=$call --hashes
+    rc=$?
+    grep '^hash ' "$out" >"$hashes"
+    n=$(pipelined_calls)
+    check "call=$call P=$p chunks=1: $(grep '^sparse_allreduce' "$out"), none pipelined ($n)" \
+        '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$n" -eq 0 ] && [ -s "$hashes" ]'
+    run_mpi "$p" "$with_shim" $rd SPARCML_PIPELINE_CHUNKS=$chunks SPARCML_STATS=1 -- \
+        "$TESTBIN/sparse_allreduce" --call=$call --hashes
+    rc=$?
+    n=$(pipelined_calls)
+    check "call=$call P=$p chunks=$chunks: $(grep '^sparse_allreduce' "$out"), pipelined calls $n" \
+        '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$n" -gt 0 ]'
+    check "call=$call P=$p chunks=$chunks: every case's result has the bits of whole-message rounds" \
+        'grep "^hash " "$out" | cmp -s - "$hashes"'
+}
+
+run_pair blocking 2 2
+run_pair blocking 3 3
+run_pair blocking 5 8
+run_pair blocking 8 3
+run_pair test 4 3
+
+# The model's choice: with alpha at 1 ns every round long enough pays for
+# the most chunks; auto may then pick recursive doubling, pipelined.
+for p in 7; do
+    run_mpi "$p" "$with_shim" SPARCML_ALPHA_US=0.001 SPARCML_STATS=1 -- "$TESTBIN/sparse_allreduce"
+    rc=$?
+    n=$(pipelined_calls)
+    check "auto, SPARCML_ALPHA_US=0.001, P=$p: $(grep '^sparse_allreduce' "$out"), pipelined calls $n" \
+        '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$n" -gt 0 ]'
+done
+finish
