@@ -29,7 +29,10 @@
 # resident memory of the simulation);
 # SMPI_N (default 16777216), SMPI_REPS (default 5), SMPI_TIMEOUT
 # (seconds per run, default 1800), SMPI_MEM_MB (default 12000) and SMPI_RESULTS
-# (the directory of the CSVs, default bench/results) adjust a run.
+# (the directory of the CSVs, default bench/results) adjust a run; SMPI_CFG
+# adds smpirun options, e.g. --cfg=smpi/simulate-computation:no (network
+# time only: bench/RESULTS.md, "Charged computation") or a trace for
+# bench/smpi/bursts.py.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$top/build-smpi
@@ -134,7 +137,7 @@ run() {
     # would not fit is stopped at SMPI_MEM_MB of resident memory (rc 137,
     # peak in peak_mb) instead of pushing the shared machine into swap.
     setsid env "${envs[@]}" timeout "${SMPI_TIMEOUT:-1800}" smpirun -np "$P" \
-        -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" \
+        -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" ${SMPI_CFG:-} \
         "$bench" --n "$N" --density "$d" --pattern "$pat" --reps "$reps" --warmup 1 \
         --methods "$bm" --alpha-us "$alpha_us" --beta-ns "$beta_ns" >"$out/run.$plat.$$.log" 2>&1 &
     local pid=$! rc kb peak_kb=0
