@@ -8,7 +8,11 @@
 # own copy of the library's globals.  bench/smpi/mpi4_shim.h supplies what
 # SMPI 3.32 lacks (the MPI-4 *_c calls, MPI_Mprobe/MPI_Mrecv,
 # MPI_Comm_test_inter).  Message payloads are real and every result is
-# verified (the benchmark's checksum), so message sizes are the library's.
+# verified (the benchmark's checksum), so message sizes are the library's;
+# but the benchmark's large buffers whose contents decide no message size
+# (dense method in/out, allgather's dense result, the dense part of the
+# sparcml result) are SMPI shared allocations (-DSPARCML_BENCH_SMPI_SHARED),
+# and those results are not verified (stderr says "not verified").
 # Computation between MPI calls is timed on this machine and injected
 # (smpi/host-speed = host speed = 1 Gf: 1 s measured = 1 s simulated; the
 # machine is shared, so merges are timed on a loaded core).
@@ -45,7 +49,13 @@ reps=${SMPI_REPS:-5}
 # the collectives MPICH would run.
 cfg=(--cfg=smpi/host-speed:1Gf --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
      --cfg=network/crosstraffic:0 --cfg=smpi/coll-selector:mpich --log=root.thres:warning
-     --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_config.thres:error)
+     --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_config.thres:error
+     --cfg=smpi/shared-malloc:global)
+# The benchmark's shared buffers (one N-float vector each): a block of that
+# size (rounded up to MiB) makes each one mapping, not N*4/1MiB of them
+# (1024 ranks x 64 blocks would pass vm.max_map_count = 65530).
+shared_block=$(( (N * 4 + 1048575) / 1048576 * 1048576 ))
+cfg+=(--cfg=smpi/shared-malloc-blocksize:$shared_block)
 
 # SimGrid (smpicc, smpirun) and matplotlib for the plot, from Debian.
 packages() {
@@ -72,8 +82,10 @@ build() {
     for f in "$top"/src/*.c "$top/bench/sparcml_bench.c"; do
         case $f in */fortran_*.c) continue ;; esac # the MPIs' Fortran bindings
         o=$out/$(basename "$f" .c).o
+        # The benchmark's large buffers as SMPI shared allocations (the
+        # library's stay real): bench/sparcml_bench.c, xalloc_shared.
         smpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h" \
-            -I"$out" -I"$top/include" -I"$top/src" -c "$f" -o "$o" || return 1
+            -DSPARCML_BENCH_SMPI_SHARED -I"$out" -I"$top/include" -I"$top/src" -c "$f" -o "$o" || return 1
         objs+=("$o")
     done
     smpicc -O2 "${objs[@]}" -o "$bench" -Wl,-Bsymbolic -lm -lpthread
@@ -121,6 +133,19 @@ EOF
 
 rig_speed() { awk -v p="$1" -v c="${SMPI_RIG_CORES:-0}" 'BEGIN { printf "%.4fGf", (c > 0 && p > c) ? c / p : 1 }'; }
 
+# mem_kb SID: proportional resident memory (Pss, kB) of the session's
+# processes.  Not RSS: SMPI's shared allocations map one file page many
+# times, and RSS counts every mapping (1024 ranks x 64 MiB "resident" in
+# a few MiB of memory); Pss divides a page among its mappings.
+mem_kb() {
+    local p s=0 v
+    for p in $(ps -o pid= -s "$1" 2>/dev/null); do
+        v=$(awk '/^Pss:/ { print $2; exit }' "/proc/$p/smaps_rollup" 2>/dev/null)
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+
 # run PLATFORM P DENSITY PATTERN METHOD CSV: one simulation, one CSV line.
 run() {
     local plat=$1 P=$2 d=$3 pat=$4 method=$5 csv=$6 bm alg=auto envs=() t0 line chosen
@@ -133,7 +158,7 @@ run() {
     envs=(SPARCML_ALGORITHM=$alg SPARCML_RANKS_PER_CORE=1 SPARCML_ALPHA_US=$alpha_us
           SPARCML_BETA_NS_PER_BYTE=$beta_ns SPARCML_STATS=1 BENCH_LABEL=$method)
     t0=$SECONDS
-    # All ranks live in this one process, with real buffers: a run that
+    # All ranks live in this one process, with real library buffers: a run that
     # would not fit is stopped at SMPI_MEM_MB of resident memory (rc 137,
     # peak in peak_mb) instead of pushing the shared machine into swap.
     setsid env "${envs[@]}" timeout "${SMPI_TIMEOUT:-1800}" smpirun -np "$P" \
@@ -142,7 +167,7 @@ run() {
         --methods "$bm" --alpha-us "$alpha_us" --beta-ns "$beta_ns" >"$out/run.$plat.$$.log" 2>&1 &
     local pid=$! rc kb peak_kb=0
     while kill -0 "$pid" 2>/dev/null; do
-        kb=$(ps -o rss= -s "$pid" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+        kb=$(mem_kb "$pid")
         [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
         if [ "$kb" -gt $((${SMPI_MEM_MB:-12000} * 1024)) ]; then
             kill -9 -- -"$pid" 2>/dev/null
@@ -176,6 +201,7 @@ calibrate() {
 sweep() {
     local plat=$1 Ps=$2 ds=$3 pats=$4 methods=${5:-allgather auto ssar_recursive_double ssar_split_allgather dsar_split_allgather}
     local csv=$results/smpi_$plat.csv P d pat m
+    mkdir -p "$results"
     platform "$plat" || return 1
     [ -f "$csv" ] || echo "$header" >"$csv"
     for P in $Ps; do
