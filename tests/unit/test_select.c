@@ -152,8 +152,9 @@ static sparcml_settings rig_settings(void)
  * d = 1e-3: recursive doubling 11.1-11.8 ms, SSAR split 10.5-13.1 ms;
  * d = 1e-2: SSAR split 107 ms, recursive doubling 122 ms (13 % slower);
  *           pipelined (SPARCML_PIPELINE_CHUNKS, 2026-11-23) recursive
- *           doubling 103-115 ms against SSAR's 113-127 ms in the same run
- *           (bench/results/pipeline_rig.csv): either;
+ *           doubling 125-132 ms against SSAR's 129-158 ms and whole-message
+ *           rounds' 138-149 ms in the same run (bench/results/
+ *           pipeline_rig.csv, 3 rounds): either;
  * d = 0.05: SSAR split 482-485 ms, DSAR 609-613 ms, recursive doubling
  *           592-646 ms; pipelined recursive doubling 505-536 ms against
  *           SSAR's 519-526 ms and whole-message rounds' 638-665 ms in one
