@@ -7,7 +7,6 @@
  *   p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
  *   sends its stream to r + 1 and sits out; the p2 remaining ranks run the
  *   rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
- * Restrictions: none (any P, any dim, every value type).
  *   Pipelined (c->pipeline_chunks = C > 1): the sum is kept as C range
  *   streams (stream_range: consecutive index ranges, whole dimension), a
  *   round sends all C at once and merges chunk i of the partner's message
