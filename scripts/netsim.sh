@@ -22,6 +22,7 @@ readonly MAX_P=250
 readonly STATE_DIR=/run/sparcml-netsim
 readonly STATE_FILE="${STATE_DIR}/${PREFIX}.state"
 readonly RUN_TIMEOUT="${NETSIM_TIMEOUT:-300}" # seconds, per mpiexec run
+readonly TBF="${NETSIM_TBF:-burst}"           # burst | line (see shape_dev)
 readonly CACHE_DIR="${NETSIM_CACHE_DIR:-${XDG_CACHE_HOME:-/tmp}/sparcml-netsim}"
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -47,12 +48,17 @@ usage: $(basename "$0") COMMAND [ARGS]
   run P -- CMD [ARGS...]      mpiexec.mpich -n P, rank i inside host i, over TCP
   measure P                   print alpha_us=, beta_ns_per_byte=, bandwidth_MBps=
                               (8-byte and 16 MiB ping-pong between ranks 0 and 1)
+  measure P sizes             one-way time of every power of two from 1 KiB to
+                              16 MiB (CSV size_bytes,oneway_us; ranks 0 and 1)
   validate P [COUNT] [REPS]   time a dense MPI_Allreduce of COUNT floats
                               (default 16777216) and print the link model's time
   build                       compile the helper and benchmarks, print paths
 
 environment: NETSIM_TIMEOUT (s, default 300), NETSIM_CACHE_DIR,
   NETSIM_PREFIX (default spcml), NETSIM_ENTER (ip|nsenter, default ip),
+  NETSIM_TBF (burst: tbf burst max(RATE x 1 ms, 128 KiB), the default; line:
+  a 15000-byte burst and segments of at most 9000 bytes, so no message
+  passes faster than RATE; used to calibrate SimGrid's model of the rig),
   NETSIM_FIX_* (helper knobs, see docs/netsim.md); all other variables
   (SPARCML_*, LD_PRELOAD, ...) are passed through to the ranks.
 EOF
@@ -132,6 +138,11 @@ teardown() {
 #   timer granularity; latency bounds the queue (rate * 10 ms).
 #   netem (only if present and DELAY != 0): root netem with tbf as child,
 #   the classic tc-netem(8) arrangement.
+#   NETSIM_TBF=line: a burst of 10 Ethernet frames instead, which needs the
+#   device's segmentation offload capped at 9000 bytes (gso_max_size; a
+#   GSO super-packet larger than the burst would never pass): then a burst
+#   moves no message faster than the rate (128 KiB: 1.16 ms one way, 1.06 ms
+#   at the rate, where the default burst passes it in 0.55 ms).
 shape_dev() {
     local ns="$1" dev="$2" rate="$3" delay="$4" bytes burst parent
     [[ "$rate" == off ]] && [[ -z "$delay" ]] && return 0
@@ -145,6 +156,10 @@ shape_dev() {
     bytes="$(rate_bytes_per_s "$rate")"
     burst=$((bytes / 1000))
     ((burst >= 131072)) || burst=131072
+    if [[ "$TBF" == line ]]; then
+        ip -n "$ns" link set dev "$dev" gso_max_size 9000
+        burst=15000
+    fi
     ip netns exec "$ns" tc qdisc add dev "$dev" "${parent[@]}" handle 10: \
         tbf rate "$rate" burst "$burst" latency 10ms
 }
@@ -161,6 +176,7 @@ up_cleanup() {
 cmd_up() {
     (($# >= 1 && $# <= 3)) || usage
     local p="$1" rate="${2:-1gbit}" delay="${3:-0}" netem=0 eff_delay="" i ns
+    [[ "$TBF" == burst || "$TBF" == line ]] || die "NETSIM_TBF must be burst or line, not '$TBF'"
     if ! is_uint "$p" || ((p < 1 || p > MAX_P)); then die "P must be 1..$MAX_P"; fi
     if [[ "${rate,,}" == off || "${rate,,}" == none ]]; then
         rate=off
@@ -215,6 +231,7 @@ RATE=$rate
 DELAY=${eff_delay:-0}
 DELAY_REQUESTED=$delay
 NETEM=$netem
+TBF=$TBF
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOF
     trap - EXIT
@@ -222,7 +239,7 @@ EOF
     if [[ "$rate" == off ]]; then
         echo "netsim: rate=off (links not shaped)"
     else
-        echo "netsim: rate=$rate (tbf on both ends of every veth)"
+        echo "netsim: rate=$rate (tbf on both ends of every veth, NETSIM_TBF=$TBF)"
     fi
     if ((netem)); then
         echo "netsim: delay=${eff_delay:-0} one-way (netem on host egress)"
@@ -387,11 +404,15 @@ cmd_rank() {
 }
 
 cmd_measure() {
-    (($# == 1)) || usage
+    (($# == 1)) || { (($# == 2)) && [[ "$2" == sizes ]]; } || usage
     local p="$1" prog
     if ! is_uint "$p" || ((p < 2)); then die "measure needs P >= 2"; fi
     load_state
     prog="$(build_prog pingpong)"
+    if (($# == 2)); then
+        run_mpi "$p" "$prog" --sizes 1024 16777216
+        return
+    fi
     echo "rate=$RATE"
     echo "delay=$DELAY"
     echo "netem=$NETEM"

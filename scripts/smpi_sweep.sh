@@ -21,7 +21,9 @@
 #   scripts/smpi_sweep.sh plot       bench/results/smpi_{random,identical}.png
 #   scripts/smpi_sweep.sh calibrate [P...]        the rig (8 hosts, 1 Gbit/s,
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
-#       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured
+#       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
+#       SMPI_RIG=rig_line: the rig built with NETSIM_TBF=line (no burst
+#       faster than the rate; bench/results/sweep_rig_psweep_line.csv)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32
@@ -107,6 +109,15 @@ platform() {
              bw=\"120.3MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
              bb_bw=\"1TBps\" bb_lat=\"0us\" bb_sharing_policy=\"FATPIPE\"/>"
         alpha_us=20.05 beta_ns=8.31 hosts=8 iprobe_s=1e-6 ;;
+    rig_line) # the rig with NETSIM_TBF=line (no burst above the rate), from
+        # bench/results/rig_line_capacity.txt: alpha 26.57 us, 107.2 MB/s per
+        # link, and a shared backbone of 281 MB/s: the 2 cores' packet
+        # processing caps the sum of all ranks' traffic (measured with a
+        # ring exchange at P = 8; 254 MB/s at P = 4, not reached at P = 2)
+        xml="<cluster id=\"rig\" prefix=\"node-\" suffix=\"\" radical=\"0-7\" speed=\"$(rig_speed "${2:-1}")\"
+             bw=\"107.2MBps\" lat=\"13.28us\" sharing_policy=\"SPLITDUPLEX\"
+             bb_bw=\"281MBps\" bb_lat=\"0us\" bb_sharing_policy=\"SHARED\"/>"
+        alpha_us=26.57 beta_ns=9.33 hosts=8 iprobe_s=1e-6 ;;
     gige) # 1 Gbit/s per node, 2 x 10 us = 20 us end to end, non-blocking switch
         xml="<cluster id=\"gige\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
              bw=\"125MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
@@ -188,12 +199,14 @@ run() {
 header="platform,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps,algorithm,wall_s,rc,peak_mb"
 
 calibrate() {
-    local csv=$results/smpi_calibration${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}.csv Ps=${*:-2 3 4 5 6 7 8} P m
+    local rig=${SMPI_RIG:-rig} Ps=${*:-2 3 4 5 6 7 8} P m
+    local csv=$results/smpi_calibration${SMPI_RIG:+_$SMPI_RIG}${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}.csv
+    mkdir -p "$results"
     [ -f "$csv" ] || echo "$header" >"$csv"
     for P in $Ps; do
-        platform rig "$P" || return 1
+        platform "$rig" "$P" || return 1
         for m in ${SMPI_METHODS:-allgather auto ssar_recursive_double ssar_split_allgather dense}; do
-            run rig "$P" 0.001 random "$m" "$csv"
+            run "$rig" "$P" 0.001 random "$m" "$csv"
         done
     done
 }

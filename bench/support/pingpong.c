@@ -11,6 +11,12 @@
  * Usage: pingpong [SMALL=8] [BIG=16777216] [SMALL_ITERS=1000] [BIG_ITERS=7]
  * Output (rank 0, machine readable, one key=value per line):
  *   alpha_us=  beta_ns_per_byte=  bandwidth_MBps=  big_oneway_us=  ...
+ *
+ * Usage: pingpong --sizes MIN MAX
+ *   the median one-way time of every power-of-two size from MIN to MAX
+ *   bytes, as CSV lines "size_bytes,oneway_us" (rank 0): the message-size
+ *   curve from which scripts/smpi_sweep.sh fits SMPI's bandwidth factors
+ *   (the rig's tbf lets a burst pass faster than the line rate).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -58,6 +64,33 @@ static double pingpong(int rank, char *buf, int bytes, int iters, int warmup)
     return res;
 }
 
+/* Iterations per size: about 0.3 s of transfers, at least 7, at most 300. */
+static int sweep_iters(int bytes)
+{
+    long it = 300000L / (1 + bytes / 1000);
+    return it < 7 ? 7 : it > 300 ? 300 : (int)it;
+}
+
+static void size_sweep(int rank, int min, int max)
+{
+    char *buf = malloc((size_t)max);
+    int bytes;
+
+    if (buf == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    memset(buf, 1, (size_t)max);
+    if (rank == 0)
+        printf("size_bytes,oneway_us\n");
+    for (bytes = min; bytes <= max && bytes > 0; bytes *= 2) {
+        double t = pingpong(rank, buf, bytes, sweep_iters(bytes), 3);
+        if (rank == 0)
+            printf("%d,%.2f\n", bytes, t * 1e6);
+    }
+    if (rank == 0)
+        fflush(stdout);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -67,6 +100,20 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc == 4 && strcmp(argv[1], "--sizes") == 0) {
+        int min = atoi(argv[2]), max = atoi(argv[3]);
+        if (size < 2 || min < 1 || max < min) {
+            if (rank == 0)
+                fprintf(stderr, "pingpong: --sizes needs >= 2 ranks and 1 <= MIN <= MAX\n");
+            MPI_Finalize();
+            return 1;
+        }
+        if (rank < 2)
+            size_sweep(rank, min, max);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Finalize();
+        return 0;
+    }
     if (argc > 1) small = atoi(argv[1]);
     if (argc > 2) big = atoi(argv[2]);
     if (argc > 3) small_iters = atoi(argv[3]);
