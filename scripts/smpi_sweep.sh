@@ -18,7 +18,9 @@
 # machine is shared, so merges are timed on a loaded core).
 #
 #   scripts/smpi_sweep.sh build
-#   scripts/smpi_sweep.sh plot       bench/results/smpi_{random,identical}.png
+#   scripts/smpi_sweep.sh plot       bench/results/smpi_{random,identical}.png and,
+#       from the network-only runs (smpi_network_only_*.csv: SMPI_CFG=
+#       --cfg=smpi/simulate-computation:no), smpi_network_only_*.png
 #   scripts/smpi_sweep.sh calibrate [P...]        the rig (8 hosts, 1 Gbit/s,
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
 #       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
@@ -228,7 +230,9 @@ sweep() {
 
 case ${1:-} in
 build) build ;;
-plot) packages && /usr/bin/python3 "$top/bench/smpi/plot.py" "$results" "$results"/smpi_gige.csv "$results"/smpi_fattree.csv ;;
+plot)
+    packages && /usr/bin/python3 "$top/bench/smpi/plot.py" "$results" "$results"/smpi_gige.csv "$results"/smpi_fattree.csv &&
+        /usr/bin/python3 "$top/bench/smpi/plot.py" --tag network_only "$results" "$results"/smpi_network_only_*.csv ;;
 calibrate) shift; [ -x "$bench" ] || build || exit 1; calibrate "$@" ;;
 sweep) shift; [ -x "$bench" ] || build || exit 1; sweep "$@" ;;
 *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """plot.py -- time against P from the SMPI sweep (scripts/smpi_sweep.sh plot).
 
-usage: plot.py OUTDIR CSV...
-One PNG per index pattern (smpi_random.png, smpi_identical.png): a row per
+usage: plot.py [--tag TAG] OUTDIR CSV...
+One PNG per index pattern (smpi_random.png, smpi_identical.png, or
+smpi_TAG_random.png ... with --tag, e.g. network_only): a row per
 platform, a column per density, log-log time against P for every method,
 and the Lemma 5.1 bound that applies (disjoint indices for random ones,
 identical for identical ones), as the benchmark computed it from the
@@ -38,7 +39,7 @@ def load(paths):
     return rows
 
 
-def plot_pattern(rows, pattern, out):
+def plot_pattern(rows, pattern, out, what):
     sel = [r for r in rows if r["pattern"] == pattern and r["platform"] in PLATFORMS]
     dens = sorted({float(r["density"]) for r in sel})
     plats = [p for p in PLATFORMS if any(r["platform"] == p for r in sel)]
@@ -75,15 +76,20 @@ def plot_pattern(rows, pattern, out):
             ax.grid(True, which="both", alpha=0.3)
             if i == 0 and j == 0:
                 ax.legend(fontsize=7)
-    fig.suptitle("SMPI: N = 16M floats, %s indices" % pattern)
+    fig.suptitle("SMPI: N = 16M floats, %s indices%s" % (pattern, what))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
 
 def main():
-    rows = load(sys.argv[2:])
+    args = sys.argv[1:]
+    tag = ""
+    if args[0] == "--tag":
+        tag, args = args[1], args[2:]
+    rows = load(args[1:])
+    what = ", " + tag.replace("_", " ") if tag else ""
     for pattern in ("random", "identical"):
-        plot_pattern(rows, pattern, "%s/smpi_%s.png" % (sys.argv[1], pattern))
+        plot_pattern(rows, pattern, "%s/smpi_%s%s.png" % (args[0], tag + "_" if tag else "", pattern), what)
 
 
 if __name__ == "__main__":

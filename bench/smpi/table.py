@@ -2,13 +2,15 @@
 """table.py -- markdown tables of the SMPI sweep (scripts/smpi_sweep.sh table).
 
 usage: table.py CSV...
-       table.py --calibration RIG_CSV SMPI_CSV...
+       table.py --calibration RIG_CSV[,RIG_CSV...] SMPI_CSV...
 Per platform, index pattern and density, a row per P: the time of auto and
 the algorithm it chose, the fastest forced sparse algorithm and the regret
 (auto / fastest), auto against the Lemma 5.1 bound that applies, the
 allgather baseline and SMPI's dense allreduce against auto.  Runs that did
 not finish show their cause: "mem" (stopped by the memory watchdog),
 "timeout"; points not run are "-".
+With --calibration, several rig runs (comma-separated) give the median of
+their medians and, after "±", half their spread (max - min) relative to it.
 """
 import csv
 import sys
@@ -25,10 +27,17 @@ SHORT = {"ssar_recursive_double": "RD", "ssar_split_allgather": "SSAR",
 
 def calibration(rig_path, paths):
     """Simulated against measured, per P and method: the rig's P sweep."""
-    rig = {}
-    with open(rig_path, newline="") as f:
-        for r in csv.DictReader(f):
-            rig[(r["method"], int(r["P"]))] = (float(r["median_s"]), r["algorithm"])
+    runs = defaultdict(list)  # (method, P) -> [(median_s, algorithm)] over the rig runs
+    for one in rig_path.split(","):
+        with open(one, newline="") as f:
+            for r in csv.DictReader(f):
+                runs[(r["method"], int(r["P"]))].append((float(r["median_s"]), r["algorithm"]))
+    rig, spread = {}, {}
+    for key, v in runs.items():
+        v.sort()
+        rig[key] = v[(len(v) - 1) // 2]
+        spread[key] = (v[-1][0] - v[0][0]) / 2 / rig[key][0]
+    nruns = len(rig_path.split(","))
     methods = ["allgather", "sparcml_ssar_recursive_double", "sparcml_ssar_split_allgather", "dense",
                "sparcml_auto"]
     for path in paths:
@@ -52,8 +61,9 @@ def calibration(rig_path, paths):
                     within += abs(q - 1) <= 0.25
                 extra = " (%s / %s)" % (SHORT.get(sim[0]["algorithm"], "?"), SHORT.get(alg, "?")) \
                     if m == "sparcml_auto" else ""
-                cells.append("%.3g / %.3g = %s%.2f%s%s" % (t * 1e3, tr * 1e3, "" if abs(q - 1) <= 0.25 else "**",
-                                                            q, "" if abs(q - 1) <= 0.25 else "**", extra))
+                rig_cell = "%.3g" % (tr * 1e3) + (" ±%.0f%%" % (100 * spread[(m, P)]) if nruns > 1 else "")
+                cells.append("%.3g / %s = %s%.2f%s%s" % (t * 1e3, rig_cell, "" if abs(q - 1) <= 0.25 else "**",
+                                                          q, "" if abs(q - 1) <= 0.25 else "**", extra))
             print("| %d | %s |" % (P, " | ".join(cells)))
         print("\nWithin 25 %%: %d of %d forced, baseline and dense points." % (within, total))
 
