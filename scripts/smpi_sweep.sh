@@ -25,7 +25,7 @@
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
 #       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
 #       SMPI_RIG=rig_line: the rig built with NETSIM_TBF=line (no burst
-#       faster than the rate; bench/results/sweep_rig_psweep_line.csv)
+#       faster than the rate; bench/results/sweep_rig_psweep_line*.csv)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32

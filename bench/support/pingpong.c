@@ -14,9 +14,9 @@
  *
  * Usage: pingpong --sizes MIN MAX
  *   the median one-way time of every power-of-two size from MIN to MAX
- *   bytes, as CSV lines "size_bytes,oneway_us" (rank 0): the message-size
- *   curve from which scripts/smpi_sweep.sh fits SMPI's bandwidth factors
- *   (the rig's tbf lets a burst pass faster than the line rate).
+ *   bytes, as CSV lines "size_bytes,oneway_us" (rank 0): the rig's
+ *   message-size curve (docs/netsim.md: with the default tbf burst, sizes
+ *   up to 128 KiB pass faster than the line rate; NETSIM_TBF=line not).
  */
 #include <mpi.h>
 #include <stdio.h>
