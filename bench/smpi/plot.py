@@ -74,8 +74,12 @@ def plot_pattern(rows, pattern, out, what):
             ax.set_xlabel("P")
             ax.set_ylabel("time per allreduce (s)")
             ax.grid(True, which="both", alpha=0.3)
-            if i == 0 and j == 0:
-                ax.legend(fontsize=7)
+    # One legend for every method drawn in any panel.
+    labelled = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            labelled.setdefault(lab, h)
+    axes[0][0].legend(list(labelled.values()), list(labelled), fontsize=7)
     fig.suptitle("SMPI: N = 16M floats, %s indices%s" % (pattern, what))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
