@@ -107,18 +107,14 @@ platform() {
     rig) # bench/results/rig_alpha_beta.txt: alpha 20.05 us, 120.3 MB/s; the
         # rig's P ranks share 2 cores, so with SMPI_RIG_CORES=2 a rank computes
         # at 2/P of a core (unset: a core each)
-        xml="<cluster id=\"rig\" prefix=\"node-\" suffix=\"\" radical=\"0-7\" speed=\"$(rig_speed "${2:-1}")\"
-             bw=\"120.3MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
-             bb_bw=\"1TBps\" bb_lat=\"0us\" bb_sharing_policy=\"FATPIPE\"/>"
+        xml=$(rig_cluster "${2:-1}" 120.3MBps 10us 1TBps FATPIPE)
         alpha_us=20.05 beta_ns=8.31 hosts=8 iprobe_s=1e-6 ;;
     rig_line) # the rig with NETSIM_TBF=line (no burst above the rate), from
         # bench/results/rig_line_capacity.txt: alpha 26.57 us, 107.2 MB/s per
         # link, and a shared backbone of 281 MB/s: the 2 cores' packet
         # processing caps the sum of all ranks' traffic (measured with a
         # ring exchange at P = 8; 254 MB/s at P = 4, not reached at P = 2)
-        xml="<cluster id=\"rig\" prefix=\"node-\" suffix=\"\" radical=\"0-7\" speed=\"$(rig_speed "${2:-1}")\"
-             bw=\"107.2MBps\" lat=\"13.28us\" sharing_policy=\"SPLITDUPLEX\"
-             bb_bw=\"281MBps\" bb_lat=\"0us\" bb_sharing_policy=\"SHARED\"/>"
+        xml=$(rig_cluster "${2:-1}" 107.2MBps 13.28us 281MBps SHARED)
         alpha_us=26.57 beta_ns=9.33 hosts=8 iprobe_s=1e-6 ;;
     gige) # 1 Gbit/s per node, 2 x 10 us = 20 us end to end, non-blocking switch
         xml="<cluster id=\"gige\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
@@ -142,6 +138,14 @@ platform() {
 </platform>
 EOF
     seq 0 $((hosts - 1)) | sed 's/^/node-/' >"$out/$name.hosts"
+}
+
+# rig_cluster P LINK_BW LINK_LAT BACKBONE_BW BACKBONE_POLICY: the rig's 8
+# hosts, full-duplex links, one backbone, hosts computing at rig_speed P.
+rig_cluster() {
+    echo "<cluster id=\"rig\" prefix=\"node-\" suffix=\"\" radical=\"0-7\" speed=\"$(rig_speed "$1")\"
+             bw=\"$2\" lat=\"$3\" sharing_policy=\"SPLITDUPLEX\"
+             bb_bw=\"$4\" bb_lat=\"0us\" bb_sharing_policy=\"$5\"/>"
 }
 
 rig_speed() { awk -v p="$1" -v c="${SMPI_RIG_CORES:-0}" 'BEGIN { printf "%.4fGf", (c > 0 && p > c) ? c / p : 1 }'; }

@@ -27,8 +27,9 @@ SHORT = {"ssar_recursive_double": "RD", "ssar_split_allgather": "SSAR",
 
 def calibration(rig_path, paths):
     """Simulated against measured, per P and method: the rig's P sweep."""
+    rig_paths = rig_path.split(",")
     runs = defaultdict(list)  # (method, P) -> [(median_s, algorithm)] over the rig runs
-    for one in rig_path.split(","):
+    for one in rig_paths:
         with open(one, newline="") as f:
             for r in csv.DictReader(f):
                 runs[(r["method"], int(r["P"]))].append((float(r["median_s"]), r["algorithm"]))
@@ -37,7 +38,6 @@ def calibration(rig_path, paths):
         v.sort()
         rig[key] = v[(len(v) - 1) // 2]
         spread[key] = (v[-1][0] - v[0][0]) / 2 / rig[key][0]
-    nruns = len(rig_path.split(","))
     methods = ["allgather", "sparcml_ssar_recursive_double", "sparcml_ssar_split_allgather", "dense",
                "sparcml_auto"]
     for path in paths:
@@ -61,7 +61,7 @@ def calibration(rig_path, paths):
                     within += abs(q - 1) <= 0.25
                 extra = " (%s / %s)" % (SHORT.get(sim[0]["algorithm"], "?"), SHORT.get(alg, "?")) \
                     if m == "sparcml_auto" else ""
-                rig_cell = "%.3g" % (tr * 1e3) + (" ±%.0f%%" % (100 * spread[(m, P)]) if nruns > 1 else "")
+                rig_cell = "%.3g" % (tr * 1e3) + (" ±%.0f%%" % (100 * spread[(m, P)]) if len(rig_paths) > 1 else "")
                 cells.append("%.3g / %s = %s%.2f%s%s" % (t * 1e3, rig_cell, "" if abs(q - 1) <= 0.25 else "**",
                                                           q, "" if abs(q - 1) <= 0.25 else "**", extra))
             print("| %d | %s |" % (P, " | ".join(cells)))
