@@ -3,6 +3,7 @@
 #
 # usage: scripts/bench_sweep.sh [--quick] [--parts LIST] [--reps R] [--out DIR]
 #                               [--rate RATE] [--keep-rig] [--overhead-pairs N]
+#                               [--forced "LIST"] [--no-dense]
 #
 #   --quick          small subset: N = 2^20, 4 densities, P in {2,4,8}, fewer
 #                    overhead pairs; a few minutes
@@ -24,6 +25,12 @@
 #   --psweep "LIST"     P values of the P sweep (default 2 .. 8)
 #   --ident "LIST"      densities of the identical-index runs
 #   --qsgd "LIST"       densities of the QSGD runs (default 0.01 0.1)
+#   --forced "LIST"     forced algorithms run at each point (default
+#                       ssar_recursive_double ssar_split_allgather
+#                       dsar_split_allgather dense)
+#   --no-dense          no vendor dense allreduce in the auto run (with a
+#                       --forced list without dense: the P sweep at 100
+#                       Mbit/s, where one dense 64 MB call takes ~10 s)
 #   --auto-only         density/P/identical points: only the run of dense,
 #                       allgather and auto (for re-measuring auto after a
 #                       change of the cost model; the forced runs stay)
@@ -78,6 +85,8 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top" || exit 1
 
 args_all="$*"
+forced="ssar_recursive_double ssar_split_allgather dsar_split_allgather dense"
+auto_methods=dense,allgather,sparcml
 opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag="" auto_only=0
 cpu_gamma=${BENCH_GAMMA:-17}
 nice_sweep=0
@@ -105,6 +114,8 @@ while [ "$#" -gt 0 ]; do
         --ident) opt_ident=$2; shift ;;
         --qsgd) opt_qsgd=$2; shift ;;
         --auto-only) auto_only=1 ;;
+        --forced) forced=$2; shift ;;
+        --no-dense) auto_methods=allgather,sparcml ;;
         --tag) tag=$2; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_sweep: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -143,7 +154,6 @@ fi
 [[ "$nice_sweep" =~ ^-?[0-9]+$ && "$nice_short" =~ ^-?[0-9]+$ ]] || { echo "bench_sweep: bad --nice" >&2; exit 2; }
 prio=$nice_sweep
 PMAX=8
-forced="ssar_recursive_double ssar_split_allgather dsar_split_allgather dense"
 run_timeout=${BENCH_TIMEOUT:-900}           # seconds per mpiexec
 export NETSIM_PREFIX=${NETSIM_PREFIX:-spbench} # our own rig, never someone else's
 export NETSIM_TIMEOUT=$run_timeout
@@ -364,7 +374,7 @@ point() {
         local alg=$label
         [ "$label" = auto_defaults ] && alg=auto
         local methods=sparcml
-        [ "$label" = auto ] && methods=dense,allgather,sparcml
+        [ "$label" = auto ] && methods=$auto_methods
         o=$("launch_$where" "$p" SPARCML_ALGORITHM="$alg" BENCH_LABEL="$label" ${menv[@]+"${menv[@]}"} \
                 -- "${args[@]}" --methods "$methods")
         local rc=$?

@@ -57,8 +57,9 @@ usage: $(basename "$0") COMMAND [ARGS]
 environment: NETSIM_TIMEOUT (s, default 300), NETSIM_CACHE_DIR,
   NETSIM_PREFIX (default spcml), NETSIM_ENTER (ip|nsenter, default ip),
   NETSIM_TBF (burst: tbf burst max(RATE x 1 ms, 128 KiB), the default; line:
-  a 15000-byte burst and segments of at most 9000 bytes, so no message
-  passes faster than RATE; used to calibrate SimGrid's model of the rig),
+  a burst of RATE x 120 us, at least 3028 bytes (15000 at 1gbit), and
+  segments below it, at most 9000 bytes, so no message passes faster than
+  RATE; used to calibrate SimGrid's model of the rig),
   NETSIM_FIX_* (helper knobs, see docs/netsim.md); all other variables
   (SPARCML_*, LD_PRELOAD, ...) are passed through to the ranks.
 EOF
@@ -138,13 +139,15 @@ teardown() {
 #   timer granularity; latency bounds the queue (rate * 10 ms).
 #   netem (only if present and DELAY != 0): root netem with tbf as child,
 #   the classic tc-netem(8) arrangement.
-#   NETSIM_TBF=line: a burst of 10 Ethernet frames instead, which needs the
-#   device's segmentation offload capped at 9000 bytes (gso_max_size; a
-#   GSO super-packet larger than the burst would never pass): then a burst
-#   moves no message faster than the rate (128 KiB: 1.16 ms one way, 1.06 ms
-#   at the rate, where the default burst passes it in 0.55 ms).
+#   NETSIM_TBF=line: a burst of 120 us at the rate instead (15000 bytes at
+#   1 Gbit/s; at least two 1514-byte frames), which needs the device's
+#   segmentation offload capped below the burst (gso_max_size, at most
+#   9000; a GSO super-packet larger than the burst would never pass): then
+#   a burst moves no message faster than the rate (128 KiB at 1 Gbit/s:
+#   1.16 ms one way, 1.06 ms at the rate, where the default burst passes it
+#   in 0.55 ms).
 shape_dev() {
-    local ns="$1" dev="$2" rate="$3" delay="$4" bytes burst parent
+    local ns="$1" dev="$2" rate="$3" delay="$4" bytes burst gso parent
     [[ "$rate" == off ]] && [[ -z "$delay" ]] && return 0
     parent=(root)
     if [[ -n "$delay" ]]; then
@@ -157,8 +160,11 @@ shape_dev() {
     burst=$((bytes / 1000))
     ((burst >= 131072)) || burst=131072
     if [[ "$TBF" == line ]]; then
-        ip -n "$ns" link set dev "$dev" gso_max_size 9000
-        burst=15000
+        burst=$((bytes * 12 / 100000))
+        ((burst >= 3028)) || burst=3028
+        gso=$((burst - 128))
+        ((gso <= 9000)) || gso=9000
+        ip -n "$ns" link set dev "$dev" gso_max_size "$gso"
     fi
     ip netns exec "$ns" tc qdisc add dev "$dev" "${parent[@]}" handle 10: \
         tbf rate "$rate" burst "$burst" latency 10ms

@@ -25,7 +25,11 @@
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
 #       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
 #       SMPI_RIG=rig_line: the rig built with NETSIM_TBF=line (no burst
-#       faster than the rate; bench/results/sweep_rig_psweep_line*.csv)
+#       faster than the rate; bench/results/sweep_rig_psweep_line*.csv);
+#       SMPI_RIG=rig_line_100m: that rig at 100 Mbit/s, where it is
+#       network-bound at every P (sweep_rig_psweep_line100m*.csv)
+#       SMPI_METHODS: the methods (default: allgather, auto, recursive
+#       doubling, SSAR split, dense)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32
@@ -116,6 +120,12 @@ platform() {
         # ring exchange at P = 8; 254 MB/s at P = 4, not reached at P = 2)
         xml=$(rig_cluster "${2:-1}" 107.2MBps 13.28us 281MBps SHARED)
         alpha_us=26.57 beta_ns=9.33 hosts=8 iprobe_s=1e-6 ;;
+    rig_line_100m) # the same rig at 100 Mbit/s (netsim.sh up 8 100mbit), from
+        # bench/results/rig_line100m_capacity.txt: alpha 46.8 us, 9.5 MB/s
+        # per link; a ring exchange at P = 8 moves 9.3 MB/s per rank: the
+        # cores keep up, so no shared backbone
+        xml=$(rig_cluster "${2:-1}" 9.45MBps 23.41us 1TBps FATPIPE)
+        alpha_us=46.82 beta_ns=105.79 hosts=8 iprobe_s=1e-6 ;;
     gige) # 1 Gbit/s per node, 2 x 10 us = 20 us end to end, non-blocking switch
         xml="<cluster id=\"gige\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
              bw=\"125MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
