@@ -145,8 +145,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
      * messages, and a separate agreement costs little beside rounds long
      * enough to pipeline. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / 8, c->vtype,
-                     select_pipeline_chunks(s, p) > 1 ? SPARCML_ALG_AUTO : c->selected);
+    select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
@@ -170,6 +169,7 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
 {
     sparcml_problem p = sparcml_problem_of(c, a);
     int rc = MPI_SUCCESS;
+    c->pipeline_chunks = select_pipeline_chunks(s, &p); /* for the memo: its run was not pipelined */
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
     else rc = call_deliver(c, &c->pending);

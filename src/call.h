@@ -30,9 +30,10 @@ typedef struct sparcml_call {
     uint64_t bytes_sent; /* by this rank (see docs/design.md for vendor phases) */
     uint64_t result_nnz;
     int result_dense;
+    int chunks_run;      /* recursive doubling's chunks per round as it ran (0, 1: not pipelined) */
     int reason;          /* enum sparcml_reason, identical on all ranks */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
-    int pipeline_chunks; /* recursive doubling's chunks per round (select_pipeline_chunks; <= 1: none) */
+    int pipeline_chunks; /* the agreed problem's chunks per round (select_pipeline_chunks; <= 1: none) */
     /* The agreement stage (allreduce.c): while `recording`, every message
      * carries the sender's agreement record ahead of its stream (absent
      * streams send the record alone) and each received record is merged

@@ -260,6 +260,7 @@ int sparcml_ssar_recursive_double(sched *s)
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
     *st = (struct rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1, .chunks = 1};
     if (s->c->pipeline_chunks > 1 && !s->c->recording) st->chunks = s->c->pipeline_chunks;
+    s->c->chunks_run = st->chunks;
     while (st->p2 * 2 <= P) st->p2 *= 2;
     st->rem = P - st->p2;
     if (rank >= 2 * st->rem) {

@@ -27,18 +27,11 @@ static uint64_t dense_equivalent(const sparcml_call *c)
     return 2 * (P - 1) * c->dim * sparcml_value_size(c->vtype) / P;
 }
 
-/* Chunks per round the call's recursive doubling ran with (1: none; the
- * piggybacked run is never pipelined). */
-static int chunks_run(const sparcml_call *c, sparcml_algorithm alg)
-{
-    return alg == SPARCML_ALG_RECURSIVE_DOUBLE && !c->piggybacked && c->pipeline_chunks > 1 ? c->pipeline_chunks : 1;
-}
-
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
                   double seconds)
 {
     uint64_t dense = dense_equivalent(c);
-    int chunks = chunks_run(c, alg);
+    int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
     atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
     atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
