@@ -27,7 +27,7 @@
 #       SMPI_RIG=rig_line: the rig built with NETSIM_TBF=line (no burst
 #       faster than the rate; bench/results/sweep_rig_psweep_line*.csv);
 #       SMPI_RIG=rig_line_100m: that rig at 100 Mbit/s, where it is
-#       network-bound at every P (sweep_rig_psweep_line100m*.csv)
+#       network-bound at every P (sweep_rig_psweep_line100m*.csv);
 #       SMPI_METHODS: the methods (default: allgather, auto, recursive
 #       doubling, SSAR split, dense)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
