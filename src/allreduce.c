@@ -165,15 +165,13 @@ int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed
 
 /* The data came along with the records: deliver it now that they agree. */
 static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
-                              MPI_Comm comm, double t0)
+                              const sparcml_problem *p, MPI_Comm comm, double t0)
 {
-    sparcml_problem p = sparcml_problem_of(c, a);
     int rc = MPI_SUCCESS;
-    c->pipeline_chunks = select_pipeline_chunks(s, &p); /* for the memo: its run was not pipelined */
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
     else rc = call_deliver(c, &c->pending);
-    return conclude(s, c, a, &p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
+    return conclude(s, c, a, p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
 }
 
 /* The agreement stage: every rank's record travels along the schedule of
@@ -259,14 +257,16 @@ static int op_agreed(sched *s)
     c->dim = op->agreed.dim;
     c->k_max = op->agreed.k_max;
     c->k_sum = op->agreed.k_sum;
+    p = sparcml_problem_of(c, &op->agreed);
+    /* A piggybacked run was not pipelined (it ran while recording); the
+     * chunk count still tells the memo whether the next call should be. */
+    c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
     if (c->piggybacked) {
-        op->result = finish_piggybacked(op->set, c, &op->agreed, op->comm, op->t0);
+        op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
         return MPI_SUCCESS;
     }
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
-    p = sparcml_problem_of(c, &op->agreed);
     op->alg = select_algorithm(op->set, &p);
-    c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
     op->t0 = PMPI_Wtime();
     s->then = op_concluded;
     return algorithms[op->alg](s);
