@@ -29,7 +29,11 @@
 #       SMPI_RIG=rig_line_100m: that rig at 100 Mbit/s, where it is
 #       network-bound at every P (sweep_rig_psweep_line100m*.csv);
 #       SMPI_METHODS: the methods (default: allgather, auto, recursive
-#       doubling, SSAR split, dense)
+#       doubling, SSAR split, dense); SMPI_RIG_MEASURED=FILE: the links
+#       from a measurement of the same sitting as the rig's points (FILE
+#       holds netsim.sh measure's alpha_us= and beta_ns_per_byte=, e.g.
+#       bench_sweep.sh's rig_alpha_beta.txt; the backbone stays); the
+#       CSV's name then ends in FILE's name
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32
@@ -106,26 +110,23 @@ build() {
 # tagged call 305 us instead of 7 us on the fat tree); a twentieth of alpha
 # bounds the error per message at 5 % of a latency.
 platform() {
-    local name=$1 xml
+    local name=$1 xml link bb
     case $name in
     rig) # bench/results/rig_alpha_beta.txt: alpha 20.05 us, 120.3 MB/s; the
         # rig's P ranks share 2 cores, so with SMPI_RIG_CORES=2 a rank computes
         # at 2/P of a core (unset: a core each)
-        xml=$(rig_cluster "${2:-1}" 120.3MBps 10us 1TBps FATPIPE)
-        alpha_us=20.05 beta_ns=8.31 hosts=8 iprobe_s=1e-6 ;;
+        alpha_us=20.05 beta_ns=8.31 link=(120.3MBps 10us) bb=(1TBps FATPIPE) ;;
     rig_line) # the rig with NETSIM_TBF=line (no burst above the rate), from
         # bench/results/rig_line_capacity.txt: alpha 26.57 us, 107.2 MB/s per
         # link, and a shared backbone of 281 MB/s: the 2 cores' packet
         # processing caps the sum of all ranks' traffic (measured with a
         # ring exchange at P = 8; 254 MB/s at P = 4, not reached at P = 2)
-        xml=$(rig_cluster "${2:-1}" 107.2MBps 13.28us 281MBps SHARED)
-        alpha_us=26.57 beta_ns=9.33 hosts=8 iprobe_s=1e-6 ;;
+        alpha_us=26.57 beta_ns=9.33 link=(107.2MBps 13.28us) bb=(281MBps SHARED) ;;
     rig_line_100m) # the same rig at 100 Mbit/s (netsim.sh up 8 100mbit), from
-        # bench/results/rig_line100m_capacity.txt: alpha 46.8 us, 9.5 MB/s
+        # bench/results/rig_line100m_capacity.txt: alpha 46.8 us, 9.45 MB/s
         # per link; a ring exchange at P = 8 moves 9.3 MB/s per rank: the
         # cores keep up, so no shared backbone
-        xml=$(rig_cluster "${2:-1}" 9.45MBps 23.41us 1TBps FATPIPE)
-        alpha_us=46.82 beta_ns=105.79 hosts=8 iprobe_s=1e-6 ;;
+        alpha_us=46.82 beta_ns=105.79 link=(9.45MBps 23.41us) bb=(1TBps FATPIPE) ;;
     gige) # 1 Gbit/s per node, 2 x 10 us = 20 us end to end, non-blocking switch
         xml="<cluster id=\"gige\" prefix=\"node-\" suffix=\"\" radical=\"0-1023\" speed=\"1Gf\"
              bw=\"125MBps\" lat=\"10us\" sharing_policy=\"SPLITDUPLEX\"
@@ -138,6 +139,19 @@ platform() {
         alpha_us=1.5 beta_ns=0.08 hosts=1024 iprobe_s=7.5e-8 ;;
     *) echo "smpi_sweep: unknown platform $name" >&2; return 1 ;;
     esac
+    if [[ $name == rig* ]]; then
+        if [ -n "${SMPI_RIG_MEASURED:-}" ]; then
+            alpha_us=$(sed -n 's/^alpha_us=//p' "$SMPI_RIG_MEASURED")
+            beta_ns=$(sed -n 's/^beta_ns_per_byte=//p' "$SMPI_RIG_MEASURED")
+            [[ $alpha_us =~ ^[0-9.]+$ && $beta_ns =~ ^[0-9.]+$ ]] ||
+                { echo "smpi_sweep: no alpha_us= and beta_ns_per_byte= in $SMPI_RIG_MEASURED" >&2; return 1; }
+            # A link per host, alpha/2 each way, at 1/beta.
+            link=("$(awk -v b="$beta_ns" 'BEGIN { printf "%.4gMBps", 1e3 / b }')"
+                  "$(awk -v a="$alpha_us" 'BEGIN { printf "%.4gus", a / 2 }')")
+        fi
+        xml=$(rig_cluster "${2:-1}" "${link[@]}" "${bb[@]}")
+        hosts=8 iprobe_s=1e-6
+    fi
     cat >"$out/$name.xml" <<EOF
 <?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
@@ -216,7 +230,8 @@ header="platform,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_
 
 calibrate() {
     local rig=${SMPI_RIG:-rig} Ps=${*:-2 3 4 5 6 7 8} P m
-    local csv=$results/smpi_calibration${SMPI_RIG:+_$SMPI_RIG}${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}.csv
+    local measured=${SMPI_RIG_MEASURED:+_$(basename "$SMPI_RIG_MEASURED" .txt)}
+    local csv=$results/smpi_calibration${SMPI_RIG:+_$SMPI_RIG}${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}$measured.csv
     mkdir -p "$results"
     [ -f "$csv" ] || echo "$header" >"$csv"
     for P in $Ps; do
