@@ -23,6 +23,7 @@ readonly STATE_DIR=/run/sparcml-netsim
 readonly STATE_FILE="${STATE_DIR}/${PREFIX}.state"
 readonly RUN_TIMEOUT="${NETSIM_TIMEOUT:-300}" # seconds, per mpiexec run
 readonly TBF="${NETSIM_TBF:-burst}"           # burst | line (see shape_dev)
+readonly CC="${NETSIM_CC:-cubic}"             # TCP congestion control (see set_cc)
 readonly CACHE_DIR="${NETSIM_CACHE_DIR:-${XDG_CACHE_HOME:-/tmp}/sparcml-netsim}"
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -60,7 +61,9 @@ environment: NETSIM_TIMEOUT (s, default 300), NETSIM_CACHE_DIR,
   a burst of RATE x 120 us, at least 3028 bytes (15000 at 1gbit), and
   segments below it, at most 9000 bytes, so no message passes faster than
   RATE; used to calibrate SimGrid's model of the rig),
-  NETSIM_FIX_* (helper knobs, see docs/netsim.md); all other variables
+  NETSIM_CC (TCP congestion control of every host, default cubic, Linux's
+  default; 'kernel' keeps this machine's default, which may differ, e.g.
+  bbr), NETSIM_FIX_* (helper knobs, see docs/netsim.md); all other variables
   (SPARCML_*, LD_PRELOAD, ...) are passed through to the ranks.
 EOF
     exit 2
@@ -170,6 +173,30 @@ shape_dev() {
         tbf rate "$rate" burst "$burst" latency 10ms
 }
 
+# The hosts' TCP congestion control is a property of the emulated cluster, not
+# of the machine the rig runs on: a kernel whose default is bbr paces each
+# connection by its own bandwidth estimate, and a message pattern that follows
+# another on different connections then ran 10-35 % slower (measured, see
+# docs/netsim.md); cubic, Linux's default, showed no such history.  A network
+# namespace may only take a default from the allowed list, which lives in the
+# initial namespace, so CC is added to it there when missing.
+check_cc() {
+    [[ "$CC" == kernel ]] && return 0
+    [[ "$CC" =~ ^[a-z0-9_]+$ ]] || die "NETSIM_CC must be a congestion control name or 'kernel', not '$CC'"
+    local allowed
+    allowed="$(sysctl -n net.ipv4.tcp_allowed_congestion_control)"
+    [[ " $allowed " == *" $CC "* ]] && return 0
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $CC" 2>/dev/null ||
+        die "congestion control '$CC' is not available in this kernel ($(sysctl -n net.ipv4.tcp_available_congestion_control)); set NETSIM_CC to one of those or to 'kernel'"
+    info "added $CC to net.ipv4.tcp_allowed_congestion_control (was: $allowed)"
+}
+
+set_cc() { # NS
+    [[ "$CC" == kernel ]] && return 0
+    ip netns exec "$1" sysctl -qw net.ipv4.tcp_congestion_control="$CC" ||
+        die "cannot set TCP congestion control '$CC' in $1"
+}
+
 # EXIT trap of cmd_up: a failed 'up' leaves no half-built rig behind.
 up_cleanup() {
     local rc=$?
@@ -194,6 +221,7 @@ cmd_up() {
     if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
         die "need iproute2 (ip, tc); run '$0 check'"
     fi
+    check_cc
 
     # Idempotent: always start from nothing.
     teardown
@@ -218,6 +246,7 @@ cmd_up() {
         ns="${HOST_NS}${i}"
         ip netns add "$ns"
         ip -n "$ns" link set lo up
+        set_cc "$ns"
         # Create the pair in the bridge ns and move the peer straight into the
         # host ns under the name UCX_NET_DEVICES will use.
         ip -n "$BR_NS" link add "h${i}" type veth peer name "$RANK_DEV" netns "$ns"
@@ -238,6 +267,7 @@ DELAY=${eff_delay:-0}
 DELAY_REQUESTED=$delay
 NETEM=$netem
 TBF=$TBF
+CC=$(ip netns exec "${HOST_NS}0" sysctl -n net.ipv4.tcp_congestion_control)
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOF
     trap - EXIT
@@ -247,6 +277,7 @@ EOF
     else
         echo "netsim: rate=$rate (tbf on both ends of every veth, NETSIM_TBF=$TBF)"
     fi
+    echo "netsim: TCP congestion control $(ip netns exec "${HOST_NS}0" sysctl -n net.ipv4.tcp_congestion_control) (NETSIM_CC=$CC)"
     if ((netem)); then
         echo "netsim: delay=${eff_delay:-0} one-way (netem on host egress)"
     else
