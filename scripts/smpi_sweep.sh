@@ -33,7 +33,8 @@
 #       from a measurement of the same sitting as the rig's points (FILE
 #       holds netsim.sh measure's alpha_us= and beta_ns_per_byte=, e.g.
 #       bench_sweep.sh's rig_alpha_beta.txt; the backbone stays); the
-#       CSV's name then ends in FILE's name
+#       CSV's name then ends in _FILE's name, or in SMPI_TAG when set
+#       (e.g. SMPI_TAG=_s12_dense: smpi_calibration_rig_line_100m_s12_dense.csv)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32
@@ -230,8 +231,8 @@ header="platform,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_
 
 calibrate() {
     local rig=${SMPI_RIG:-rig} Ps=${*:-2 3 4 5 6 7 8} P m
-    local measured=${SMPI_RIG_MEASURED:+_$(basename "$SMPI_RIG_MEASURED" .txt)}
-    local csv=$results/smpi_calibration${SMPI_RIG:+_$SMPI_RIG}${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}$measured.csv
+    local tag=${SMPI_TAG-${SMPI_RIG_MEASURED:+_$(basename "$SMPI_RIG_MEASURED" .txt)}}
+    local csv=$results/smpi_calibration${SMPI_RIG:+_$SMPI_RIG}${SMPI_RIG_CORES:+_cores$SMPI_RIG_CORES}$tag.csv
     mkdir -p "$results"
     [ -f "$csv" ] || echo "$header" >"$csv"
     for P in $Ps; do
