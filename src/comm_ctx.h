@@ -24,6 +24,7 @@ enum {
     POOL_FRAME, /* an outgoing agreement record with the stream behind it */
     POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
     POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
+    POOL_SLOT,  /* that message padded to the common slot (split_phases.c) */
     POOL_TRANSPARENT_IN,  /* transparent mode: the stream of the dense input */
     POOL_TRANSPARENT_OUT, /* transparent mode: the result stream */
     POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
