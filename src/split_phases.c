@@ -291,7 +291,7 @@ int split_gather(sched *s)
  * chunks of the smallest count.  When the counts differ, the block a rank
  * sends and the one it receives end at different chunks, and from there on
  * each sendrecv moves a whole chunk one way and a remainder the other: half
- * the link (1.8x slower at P = 32 and 64 in SimGrid's copy of that code,
+ * the link (1.7-1.8x slower at P = 16 to 64 in SimGrid's copy of that code,
  * bench/RESULTS.md).  Equal counts keep the chunks in step, so when padding
  * every message to the largest costs at most 1/16 more bytes, all travel in
  * slots of that size.  Every rank knows every count: all choose alike. */
