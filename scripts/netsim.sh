@@ -208,7 +208,7 @@ up_cleanup() {
 
 cmd_up() {
     (($# >= 1 && $# <= 3)) || usage
-    local p="$1" rate="${2:-1gbit}" delay="${3:-0}" netem=0 eff_delay="" i ns
+    local p="$1" rate="${2:-1gbit}" delay="${3:-0}" netem=0 eff_delay="" i ns cc_now
     [[ "$TBF" == burst || "$TBF" == line ]] || die "NETSIM_TBF must be burst or line, not '$TBF'"
     if ! is_uint "$p" || ((p < 1 || p > MAX_P)); then die "P must be 1..$MAX_P"; fi
     if [[ "${rate,,}" == off || "${rate,,}" == none ]]; then
@@ -260,6 +260,7 @@ cmd_up() {
         shape_dev "$BR_NS" "h${i}" "$rate" ""
     done
 
+    cc_now="$(ip netns exec "${HOST_NS}0" sysctl -n net.ipv4.tcp_congestion_control)"
     cat >"$STATE_FILE" <<EOF
 P=$p
 RATE=$rate
@@ -267,7 +268,7 @@ DELAY=${eff_delay:-0}
 DELAY_REQUESTED=$delay
 NETEM=$netem
 TBF=$TBF
-CC=$(ip netns exec "${HOST_NS}0" sysctl -n net.ipv4.tcp_congestion_control)
+CC=$cc_now
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOF
     trap - EXIT
@@ -277,7 +278,7 @@ EOF
     else
         echo "netsim: rate=$rate (tbf on both ends of every veth, NETSIM_TBF=$TBF)"
     fi
-    echo "netsim: TCP congestion control $(ip netns exec "${HOST_NS}0" sysctl -n net.ipv4.tcp_congestion_control) (NETSIM_CC=$CC)"
+    echo "netsim: TCP congestion control $cc_now (NETSIM_CC=$CC)"
     if ((netem)); then
         echo "netsim: delay=${eff_delay:-0} one-way (netem on host egress)"
     else
