@@ -295,11 +295,13 @@ int split_gather(sched *s)
  * bench/RESULTS.md).  Equal counts keep the chunks in step, so when padding
  * every message to the largest costs at most 1/16 more bytes, all travel in
  * slots of that size.  Every rank knows every count: all choose alike. */
-static MPI_Count common_slot(const sparcml_ctx *ctx, MPI_Count total)
+static MPI_Count common_slot(const sparcml_ctx *ctx)
 {
-    MPI_Count largest = 0;
-    for (int r = 0; r < ctx->size; r++)
+    MPI_Count largest = 0, total = 0;
+    for (int r = 0; r < ctx->size; r++) {
+        total += ctx->counts[r];
         if (ctx->counts[r] > largest) largest = ctx->counts[r];
+    }
     return largest * ctx->size - total <= total / 16 ? largest : 0;
 }
 
@@ -323,15 +325,12 @@ static int gather_messages(sched *s)
     struct split_state *st = &s->u.split;
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    MPI_Count total = 0, slot;
-    for (int r = 0; r < ctx->size; r++) total += ctx->counts[r];
-    slot = common_slot(ctx, total);
+    MPI_Count total = 0, slot = common_slot(ctx);
     if (slot) {
         int rc = fill_slot(c, st, slot);
         if (rc != MPI_SUCCESS) return rc;
         for (int r = 0; r < ctx->size; r++) ctx->counts[r] = slot;
     }
-    total = 0;
     for (int r = 0; r < ctx->size; r++) {
         ctx->displs[r] = (MPI_Aint)total;
         total += ctx->counts[r];
