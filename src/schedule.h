@@ -86,7 +86,7 @@ struct sched {
             sv sum, part, *parts, msg;
             wire *wires, w;
             uint64_t *present;
-            int src, sum_pool, where, dense, dense_certain;
+            int step, sum_pool, where, dense, dense_certain;
             MPI_Count my_bytes;
             char *gathered;
             sched_step phase_then; /* what follows the running phase */

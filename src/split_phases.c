@@ -5,9 +5,10 @@
  * range r.  Every rank sends the part of its stream in range r to rank r
  * (each part is a stream of its own: sparse or dense, whichever is smaller,
  * QSGD-quantized by its sender when enabled) and sums what it receives for
- * its own range.  Parts are added in rank order, so the sum -- and with it
- * the final result -- does not depend on message arrival order: runs are
- * reproducible.
+ * its own range.  Each owner adds the parts in an order of its own that
+ * is fixed (its own part, then rank r-1's, r-2's, ...), so the sum -- and
+ * with it the final result -- does not depend on message arrival order:
+ * runs are reproducible.
  *
  * Allgather of messages of different sizes: the sizes first (one
  * MPI_Allgather), then MPI_Allgatherv. */
@@ -105,15 +106,22 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
     return MPI_SUCCESS;
 }
 
-/* Reduce-scatter steps: parts are received and added in rank order, one
- * per round, while every send of this rank is in flight. */
+/* Reduce-scatter steps: parts are received and added one per round, while
+ * every send of this rank is in flight: our own first, then rank me-1,
+ * me-2, ... (mod P).  That is the order in which the senders' staggered
+ * sends reach us (rank r sends to r+1, r+2, ... first), so in each round
+ * every rank pulls from a different sender: receiving in rank order would
+ * make all P-1 owners pull from rank 0 first, then rank 1, ..., sharing one
+ * sender's link each round wherever a transfer waits for its receive
+ * (rendezvous messages; every message in SimGrid).  The order is fixed for
+ * each owner, so runs stay reproducible. */
 static int rs_next_part(sched *s);
 
 static int rs_part_in(sched *s)
 {
     struct split_state *st = &s->u.split;
     int rc = MPI_SUCCESS;
-    if (st->src > 0) {
+    if (st->step > 0) {
         rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
     } else {
         st->sum = st->part;
@@ -122,16 +130,18 @@ static int rs_part_in(sched *s)
             st->sum_pool = POOL_ACC0;
         }
     }
-    st->src++;
+    st->step++;
     return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
 }
 
-/* The part from rank src, or our own (left in the send pool: where = -1). */
+/* The part of this step: our own (left in the send pool: where = -1) or
+ * rank me-step's. */
 static int rs_next_part(sched *s)
 {
     struct split_state *st = &s->u.split;
     sparcml_call *c = s->c;
-    if (st->src == c->ctx->size) {
+    int P = c->ctx->size, src = (c->ctx->rank - st->step + P) % P;
+    if (st->step == P) {
         split_slice *mine = &st->mine;
         mine->sum = st->sum;
         mine->present = st->sum.dense ? st->present : NULL;
@@ -141,13 +151,13 @@ static int rs_next_part(sched *s)
         sched_next_after_sends(s, st->phase_then);
         return MPI_SUCCESS;
     }
-    if (st->src == c->ctx->rank) {
-        st->part = st->parts[st->src];
+    if (st->step == 0) {
+        st->part = st->parts[src];
         st->where = -1;
         return rs_part_in(s);
     }
     sched_next(s, rs_part_in);
-    return sched_recv_stream(s, st->src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
+    return sched_recv_stream(s, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
 }
 
 int split_reduce_scatter(sched *s, sched_step then)
