@@ -5,7 +5,8 @@ usage: table.py CSV...
        table.py --calibration RIG_CSV[,RIG_CSV...] SMPI_CSV...
 Per platform, index pattern and density, a row per P: the time of auto and
 the algorithm it chose, the fastest forced sparse algorithm and the regret
-(auto / fastest), auto against the Lemma 5.1 bound that applies, the
+(auto / fastest; only where recursive doubling and SSAR split both ran, so
+that a point with one forced algorithm does not read as no regret), auto against the Lemma 5.1 bound that applies, the
 allgather baseline and SMPI's dense allreduce against auto.  Runs that did
 not finish show their cause: "mem" (stopped by the memory watchdog),
 "timeout"; points not run are "-".
@@ -101,6 +102,7 @@ def main():
             auto = t("sparcml_auto")
             forced = {FORCED[m]: t(m) for m in FORCED if isinstance(t(m), float)}
             best = min(forced.items(), key=lambda kv: kv[1]) if forced else None
+            comparable = "RD" in forced and "SSAR" in forced
             ok = isinstance(auto, float)
             choice = SHORT.get(c["sparcml_auto"]["algorithm"], "?") if ok else ""
             bound = None
@@ -111,7 +113,7 @@ def main():
             print("| %d | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
                 P, fmt(auto), " (%s)" % choice if ok else "",
                 "%s %s" % (best[0], fmt(best[1])) if best else "-",
-                "%.2f" % (auto / best[1]) if ok and best else "-",
+                "%.2f" % (auto / best[1]) if ok and comparable else "-",
                 "%.2f" % (auto / bound) if ok and bound else "-",
                 fmt(ag), "%.2f" % (ag / auto) if ok and isinstance(ag, float) else "-",
                 fmt(dn), "%.0f" % (dn / auto) if ok and isinstance(dn, float) else "-"))
