@@ -106,16 +106,34 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
     return MPI_SUCCESS;
 }
 
-/* Reduce-scatter steps: parts are received and added one per round, while
- * every send of this rank is in flight: our own first, then rank me-1,
- * me-2, ... (mod P).  That is the order in which the senders' staggered
- * sends reach us (rank r sends to r+1, r+2, ... first), so in each round
- * every rank pulls from a different sender: receiving in rank order would
- * make all P-1 owners pull from rank 0 first, then rank 1, ..., sharing one
- * sender's link each round wherever a transfer waits for its receive
- * (rendezvous messages; every message in SimGrid).  The order is fixed for
- * each owner, so runs stay reproducible. */
+/* Reduce-scatter steps: parts are received and added one per round: our
+ * own first, then rank me-1's, me-2's, ... (mod P).  That is the order in
+ * which the senders' staggered sends reach us (rank r sends to r+1, r+2,
+ * ... first), so in each round every rank pulls from a different sender:
+ * receiving in rank order would make all P-1 owners pull from rank 0
+ * first, then rank 1, ..., sharing one sender's link each round wherever a
+ * transfer waits for its receive (rendezvous messages; every message in
+ * SimGrid).  The order is fixed for each owner, so runs stay reproducible.
+ *
+ * Sends run RS_SENDS_AHEAD rounds ahead of receives: round j posts the
+ * part for rank me+j+RS_SENDS_AHEAD-1 before it receives, so every part is
+ * out before its owner asks for it (in round i for the part from me-i),
+ * but a rank never floods the others with all P-1 parts at once (each
+ * receiver would hold up to P-1 unexpected messages; MPICH throttles its
+ * alltoall for the same reason).  In SimGrid, which keeps every detached
+ * send of the simulation in one list, all at once made P >= 512 intractable
+ * (bench/RESULTS.md); the simulated times do not change. */
+enum { RS_SENDS_AHEAD = 8 };
+
 static int rs_next_part(sched *s);
+
+/* Post the part for rank me+i, if there is one. */
+static int rs_send_part(sched *s, int i)
+{
+    struct split_state *st = &s->u.split;
+    int P = s->c->ctx->size, dest = (s->c->ctx->rank + i) % P;
+    return i < P ? sched_send(s, &st->wires[dest], dest, TAG_REDUCE_SCATTER) : MPI_SUCCESS;
+}
 
 static int rs_part_in(sched *s)
 {
@@ -156,6 +174,8 @@ static int rs_next_part(sched *s)
         st->where = -1;
         return rs_part_in(s);
     }
+    int rc = rs_send_part(s, st->step + RS_SENDS_AHEAD - 1);
+    if (rc != MPI_SUCCESS) return rc;
     sched_next(s, rs_part_in);
     return sched_recv_stream(s, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
 }
@@ -165,17 +185,16 @@ int split_reduce_scatter(sched *s, sched_step then)
     struct split_state *st = &s->u.split;
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    int P = ctx->size, me = ctx->rank, rc;
+    int P = ctx->size, rc;
     char *scratch = ctx_buffer(ctx, POOL_PARTS, (uint64_t)P * (sizeof(sv) + sizeof(wire)));
     if (!scratch) return CALL_NOMEM(c);
     *st = (struct split_state){.parts = (sv *)scratch, .wires = (wire *)(scratch + (size_t)P * sizeof(sv)),
                                .sum = sv_absent(), .sum_pool = -1, .phase_then = then};
     split_bounds(c->dim, P, ctx->offsets);
     rc = pack_parts(c, st->parts, st->wires);
-    for (int i = 1; i < P && rc == MPI_SUCCESS; i++) {
-        int r = (me + i) % P; /* staggered, so not everyone hits rank 0 first */
-        rc = sched_send(s, &st->wires[r], r, TAG_REDUCE_SCATTER);
-    }
+    /* staggered, so not everyone hits rank 0 first; the rest go out round
+     * by round (rs_next_part) */
+    for (int i = 1; i < RS_SENDS_AHEAD && rc == MPI_SUCCESS; i++) rc = rs_send_part(s, i);
     return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
 }
 

@@ -9,7 +9,9 @@
 #    each algorithm forced at P = 3 and 4, QSGD (4 bits) at P = 4; and
 #    as persistent calls (MPI_Allreduce_init, Open MPI's MPIX_Allreduce_init,
 #    then MPI_Start + MPI_Wait for each of the three calls of a case): auto
-#    for P = 1..8, each algorithm forced at P = 4;
+#    for P = 1..8, each algorithm forced at P = 4; the split algorithms at
+#    P = 11, where the reduce-scatter posts its later sends round by round
+#    (src/split_phases.c, RS_SENDS_AHEAD), by MPI_Test and persistent;
 #  - tests/mpi/nonblocking.c: 16 tagged calls outstanding among the
 #    application's own requests, completed by every kind of wait and test
 #    (many), requests freed while pending (free), a malformed stream on one
@@ -47,6 +49,15 @@ for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense
         rc=$?
         nb_check "--call=test algorithm=$alg P=$p double,int32"
     done
+done
+for alg in ssar_split_allgather dsar_split_allgather; do
+    run_mpi 11 "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" --call=test --types=float,int64
+    rc=$?
+    nb_check "--call=test algorithm=$alg P=11 float,int64"
+    run_mpi 11 "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" --call=persistent \
+        --types=double,int32
+    rc=$?
+    nb_check "--call=persistent algorithm=$alg P=11 double,int32"
 done
 for p in ${MATRIX_RANKS:-1 2 3 4 5 6 7 8}; do
     run_mpi "$p" "$with_shim" -- "$TESTBIN/sparse_allreduce" --call=persistent --types=float,int64
