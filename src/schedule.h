@@ -21,8 +21,8 @@
  * sched_next_after_sends: a reduce-scatter posts its sends round by round,
  * ahead of its receives, and waits for them all at its end); the order in
  * which a round's operations are issued is not specified, so a step must
- * not depend on it; a step that names no next
- * step ends the algorithm, and the driver continues with s->then, if set
+ * not depend on it; a step that names no next step ends the algorithm,
+ * and the driver continues with s->then, if set
  * (the agreement stage continues with the selected algorithm, the
  * algorithm with the call's conclusion).  A step returns an MPI error code;
  * a failure every rank detects alike goes into c->reason instead, so that

@@ -7,8 +7,9 @@ Per platform, index pattern and density, a row per P: the time of auto and
 the algorithm it chose, the fastest forced sparse algorithm and the regret
 (auto / fastest; only where recursive doubling and SSAR split both ran, so
 that a point with one forced algorithm does not read as no regret), auto
-against the Lemma 5.1 bound that applies, the allgather baseline and SMPI's dense allreduce against auto.  Runs that did
-not finish show their cause: "mem" (stopped by the memory watchdog),
+against the Lemma 5.1 bound that applies, the allgather baseline and
+SMPI's dense allreduce against auto.  Runs that did not finish show their
+cause: "mem" (stopped by the memory watchdog),
 "timeout"; points not run are "-".
 With --calibration, several rig runs (comma-separated) give the median of
 their medians and, after "±", half their spread (max - min) relative to it.
