@@ -24,6 +24,12 @@ run_mpi() {
         ${envs[@]+"${envs[@]}"} "$@" >"$out" 2>"$err"
 }
 
+# occurrences PATTERN FILE: how often PATTERN occurs in FILE.  Messages the
+# launcher forwarded from several ranks are counted this way, not as lines:
+# it forwards each rank's output in chunks cut at any byte, so two ranks'
+# lines may end up joined in one.
+occurrences() { grep -o -- "$1" "$2" | wc -l; }
+
 ok() { npass=$((npass + 1)); echo "ok - $*"; }
 not_ok() {
     nfail=$((nfail + 1))

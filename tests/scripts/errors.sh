@@ -14,8 +14,7 @@ for p in 1 2 3 4 5 8; do
         'grep -q "sparcml: MPI_Allreduce: rank [0-9]*: index >= dim: sendbuf entry 2" "$err"'
     # One line per rank that found the problem: the bad index on all P
     # ranks, then on the last rank only: P + 1 lines, none from the others.
-    # Counted as occurrences: the launcher may join two ranks' lines.
-    n=$(grep -o "index >= dim" "$err" | wc -l)
+    n=$(occurrences "index >= dim" "$err")
     check "malformed inputs, P=$p: only the ranks at fault print (index >= dim: $n lines)" \
         '[ "$n" -eq $((p + 1)) ]'
     for pig in 1 0; do

@@ -68,7 +68,7 @@ timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" SPARCML_ALG
     -n 1 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
 rc=$?
 check "settings differing between ranks are an error on every rank" \
-    '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -o "settings differ between ranks" "$err" | wc -l)" -eq 1 ]'
+    '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ]'
 # The same for the settings that change what the first call on a
 # communicator does (ranks per core, detected collectively unless set) or
 # how the agreement travels.
@@ -77,7 +77,7 @@ for var in SPARCML_RANKS_PER_CORE=2 SPARCML_PIGGYBACK=0; do
         -n 2 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
     rc=$?
     check "$var on one rank of 3 is an error on every rank" \
-        '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -o "settings differ between ranks" "$err" | wc -l)" -eq 1 ]'
+        '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ]'
 done
 # Settings that change which collective calls a rank makes outside a tagged
 # call (the report's at MPI_Finalize, whether tags are registered, which

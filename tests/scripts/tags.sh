@@ -8,6 +8,6 @@ for p in 1 3; do
     rc=$?
     check "tag bookkeeping, P=$p: $(cat "$out")" '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
     check "tag bookkeeping, P=$p: the rejected tag says why, once per rank" \
-        '[ "$(grep -o "cannot tag a datatype as .sparcml:v1:bogus.: malformed tag" "$err" | wc -l)" -eq "$p" ]'
+        '[ "$(occurrences "cannot tag a datatype as .sparcml:v1:bogus.: malformed tag" "$err")" -eq "$p" ]'
 done
 finish
