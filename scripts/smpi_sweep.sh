@@ -59,9 +59,11 @@ N=${SMPI_N:-16777216}
 reps=${SMPI_REPS:-5}
 # SMPI's default message factors were fitted to another cluster: off, so a
 # link is exactly its latency and bandwidth; no cross traffic of TCP acks;
-# the collectives MPICH would run.
+# the collectives MPICH would run; the probe's polling quantum fixed (iprobe_s
+# below).
 cfg=(--cfg=smpi/host-speed:1Gf --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
-     --cfg=network/crosstraffic:0 --cfg=smpi/coll-selector:mpich --log=root.thres:warning
+     --cfg=network/crosstraffic:0 --cfg=smpi/coll-selector:mpich --cfg=smpi/grow-injected-times:no
+     --log=root.thres:warning
      --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_config.thres:error
      --cfg=smpi/shared-malloc:global)
 # The benchmark's shared buffers (one N-float vector each): a block of that
@@ -109,7 +111,12 @@ build() {
 # iprobe_s: SMPI's MPI_Probe (under the shim's MPI_Mprobe) polls, sleeping
 # smpi/iprobe simulated seconds per miss (default 1e-4: it made a tiny
 # tagged call 305 us instead of 7 us on the fat tree); a twentieth of alpha
-# bounds the error per message at 5 % of a latency.
+# bounds the error per message at 5 % of a latency.  Only with
+# smpi/grow-injected-times off (cfg above): SMPI otherwise multiplies the
+# sleep by a counter of failed probes that one static variable keeps for
+# all simulated ranks, so with hundreds of ranks polling the quantum was far
+# above alpha/20 (fat tree, recursive doubling: 10-18 % too slow at P = 64 to
+# 512, bench/RESULTS.md "The probe's polling quantum").
 platform() {
     local name=$1 xml link bb
     case $name in
