@@ -63,8 +63,8 @@ reps=${SMPI_REPS:-5}
 # below).
 cfg=(--cfg=smpi/host-speed:1Gf --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
      --cfg=network/crosstraffic:0 --cfg=smpi/coll-selector:mpich --cfg=smpi/grow-injected-times:no
-     --log=root.thres:warning
-     --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_config.thres:error
+     --log=root.thres:warning --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning
+     --log=smpi_config.thres:error
      --cfg=smpi/shared-malloc:global)
 # The benchmark's shared buffers (one N-float vector each): a block of that
 # size (rounded up to MiB) makes each one mapping, not N*4/1MiB of them
@@ -115,8 +115,8 @@ build() {
 # smpi/grow-injected-times off (cfg above): SMPI otherwise multiplies the
 # sleep by a counter of failed probes that one static variable keeps for
 # all simulated ranks, so with hundreds of ranks polling the quantum was far
-# above alpha/20 (fat tree, recursive doubling: 10-18 % too slow at P = 64 to
-# 512, bench/RESULTS.md "The probe's polling quantum").
+# above alpha/20 (fat tree, recursive doubling: 10-36 % too slow at P = 64 to
+# 1024, bench/RESULTS.md "The probe's polling quantum").
 platform() {
     local name=$1 xml link bb
     case $name in

@@ -9,7 +9,7 @@ computing bursts grouped by (previous MPI call, next MPI call).  With min_us,
 also where in the window the bursts of at least min_us fall, by tenths of the
 window's MPI calls: work the algorithm does at a fixed step sits in one tenth
 on every rank, host noise is spread over all of them."""
-import sys, collections
+import bisect, sys, collections
 path = sys.argv[1]; nreps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 min_us = float(sys.argv[3]) if len(sys.argv) > 3 else None
 names = {}; cont = {}
@@ -51,7 +51,7 @@ for c, s in seq.items():
             nxt = next((s[m][0] for m in range(k + 1, j + 1) if s[m][0] != 'computing'), '?')
             g = groups[(prev, nxt)]; g[0] += 1; g[1] += b - a; g[2] = max(g[2], b - a)
             if min_us is not None and 1e6 * (b - a) >= min_us:
-                before = sum(1 for m in calls if m < k)
+                before = bisect.bisect_left(calls, k)   # calls is in trace order
                 tenths[(prev, nxt)][min(9, 10 * before // max(1, len(calls)))] += 1
         win_comp.append(comp); win_tot.append(t1 - t0)
 R = len(win_tot)
