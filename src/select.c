@@ -91,12 +91,15 @@ static int format_uncertain(const sparcml_problem *p)
     return !msg_is_dense(p, (double)p->k_max, (double)p->dim);
 }
 
-/* CPU cost of QSGD per value relative to merge-adding one entry (gamma):
- * encoding draws a random number per value (6.7 ns per value against 5.5 ns
- * per merged entry, measured on the benchmark machine), decoding is a
- * lookup and a multiply (2.0 ns). */
-#define QSGD_ENCODE_PER_MERGE 1.2
-#define QSGD_DECODE_PER_MERGE 0.36
+/* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
+ * 2.5 ns).  Encoding draws a random number, divides and rounds per value:
+ * 6.3-8.4 ns (bench/RESULTS.md "Kernels"), priced 6.75 ns.  Decoding looks
+ * up and multiplies: 2.3-3.6 ns per value at 16K values and 5.4-5.8 ns from
+ * 128K in the kernel benchmark, but less in place: on the rig (DSAR, 4 bits,
+ * d = 0.5, 8 ranks on 2 cores) the whole call took 0.64-0.67 s where the
+ * model without any decoding gives 0.60 s; priced 1.8 ns. */
+#define QSGD_ENCODE_PER_MERGE 2.7
+#define QSGD_DECODE_PER_MERGE 0.72
 
 /* Values QSGD encodes for a message of n entries of a range of d elements
  * (and decodes at the other end): all d when the message travels dense,
@@ -170,9 +173,13 @@ static double cost_recursive_double(const sparcml_settings *s, const model *m, c
     return t;
 }
 
-/* Copying an entry (memcpy of its index and value) costs about a quarter of
- * merge-adding it (5.5 ns per merged entry against 1-1.5 ns per copied
- * 8-byte entry, measured on the benchmark machine). */
+/* Copying an entry, or adding it into a dense sum in place, costs about a
+ * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
+ * between a memcpy's 0.2-0.5 ns per entry and the scatter-add's 0.7-1.6 ns
+ * up to 256K entries (bench/RESULTS.md "Kernels"; from 1M entries both
+ * leave the cache: 0.3-1.7 and 1.9-4.2 ns).  At half of gamma the model
+ * would prefer recursive doubling to SSAR split on shared memory at
+ * d = 1e-2, where SSAR was measured 1.15-1.28x faster. */
 #define COPY_PER_MERGE 0.25
 
 /* The sparse reduce-scatter both split algorithms share.  The owner of a
@@ -243,8 +250,9 @@ static double cost_dense(const model *m, const sparcml_problem *p)
  * cores (shared memory, bench/RESULTS.md) the vendor's dense allreduce of
  * 16M floats took 256-392 ms, about 2.2 ns per byte it moves, ten times the
  * 2-rank ping-pong's 0.21 ns/B, and DSAR's dense allgather was priced 2x
- * too low.  A byte costs at least 1/8 of a merged 8-byte entry (gamma, which
- * is measured with the same core sharing): 2.1 ns/B at gamma = 17 ns.
+ * too low (re-measured 2026-11-25: 163-186 ms, 1.5-1.7 ns/B).
+ * A byte costs at least 1/8 of a merged 8-byte entry (gamma, scaled by the
+ * same core sharing): 1.25 ns/B at the default 2.5 ns and 4 ranks per core.
  * Where the link is slower than that (the 1 Gbit/s rig: 8.3 ns/B, or the
  * defaults) nothing changes. */
 #define BYTE_PER_MERGE 0.125
@@ -254,7 +262,9 @@ static model model_of(const sparcml_settings *s, const sparcml_problem *p)
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
     /* alpha and gamma are for a rank with a core of its own (placement.h);
      * measured on the benchmark rig with 4 ranks per core: alpha 95 us per
-     * collective round against a 19 us ping-pong, gamma 17 ns against 5. */
+     * collective round against a 19 us ping-pong; gamma 14-17 ns per merged
+     * entry with the first merge kernel (5.5 ns on a core of its own), about
+     * 6 ns (3.5-8.8) with the current one (bench/RESULTS.md "Kernels"). */
     model m = {s->alpha * share, 0, s->gamma * share};
     m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
     return m;

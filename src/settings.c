@@ -43,11 +43,12 @@ static const struct var {
     {"SPARCML_STATS", KIND_BOOL, "0", offsetof(sparcml_settings, stats), 0, 0, 0},
     /* Cost-model defaults: alpha and beta measured on the benchmark rig (the
      * emulated 1 Gbit/s cluster, bench/results/rig_alpha_beta.txt), gamma
-     * from the merge-add throughput on this machine (docs/design.md). */
+     * from the merge-add throughput on this machine (bench/RESULTS.md
+     * "Kernels", docs/design.md). */
     {"SPARCML_ALPHA_US", KIND_POSITIVE, "20", offsetof(sparcml_settings, alpha), 1e-6, 1e-3, 1e6},
     {"SPARCML_BETA_NS_PER_BYTE", KIND_POSITIVE, "8.3", offsetof(sparcml_settings, beta), 1e-9,
      1e-4, 1e6},
-    {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "5", offsetof(sparcml_settings, gamma), 1e-9,
+    {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "2.5", offsetof(sparcml_settings, gamma), 1e-9,
      1e-4, 1e6},
     {"SPARCML_QSGD_BITS", KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
     {"SPARCML_QSGD_BUCKET", KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,

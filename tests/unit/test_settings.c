@@ -33,7 +33,7 @@ START_TEST(defaults)
     ck_assert_int_eq(s.stats, 0);
     ck_assert_double_eq_tol(s.alpha, 20e-6, 1e-12);
     ck_assert_double_eq_tol(s.beta, 8.3e-9, 1e-15);
-    ck_assert_double_eq_tol(s.gamma, 5e-9, 1e-15);
+    ck_assert_double_eq_tol(s.gamma, 2.5e-9, 1e-15);
     ck_assert_int_eq(s.piggyback, 1);
     ck_assert(s.ranks_per_core == 0); /* auto */
     ck_assert_str_eq(s.error, "");
