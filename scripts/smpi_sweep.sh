@@ -49,7 +49,10 @@
 # (the directory of the CSVs, default bench/results) adjust a run; SMPI_CFG
 # adds smpirun options, e.g. --cfg=smpi/simulate-computation:no (network
 # time only: bench/RESULTS.md, "Charged computation") or a trace for
-# bench/smpi/bursts.py.
+# bench/smpi/bursts.py; SMPI_CHARGE=kernels runs the program whose stream
+# kernels are charged at fixed prices per entry instead of timed on this
+# noisy host (bench/smpi/charge_kernels.c; computation otherwise not
+# simulated; a run whose sums turn dense stops: no price for that).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$top/build-smpi
@@ -103,7 +106,18 @@ build() {
             -DSPARCML_BENCH_SMPI_SHARED -I"$out" -I"$top/include" -I"$top/src" -c "$f" -o "$o" || return 1
         objs+=("$o")
     done
-    smpicc -O2 "${objs[@]}" -o "$bench" -Wl,-Bsymbolic -lm -lpthread
+    smpicc -O2 "${objs[@]}" -o "$bench" -Wl,-Bsymbolic -lm -lpthread || return 1
+    # The same program with the stream kernels priced instead of timed
+    # (SMPI_CHARGE=kernels; bench/smpi/charge_kernels.c).
+    smpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h" \
+        -I"$out" -I"$top/include" -I"$top/src" -c "$top/bench/smpi/charge_kernels.c" -o "$out/charge_kernels.o" \
+        || return 1
+    local k wraps=()
+    for k in merge_add accumulate densify slice range concat copy select from_values; do
+        wraps+=("-Wl,--wrap=stream_$k")
+    done
+    smpicc -O2 "${objs[@]}" "$out/charge_kernels.o" -o "${bench}_kernels" -Wl,-Bsymbolic "${wraps[@]}" \
+        -lm -lpthread
 }
 
 # platform NAME [P]: writes $out/NAME.xml and $out/NAME.hosts; sets alpha_us and
@@ -198,6 +212,10 @@ mem_kb() {
 # run PLATFORM P DENSITY PATTERN METHOD CSV: one simulation, one CSV line.
 run() {
     local plat=$1 P=$2 d=$3 pat=$4 method=$5 csv=$6 bm alg=auto envs=() t0 line chosen
+    local prog=$bench charge=()
+    if [ "${SMPI_CHARGE:-}" = kernels ]; then
+        prog=${bench}_kernels charge=(--cfg=smpi/simulate-computation:no)
+    fi
     case $method in
     dense | allgather) bm=$method ;;
     sparcml_dense) bm=sparcml alg=dense ;;
@@ -211,8 +229,8 @@ run() {
     # would not fit is stopped at SMPI_MEM_MB of resident memory (rc 137,
     # peak in peak_mb) instead of pushing the shared machine into swap.
     setsid env "${envs[@]}" timeout "${SMPI_TIMEOUT:-1800}" smpirun -np "$P" \
-        -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" ${SMPI_CFG:-} \
-        "$bench" --n "$N" --density "$d" --pattern "$pat" --reps "$reps" --warmup 1 \
+        -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" \
+        "${charge[@]}" ${SMPI_CFG:-} "$prog" --n "$N" --density "$d" --pattern "$pat" --reps "$reps" --warmup 1 \
         --methods "$bm" --alpha-us "$alpha_us" --beta-ns "$beta_ns" >"$out/run.$plat.$$.log" 2>&1 &
     local pid=$! rc kb peak_kb=0
     while kill -0 "$pid" 2>/dev/null; do
