@@ -37,6 +37,7 @@
 #define DENSIFY_NS_PER_ELEMENT 0.15
 #define COPY_NS_PER_BYTE 0.17
 
+/* The kernels themselves (the linker's --wrap names them __real_). */
 sv __real_stream_merge_add(const sv *a, const sv *b, void *outbuf);
 void __real_stream_accumulate(sv *acc, const sv *b, int b_left);
 void __real_stream_densify(const sv *s, void *dense);
@@ -46,16 +47,6 @@ sv __real_stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim
 sv __real_stream_copy(const sv *s, void *dst);
 sv __real_stream_select(const sv *s, const uint64_t *present, uint64_t n, void *outbuf);
 sv __real_stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
-
-sv __wrap_stream_merge_add(const sv *a, const sv *b, void *outbuf);
-void __wrap_stream_accumulate(sv *acc, const sv *b, int b_left);
-void __wrap_stream_densify(const sv *s, void *dense);
-sv __wrap_stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
-sv __wrap_stream_range(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
-sv __wrap_stream_concat(const sv *parts, const uint64_t *lo, int n, uint64_t dim, int dense, void *outbuf);
-sv __wrap_stream_copy(const sv *s, void *dst);
-sv __wrap_stream_select(const sv *s, const uint64_t *present, uint64_t n, void *outbuf);
-sv __wrap_stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
 
 static void charge_ns(double ns)
 {
