@@ -96,7 +96,7 @@ static int format_uncertain(const sparcml_problem *p)
  * 6.3-8.4 ns (bench/RESULTS.md "Kernels"), priced 6.75 ns.  Decoding looks
  * up and multiplies: 2.3-3.6 ns per value at 16K values and 5.4-5.8 ns from
  * 128K in the kernel benchmark, but less in place: on the rig (DSAR, 4 bits,
- * d = 0.5, 8 ranks on 2 cores) the whole call took 0.64-0.67 s where the
+ * d = 0.5, 8 ranks on 2 cores) the whole call took 0.64-0.68 s where the
  * model without any decoding gives 0.60 s; priced 1.8 ns. */
 #define QSGD_ENCODE_PER_MERGE 2.7
 #define QSGD_DECODE_PER_MERGE 0.72
