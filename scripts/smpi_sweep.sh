@@ -97,21 +97,20 @@ build() {
     # tagged type goes to SMPI; the sweep makes blocking calls only).
     grep -v -e HAVE_PMPI_ALLREDUCE_C -e HAVE_PMPI_ALLREDUCE_INIT -e HAVE_MPIX_GREQUEST_CLASS \
         "$top/build/config.h" >"$out/config.h" || return 1
+    local cflags=(-O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h"
+                  -I"$out" -I"$top/include" -I"$top/src")
     for f in "$top"/src/*.c "$top/bench/sparcml_bench.c"; do
         case $f in */fortran_*.c) continue ;; esac # the MPIs' Fortran bindings
         o=$out/$(basename "$f" .c).o
         # The benchmark's large buffers as SMPI shared allocations (the
         # library's stay real): bench/sparcml_bench.c, xalloc_shared.
-        smpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h" \
-            -DSPARCML_BENCH_SMPI_SHARED -I"$out" -I"$top/include" -I"$top/src" -c "$f" -o "$o" || return 1
+        smpicc "${cflags[@]}" -DSPARCML_BENCH_SMPI_SHARED -c "$f" -o "$o" || return 1
         objs+=("$o")
     done
     smpicc -O2 "${objs[@]}" -o "$bench" -Wl,-Bsymbolic -lm -lpthread || return 1
     # The same program with the stream kernels priced instead of timed
     # (SMPI_CHARGE=kernels; bench/smpi/charge_kernels.c).
-    smpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h" \
-        -I"$out" -I"$top/include" -I"$top/src" -c "$top/bench/smpi/charge_kernels.c" -o "$out/charge_kernels.o" \
-        || return 1
+    smpicc "${cflags[@]}" -c "$top/bench/smpi/charge_kernels.c" -o "$out/charge_kernels.o" || return 1
     local k wraps=()
     for k in merge_add accumulate densify slice range concat copy select from_values; do
         wraps+=("-Wl,--wrap=stream_$k")
