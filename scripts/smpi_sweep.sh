@@ -195,14 +195,16 @@ rig_cluster() {
 
 rig_speed() { awk -v p="$1" -v c="${SMPI_RIG_CORES:-0}" 'BEGIN { printf "%.4fGf", (c > 0 && p > c) ? c / p : 1 }'; }
 
-# mem_kb SID: proportional resident memory (Pss, kB) of the session's
-# processes.  Not RSS: SMPI's shared allocations map one file page many
-# times, and RSS counts every mapping (1024 ranks x 64 MiB "resident" in
-# a few MiB of memory); Pss divides a page among its mappings.
+# mem_kb SID: proportional memory (kB) of the session's processes, resident
+# (Pss) plus swapped out (SwapPss), so that a run on a machine with a swap
+# file is measured and bounded by all it holds.  Not RSS: SMPI's shared
+# allocations map one file page many times, and RSS counts every mapping
+# (1024 ranks x 64 MiB "resident" in a few MiB of memory); Pss divides a
+# page among its mappings.
 mem_kb() {
     local p s=0 v
     for p in $(ps -o pid= -s "$1" 2>/dev/null); do
-        v=$(awk '/^Pss:/ { print $2; exit }' "/proc/$p/smaps_rollup" 2>/dev/null)
+        v=$(awk '/^(Pss|SwapPss):/ { s += $2 } END { print s + 0 }' "/proc/$p/smaps_rollup" 2>/dev/null)
         s=$((s + ${v:-0}))
     done
     echo "$s"
@@ -225,8 +227,8 @@ run() {
           SPARCML_BETA_NS_PER_BYTE=$beta_ns SPARCML_STATS=1 BENCH_LABEL=$method)
     t0=$SECONDS
     # All ranks live in this one process, with real library buffers: a run that
-    # would not fit is stopped at SMPI_MEM_MB of resident memory (rc 137,
-    # peak in peak_mb) instead of pushing the shared machine into swap.
+    # would not fit is stopped at SMPI_MEM_MB of memory, resident or swapped
+    # (rc 137, peak in peak_mb), instead of pushing the machine out of memory.
     setsid env "${envs[@]}" timeout "${SMPI_TIMEOUT:-1800}" smpirun -np "$P" \
         -platform "$out/$plat.xml" -hostfile "$out/$plat.hosts" "${cfg[@]}" --cfg=smpi/iprobe:"$iprobe_s" \
         "${charge[@]}" ${SMPI_CFG:-} "$prog" --n "$N" --density "$d" --pattern "$pat" --reps "$reps" --warmup 1 \
