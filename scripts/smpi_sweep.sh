@@ -43,7 +43,7 @@
 #       sparcml_dense (default: all but dense)
 # Results are appended to bench/results/smpi_*.csv (one line per run, with
 # the algorithm the library chose, the wall time, exit status and peak
-# resident memory of the simulation);
+# memory of the simulation, resident plus swapped);
 # SMPI_N (default 16777216), SMPI_REPS (default 5), SMPI_TIMEOUT
 # (seconds per run, default 1800), SMPI_MEM_MB (default 12000) and SMPI_RESULTS
 # (the directory of the CSVs, default bench/results) adjust a run; SMPI_CFG
