@@ -288,7 +288,8 @@ case ${1:-} in
 build) build ;;
 plot)
     packages && /usr/bin/python3 "$top/bench/smpi/plot.py" "$results" "$results"/smpi_gige.csv "$results"/smpi_fattree.csv &&
-        /usr/bin/python3 "$top/bench/smpi/plot.py" --tag network_only "$results" "$results"/smpi_network_only_*.csv ;;
+        /usr/bin/python3 "$top/bench/smpi/plot.py" --tag network_only \
+            --dense "$results"/smpi_dense_rab_rdb.csv "$results" "$results"/smpi_network_only_*.csv ;;
 calibrate) shift; [ -x "$bench" ] || build || exit 1; calibrate "$@" ;;
 sweep) shift; [ -x "$bench" ] || build || exit 1; sweep "$@" ;;
 *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

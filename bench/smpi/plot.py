@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """plot.py -- time against P from the SMPI sweep (scripts/smpi_sweep.sh plot).
 
-usage: plot.py [--tag TAG] OUTDIR CSV...
+usage: plot.py [--tag TAG] [--dense CSV] OUTDIR CSV...
 One PNG per index pattern (smpi_random.png, smpi_identical.png, or
 smpi_TAG_random.png ... with --tag, e.g. network_only): a row per
 platform, a column per density, log-log time against P for every method,
 and the Lemma 5.1 bound that applies (disjoint indices for random ones,
 identical for identical ones), as the benchmark computed it from the
 platform's alpha and beta.  Runs that did not finish (rc != 0) are left out.
+--dense CSV: dense allreduce runs (smpi_sweep.sh's dense method), drawn in
+every panel of their platform: a dense allreduce of N floats does not
+depend on the density or the pattern.
 """
 import csv
 import sys
@@ -25,6 +28,7 @@ STYLE = {
     "sparcml_dsar_split_allgather": ("DSAR split allgather", "tab:purple", "s", "--"),
     "allgather": ("allgather baseline", "tab:orange", "x", ":"),
     "dense": ("SMPI dense allreduce", "tab:red", "D", ":"),
+    "dense_any_d": ("dense allreduce, Rabenseifner (any d)", "tab:red", "D", ":"),
 }
 PLATFORMS = {"gige": "1 Gbit/s, alpha 20 us", "fattree": "100 Gbit/s fat tree, alpha 1.5 us"}
 
@@ -39,7 +43,7 @@ def load(paths):
     return rows
 
 
-def plot_pattern(rows, pattern, out, what):
+def plot_pattern(rows, dense, pattern, out, what):
     sel = [r for r in rows if r["pattern"] == pattern and r["platform"] in PLATFORMS]
     dens = sorted({float(r["density"]) for r in sel})
     plats = [p for p in PLATFORMS if any(r["platform"] == p for r in sel)]
@@ -59,6 +63,9 @@ def plot_pattern(rows, pattern, out, what):
                 series[r["method"]][P] = float(r["median_s"])
                 b = r["bound_identical_s"] if pattern == "identical" else r["bound_disjoint_s"]
                 bound[P] = float(b)
+            for r in dense:
+                if r["platform"] == plat:
+                    series["dense_any_d"][int(r["P"])] = float(r["median_s"])
             for m, (label, color, marker, ls) in STYLE.items():
                 if m in series:
                     ps = sorted(series[m])
@@ -87,13 +94,17 @@ def plot_pattern(rows, pattern, out, what):
 
 def main():
     args = sys.argv[1:]
-    tag = ""
-    if args[0] == "--tag":
-        tag, args = args[1], args[2:]
+    tag, dense = "", []
+    while args[0] in ("--tag", "--dense"):
+        if args[0] == "--tag":
+            tag = args[1]
+        else:
+            dense = load([args[1]])
+        args = args[2:]
     rows = load(args[1:])
     what = ", " + tag.replace("_", " ") if tag else ""
     for pattern in ("random", "identical"):
-        plot_pattern(rows, pattern, "%s/smpi_%s%s.png" % (args[0], tag + "_" if tag else "", pattern), what)
+        plot_pattern(rows, dense, pattern, "%s/smpi_%s%s.png" % (args[0], tag + "_" if tag else "", pattern), what)
 
 
 if __name__ == "__main__":
