@@ -20,7 +20,8 @@
 #   scripts/smpi_sweep.sh build
 #   scripts/smpi_sweep.sh plot       bench/results/smpi_{random,identical}.png and,
 #       from the network-only runs (smpi_network_only_*.csv: SMPI_CFG=
-#       --cfg=smpi/simulate-computation:no), smpi_network_only_*.png
+#       --cfg=smpi/simulate-computation:no), smpi_network_only_*.png, with
+#       the dense allreduce of smpi_dense_rab_rdb.csv in every panel
 #   scripts/smpi_sweep.sh calibrate [P...]        the rig (8 hosts, 1 Gbit/s,
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
 #       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
