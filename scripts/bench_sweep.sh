@@ -60,9 +60,9 @@
 #     8 ranks on 2 cores a message waits for its receiver to be scheduled,
 #     ~100 us on the rig, not the 18 us of a ping-pong with the other ranks
 #     idle; the Lemma 5.1 bounds keep the ping-pong alpha) and gamma
-#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17, with
-#     SPARCML_RANKS_PER_CORE=1 since these are measured with the ranks
-#     sharing cores already; "auto (def.)" runs get neither and the library
+#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17), measured with
+#     the ranks sharing cores, so given per core with
+#     SPARCML_RANKS_PER_CORE=8/cores (model_env); "auto (def.)" runs get neither and the library
 #     scales its defaults by the ranks per core it detects: the merge cost
 #     per entry of a rank where 8 ranks share 2 cores, measured on the rig
 #     as recursive doubling's time at d = 1e-3 less
@@ -344,19 +344,29 @@ bytes_run() {
             print v["algorithm"], v["bytes_sent"]; exit }'
 }
 
+# model_env ENV: the cost-model settings sparcml_auto gets in ENV, in the
+# array model.  alpha and gamma were measured with PMAX ranks sharing this
+# machine's cores; they are given per core with that sharing, so the model
+# scales them back and knows the ranks share cores (its copy floor on beta
+# applies only then, and binds on shared memory: bench/RESULTS.md).
+model_env() {
+    local share
+    share=$(awk -v p="$PMAX" -v c="$(nproc)" 'BEGIN { s = p / c; print (s < 1 ? 1 : s) }')
+    per_core() { awk -v v="$1" -v s="$share" 'BEGIN { printf "%.6g", v / s }'; }
+    if [ "$1" = rig ]; then
+        model=(SPARCML_ALPHA_US="$(per_core "$rig_alpha_model")" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
+    else
+        model=(SPARCML_ALPHA_US="$(per_core "$shm_alpha_model")" SPARCML_BETA_NS_PER_BYTE="$shm_beta")
+    fi
+    model+=(SPARCML_GAMMA_NS_PER_ENTRY="$(per_core "$cpu_gamma")" SPARCML_RANKS_PER_CORE="$share")
+}
+
 # point ENV SWEEP P DENSITY PATTERN: all methods at one problem
 point() {
     local where=$1 sweep=$2 p=$3 d=$4 pat=$5
     local a b model=() args o line alg_bytes label
-    if [ "$where" = rig ]; then
-        a=$rig_alpha b=$rig_beta
-        model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
-    else
-        a=$shm_alpha b=$shm_beta
-        model=(SPARCML_ALPHA_US="$shm_alpha_model" SPARCML_BETA_NS_PER_BYTE="$shm_beta"
-               SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
-    fi
+    if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
+    model_env "$where"
     args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
     log "$where $sweep P=$p d=$d $pat"
     # 1. dense, allgather and sparcml auto in one run (interleaved reps)
@@ -398,19 +408,15 @@ point() {
 # qsgd_points ENV CSV: QSGD off/8/4/2 bits for DSAR split allgather and auto
 # at P = 8, random indices.  The model gets this environment's alpha/beta.
 qsgd_points() {
-    local where=$1 qcsv=$2 a b o alg_bytes line
-    local g=()
-    g=(SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
+    local where=$1 qcsv=$2 a b o alg_bytes line model=()
     if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
-    local am=$rig_alpha_model
-    [ "$where" = shm ] && am=$shm_alpha_model
+    model_env "$where"
     echo "env,method,P,N,density,qsgd_bits,median_s,min_s,bytes_sent_per_rank,algorithm" >"$qcsv"
     for d in $qsgd_densities; do
         for alg in dsar_split_allgather auto; do
             for bits in 0 8 4 2; do
                 log "$where qsgd P=$PMAX d=$d $alg bits=$bits"
-                local env=(SPARCML_ALGORITHM="$alg" SPARCML_QSGD_BITS="$bits"
-                           SPARCML_ALPHA_US="$am" SPARCML_BETA_NS_PER_BYTE="$b" ${g[@]+"${g[@]}"})
+                local env=(SPARCML_ALGORITHM="$alg" SPARCML_QSGD_BITS="$bits" "${model[@]}")
                 o=$("launch_$where" "$PMAX" BENCH_LABEL="${alg}_q$bits" "${env[@]}"                         -- --n "$N" --density "$d" --reps "$reps" --alpha-us "$a" --beta-ns "$b"                         --methods sparcml)
                 alg_bytes=$(bytes_run "$where" "$PMAX" "${env[@]}" -- --n "$N" --density "$d")
                 line=$(echo "$o" | grep -m1 '^sparcml_')
@@ -520,8 +526,7 @@ if has_part agree; then
         for p in 2 4 8; do
             log "agreement cost: $where P=$p"
             model=()
-            [ "$where" = rig ] && model=(SPARCML_ALPHA_US="$rig_alpha_model" SPARCML_BETA_NS_PER_BYTE="$rig_beta"
-                                         SPARCML_GAMMA_NS_PER_ENTRY="$cpu_gamma" SPARCML_RANKS_PER_CORE=1)
+            [ "$where" = rig ] && model_env rig
             prio=$nice_short "launch_$where" "$p" ${model[@]+"${model[@]}"} -- --agree --batches "$agree_batches" |
                 awk -F, -v w="$where" 'NF >= 5 && $2 ~ /^[0-9]+$/ { print w "," $1 "," $2 "," $4 }' >>"$agraw"
         done

@@ -13,9 +13,10 @@
  *   and a result that turns out sparse is gathered as SSAR_Split_allgather
  *   gathers it.
  * Restrictions: a dense result must fit recvbuf (else MPI_ERR_TRUNCATE).
- * Cost (select.c, cost_dsar_split): the reduce-scatter, ceil(log2 P) alpha
- *   + beta (P-1)/P N vs, plus ceil(log2 P) alpha for the union sizes when
- *   the result's format is not certain.
+ * Cost (select.c, cost_dsar_split): the reduce-scatter, then the vendor's
+ *   allgather of N vs bytes (cost_vendor_allgather: (P-1) alpha for a
+ *   vector this long, a ring) + beta (P-1)/P N vs, plus ceil(log2 P) alpha
+ *   for the union sizes when the result's format is not certain.
  * Memory: the reduce-scatter's parts and sums; the result in recvbuf.
  * Rounds: P-1 point-to-point, then one allgather (two when the format is
  *   not certain). */

@@ -203,15 +203,33 @@ static double cost_reduce_scatter(const model *m, const sparcml_problem *p)
            + m->gamma * (QSGD_ENCODE_PER_MERGE + QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }
 
-/* The gathered slices are only copied into place (stream_concat). */
+/* The vendor's allgather of `bytes` in all.  Both vendors gather short
+ * vectors in ceil(log2 P) rounds (recursive doubling, Bruck) and long ones
+ * in O(P): MPICH 4.0 runs a ring from 512 KiB in all when P is a power of
+ * two, from 80 KiB otherwise (its default collective selection); Open MPI
+ * 4.1 a ring or neighbour exchange (P/2 rounds) above a few KiB per rank.
+ * MPICH's rule is modelled: its P - 1 rounds are also the upper bound. */
+#define VENDOR_RING_BYTES_POW2 524288.0
+#define VENDOR_RING_BYTES 81920.0
+
+static double cost_vendor_allgather(const model *m, const sparcml_problem *p, double bytes)
+{
+    double P = p->P;
+    int pow2 = (p->P & (p->P - 1)) == 0;
+    int ring = bytes >= (pow2 ? VENDOR_RING_BYTES_POW2 : VENDOR_RING_BYTES);
+    return (ring ? P - 1 : ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes;
+}
+
+/* The union sizes travel in a short allgather; the gathered slices are
+ * only copied into place (stream_concat). */
 static double cost_ssar_split(const model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, u = select_union_estimate(p, P);
     double gathered = msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
     /* the owner encodes its slice, every rank decodes all P */
     double quantized = msg_quantized_values(p, u / P, N / P);
-    return cost_reduce_scatter(m, p) + 2 * ceil_log2(p->P) * m->alpha
-           + m->beta * (P - 1) / P * gathered + COPY_PER_MERGE * m->gamma * u
+    return cost_reduce_scatter(m, p) + ceil_log2(p->P) * m->alpha
+           + cost_vendor_allgather(m, p, gathered) + COPY_PER_MERGE * m->gamma * u
            + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
@@ -221,8 +239,8 @@ static double cost_dsar_split(const model *m, const sparcml_problem *p)
     /* quantized: the owner encodes its dense slice, every rank decodes all */
     double quantized = p->qbits ? N / P : 0;
     double unions = format_uncertain(p) ? ceil_log2(p->P) * m->alpha : 0;
-    return cost_reduce_scatter(m, p) + ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * D
-           + unions + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
+    return cost_reduce_scatter(m, p) + cost_vendor_allgather(m, p, D) + unions
+           + m->gamma * (QSGD_ENCODE_PER_MERGE + P * QSGD_DECODE_PER_MERGE) * quantized;
 }
 
 /* The vendor picks recursive doubling or Rabenseifner; assume the better. */
@@ -251,10 +269,17 @@ static double cost_dense(const model *m, const sparcml_problem *p)
  * 16M floats took 256-392 ms, about 2.2 ns per byte it moves, ten times the
  * 2-rank ping-pong's 0.21 ns/B, and DSAR's dense allgather was priced 2x
  * too low (re-measured 2026-11-25: 163-186 ms, 1.5-1.7 ns/B).
- * A byte costs at least 1/8 of a merged 8-byte entry (gamma, scaled by the
- * same core sharing): 1.25 ns/B at the default 2.5 ns and 4 ranks per core.
- * Where the link is slower than that (the 1 Gbit/s rig: 8.3 ns/B, or the
- * defaults) nothing changes. */
+ * Where ranks share cores a byte costs at least 1/8 of a merged 8-byte
+ * entry (gamma, scaled by the same sharing): 1.25 ns/B at the default
+ * 2.5 ns and 4 ranks per core.  Where the link is slower than that (the
+ * 1 Gbit/s rig: 8.3 ns/B, or the defaults) nothing changes.  A rank with a
+ * core of its own copies at the speed its ping-pong beta already measures
+ * (0.21 ns/B on shared memory); a floor there priced every byte of the
+ * simulated 100 Gbit/s fat tree (0.08 ns/B, copies not charged) at
+ * 0.31 ns/B and, with the vendor's ring allgathers priced, chose SSAR split
+ * over the faster recursive doubling or the reverse at 4 of the 25
+ * kernel-charged points (bench/RESULTS.md, "The vendor's ring in the
+ * model"). */
 #define BYTE_PER_MERGE 0.125
 
 static model model_of(const sparcml_settings *s, const sparcml_problem *p)
@@ -265,8 +290,8 @@ static model model_of(const sparcml_settings *s, const sparcml_problem *p)
      * collective round against a 19 us ping-pong; gamma 14-17 ns per merged
      * entry with the first merge kernel (5.5 ns on a core of its own), about
      * 6 ns (3.5-8.8) with the current one (bench/RESULTS.md "Kernels"). */
-    model m = {s->alpha * share, 0, s->gamma * share};
-    m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
+    model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share};
+    if (share > 1) m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
     return m;
 }
 

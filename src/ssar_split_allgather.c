@@ -9,8 +9,10 @@
  *   same bits.
  * Restrictions: none (any P, any dim, every value type).
  * Cost (select.c, cost_ssar_split): the reduce-scatter's (P-1) (alpha +
- *   beta k/P e) plus merging, then 2 ceil(log2 P) alpha + beta (P-1)/P
- *   (size of the result) + copying the result into place.
+ *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
+ *   vendor's allgather of the result (cost_vendor_allgather: ceil(log2 P)
+ *   or, from 512 KiB, P-1 alpha) + beta (P-1)/P (size of the result), and
+ *   copying the result into place.
  * Memory: the reduce-scatter's parts and sums, the gathered result.
  * Rounds: P-1 point-to-point, then two allgathers (three with QSGD: the
  *   quantized sizes are not known in advance). */
