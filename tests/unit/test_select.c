@@ -307,11 +307,11 @@ START_TEST(smpi_charged_ordering)
         {0, 512, 1e-4, 0, rd},     /* 1.24 vs 12.1 */
         {0, 512, 1e-3, 0, rd},     /* 10.6 vs 15.1 */
     };
+    sparcml_settings s;
+    ck_assert_int_eq(settings_parse(&s, no_variables, NULL), 0);
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
-        sparcml_settings s;
         sparcml_problem p = problem(pts[i].P, 16u << 20, (uint64_t)llround(pts[i].d * (16u << 20)), pts[i].overlap);
         sparcml_algorithm a;
-        ck_assert_int_eq(settings_parse(&s, no_variables, NULL), 0);
         s.alpha = pts[i].fattree ? 1.5e-6 : 20e-6;
         s.beta = pts[i].fattree ? 0.08e-9 : 8e-9;
         a = select_algorithm(&s, &p);
