@@ -350,15 +350,12 @@ bytes_run() {
 # scales them back and knows the ranks share cores (its copy floor on beta
 # applies only then, and binds on shared memory: bench/RESULTS.md).
 model_env() {
-    local share
+    local share am=$rig_alpha_model b=$rig_beta
+    [ "$1" = shm ] && am=$shm_alpha_model b=$shm_beta
     share=$(awk -v p="$PMAX" -v c="$(nproc)" 'BEGIN { s = p / c; print (s < 1 ? 1 : s) }')
     per_core() { awk -v v="$1" -v s="$share" 'BEGIN { printf "%.6g", v / s }'; }
-    if [ "$1" = rig ]; then
-        model=(SPARCML_ALPHA_US="$(per_core "$rig_alpha_model")" SPARCML_BETA_NS_PER_BYTE="$rig_beta")
-    else
-        model=(SPARCML_ALPHA_US="$(per_core "$shm_alpha_model")" SPARCML_BETA_NS_PER_BYTE="$shm_beta")
-    fi
-    model+=(SPARCML_GAMMA_NS_PER_ENTRY="$(per_core "$cpu_gamma")" SPARCML_RANKS_PER_CORE="$share")
+    model=(SPARCML_ALPHA_US="$(per_core "$am")" SPARCML_BETA_NS_PER_BYTE="$b"
+           SPARCML_GAMMA_NS_PER_ENTRY="$(per_core "$cpu_gamma")" SPARCML_RANKS_PER_CORE="$share")
 }
 
 # point ENV SWEEP P DENSITY PATTERN: all methods at one problem

@@ -215,7 +215,7 @@ static double cost_reduce_scatter(const model *m, const sparcml_problem *p)
 static double cost_vendor_allgather(const model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P;
-    int pow2 = (p->P & (p->P - 1)) == 0;
+    int pow2 = largest_power_of_two(p->P) == p->P;
     int ring = bytes >= (pow2 ? VENDOR_RING_BYTES_POW2 : VENDOR_RING_BYTES);
     return (ring ? P - 1 : ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
