@@ -1,4 +1,4 @@
-/* kernel_bench.c -- times the hot stream kernels of src/stream.c against a
+/* kernel_bench.c -- times the hot stream kernels of src/kernel/stream.c against a
  * memcpy of the same bytes, side by side in one run (best of 5), and the
  * merge-add against a copy of the merge-add as it was before issue 13
  * (baseline_*, benchmark code only).
@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "qsgd.h"
-#include "stream.h"
+#include "kernel/qsgd.h"
+#include "kernel/stream.h"
 
 /* ------------------------------------------------- the baseline merge-add */
 

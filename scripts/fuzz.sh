@@ -9,7 +9,7 @@
 #                                           tests/fuzz/gen_corpus.c
 #
 # Builds build-fuzz/fuzz_stream with clang (installed from Debian if missing)
-# from src/stream.c + src/errors.c + the target, compiled directly (MPICH's
+# from src/kernel/stream.c + src/base/errors.c + the target, compiled directly (MPICH's
 # mpicc wrapper with MPICH_CC=clang, for <mpi.h>).  New interesting inputs go
 # to build-fuzz/corpus (not committed; the committed seeds in
 # tests/fuzz/corpus are only read).  Every crash libFuzzer reports is copied
@@ -48,7 +48,7 @@ echo '/* fuzz build: nothing configured */' >"$work/config.h"
 MPICH_CC=clang mpicc.mpich -std=c11 -g -O1 -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -Wall -Wextra -Werror -D_GNU_SOURCE -I"$work" -I"$top/include" -I"$top/src" \
-    -o "$work/fuzz_stream" "$top/tests/fuzz/fuzz_stream.c" "$top/src/stream.c" "$top/src/errors.c" -lm
+    -o "$work/fuzz_stream" "$top/tests/fuzz/fuzz_stream.c" "$top/src/kernel/stream.c" "$top/src/base/errors.c" -lm
 
 mkdir -p "$work/corpus" "$work/crashes"
 rm -f "$work"/crashes/*

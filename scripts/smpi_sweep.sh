@@ -100,7 +100,7 @@ build() {
         "$top/build/config.h" >"$out/config.h" || return 1
     local cflags=(-O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -include "$top/bench/smpi/mpi4_shim.h"
                   -I"$out" -I"$top/include" -I"$top/src")
-    for f in "$top"/src/*.c "$top/bench/sparcml_bench.c"; do
+    for f in "$top"/src/*/*.c "$top/bench/sparcml_bench.c"; do
         case $f in */fortran_*.c) continue ;; esac # the MPIs' Fortran bindings
         o=$out/$(basename "$f" .c).o
         # The benchmark's large buffers as SMPI shared allocations (the

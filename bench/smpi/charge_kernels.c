@@ -30,7 +30,7 @@
 #include <smpi/smpi.h>
 #include <stdio.h>
 
-#include "stream.h"
+#include "kernel/stream.h"
 
 #define MERGE_NS_PER_INPUT_ENTRY 2.5
 #define ACCUMULATE_NS_PER_ENTRY 0.8

@@ -1,4 +1,4 @@
-/* fuzz_stream.c -- fuzz target for the stream code of src/stream.c.
+/* fuzz_stream.c -- fuzz target for the stream code of src/kernel/stream.c.
  *
  * One entry point, LLVMFuzzerTestOneInput, used two ways:
  *  - scripts/fuzz.sh links it with libFuzzer (clang -fsanitize=fuzzer,
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream.h"
+#include "kernel/stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* flavour.c -- the MPI-3 stand-ins of src/mpi_flavour.c (what Open MPI 4.1
+/* flavour.c -- the MPI-3 stand-ins of src/base/mpi_flavour.c (what Open MPI 4.1
  * runs instead of the MPI-4 large-count functions) with small int limits,
  * so that their chunks and 8-byte words are exercised without 2^31-element
  * buffers, in their blocking and non-blocking forms.  Linked with the library's core (not preloaded).  Checked
@@ -6,7 +6,7 @@
  * Prints "flavour: P=.. failures=N". */
 #include <string.h>
 
-#include "mpi_flavour.h"
+#include "base/mpi_flavour.h"
 #include "testlib.h"
 
 static int failures, rank, P;

@@ -2,7 +2,7 @@
 ! module: tag a datatype with MPI_Type_set_name, MPI_Allreduce with
 ! MPI_IN_PLACE on a dense float stream written by hand (sparcml-stream(7)).
 ! Under Open MPI the module calls the library's ompi_*_f functions, which
-! the shim takes over (src/fortran_openmpi.c); under MPICH the C functions.
+! the shim takes over (src/shim/fortran_openmpi.c); under MPICH the C functions.
 program fortran_f08
   use mpi_f08
   implicit none

@@ -1,7 +1,7 @@
 /* piggyback.c -- calls whose data travels with the agreement records.
  *
  * A sequence on one communicator that makes the prediction of
- * src/select.h's memo right and wrong in turn: for two buffers A and B of
+ * src/core/select.h's memo right and wrong in turn: for two buffers A and B of
  * different counts (dim 65536 and 32768), small sparse calls (recursive
  * doubling), then at A's count a dense input (where recursive doubling is
  * the wrong choice), interleaved with B, in place and not, float and

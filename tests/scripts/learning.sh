@@ -5,7 +5,7 @@
 # split); the first result shows the union is only 20 % of N, so later calls
 # must move to SSAR split (sparse slices, 2.5x fewer bytes).  A dense result
 # carries no union size: it is counted per rank and summed in the next
-# agreement step (src/allreduce.c).  Control: random indices at the same
+# agreement step (src/core/op.c).  Control: random indices at the same
 # density really fill 59 %, and the choice must stay DSAR.  The algorithm of
 # every call is read from SPARCML_VERBOSE=1 (default cost-model settings,
 # one rank per core whatever this machine has).

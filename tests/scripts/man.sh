@@ -8,7 +8,7 @@ for page in "$SRCDIR"/man/*.7; do
     w=$(man -l --warnings=w "$page" 2>&1 >/dev/null)
     check "$(basename "$page") renders without man warnings" '[ -z "$w" ]'
 done
-for var in $(grep -o '"SPARCML_[A-Z][A-Z_]*"' "$SRCDIR/src/settings.c" | tr -d '"' | sort -u); do
+for var in $(grep -o '"SPARCML_[A-Z][A-Z_]*"' "$SRCDIR/src/core/settings.c" | tr -d '"' | sort -u); do
     check "$var is documented in sparcml.7" 'grep -q "^\.B $var\$" "$SRCDIR/man/sparcml.7"'
 done
 finish

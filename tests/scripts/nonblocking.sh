@@ -11,7 +11,7 @@
 #    then MPI_Start + MPI_Wait for each of the three calls of a case): auto
 #    for P = 1..8, each algorithm forced at P = 4; the split algorithms at
 #    P = 11, where the reduce-scatter posts its later sends round by round
-#    (src/split_phases.c, RS_SENDS_AHEAD), by MPI_Test and persistent;
+#    (src/alg/split_phases.c, RS_SENDS_AHEAD), by MPI_Test and persistent;
 #  - tests/mpi/nonblocking.c: 16 tagged calls outstanding among the
 #    application's own requests, completed by every kind of wait and test
 #    (many), requests freed while pending (free), a malformed stream on one

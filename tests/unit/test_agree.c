@@ -1,9 +1,9 @@
 /* The agreement record (agree.c) and the piggyback memo (select.c). */
 #include <string.h>
 
-#include "agree.h"
-#include "errors.h"
-#include "select.h"
+#include "core/agree.h"
+#include "base/errors.h"
+#include "core/select.h"
 #include "sparcml.h"
 #include "suites.h"
 

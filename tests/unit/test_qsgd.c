@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qsgd.h"
+#include "kernel/qsgd.h"
 #include "suites.h"
 
 static const int bit_settings[] = {2, 4, 8};

@@ -1,5 +1,5 @@
 /* The datatype-name grammar. */
-#include "registry.h"
+#include "shim/registry.h"
 #include "sparcml.h"
 #include "suites.h"
 

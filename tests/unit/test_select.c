@@ -1,8 +1,8 @@
 /* The cost model and the selection rule. */
 #include <math.h>
 
-#include "select.h"
-#include "settings.h"
+#include "core/select.h"
+#include "core/settings.h"
 #include "sparcml.h"
 #include "suites.h"
 

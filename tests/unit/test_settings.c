@@ -1,7 +1,7 @@
 /* Parsing and validation of the SPARCML_* variables. */
 #include <string.h>
 
-#include "settings.h"
+#include "core/settings.h"
 #include "suites.h"
 
 /* A fake environment: pairs of name, value. */

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
-#include "errors.h"
-#include "stream.h"
+#include "runtime/call.h"
+#include "base/errors.h"
+#include "kernel/stream.h"
 #include "suites.h"
 
 static uint64_t rng_state;

@@ -1,0 +1,107 @@
+/* dense_allreduce.c -- the dense path: the vendor's MPI_Allreduce.
+ *
+ * Algorithm: each rank expands its stream into a dense vector and the
+ *   vendor's MPI_Allreduce sums it (Rabenseifner or recursive doubling, the
+ *   vendor's choice).  Chosen when the cost model predicts that the sum is
+ *   (or quickly becomes) dense enough that index overhead and merging cost
+ *   more than they save.  The result must still follow the size rule: when
+ *   no rank's input alone makes it dense (k_max), the ranks' index sets are
+ *   OR-ed as bitmaps (N/8 bytes, one more vendor allreduce), and a union
+ *   whose sparse form is smaller makes the result sparse.
+ * Restrictions: the dense vector must fit recvbuf, or, for a sparse
+ *   result, a pool buffer.
+ * Cost (select.c, cost_dense): the vendor's min(ceil(log2 P) (alpha + beta
+ *   D), 2 ceil(log2 P) alpha + 2 (P-1)/P beta D), plus the same for D/(8 vs)
+ *   bytes of bitmap when the format is not certain.
+ * Memory: recvbuf; a pool copy of a sparse input under MPI_IN_PLACE; the
+ *   bitmap and a dense pool vector when the result's format is not certain.
+ * Rounds: the vendor's; twice when the format is not certain. */
+#include "config.h"
+
+#include <string.h>
+
+#include "runtime/schedule.h"
+
+static MPI_Datatype mpi_value_type(int vtype)
+{
+    switch (vtype) {
+    case SPARCML_FLOAT: return MPI_FLOAT;
+    case SPARCML_DOUBLE: return MPI_DOUBLE;
+    case SPARCML_INT32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
+}
+
+static int summed(sched *s)
+{
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    if (st->present) st->out = stream_select(&st->out, st->present, st->n, c->recvbuf);
+    c->result_nnz = st->out.nnz;
+    c->result_dense = st->out.dense;
+    return MPI_SUCCESS;
+}
+
+/* The dense sum into a dense stream at buf. */
+static int dense_sum(sched *s, void *buf)
+{
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    int P = c->ctx->size;
+    sv src = c->input;
+    /* Under MPI_IN_PLACE a sparse input would be overwritten while it is
+     * being expanded into recvbuf: expand from a copy. */
+    if (src.base == buf && !src.dense) {
+        void *copy = ctx_buffer(c->ctx, POOL_SEND, stream_bytes(&src));
+        if (!copy) return CALL_NOMEM(c);
+        src = stream_copy(&src, copy);
+    }
+    st->out = stream_init(buf, c->dim, c->vtype, c->dim, 1);
+    stream_densify(&src, st->out.val);
+    /* What a bandwidth-optimal (ring / Rabenseifner) allreduce sends. */
+    c->bytes_sent += 2 * (uint64_t)(P - 1) * (c->dim * st->out.vs) / (uint64_t)P;
+    sched_next(s, summed);
+    return sched_allreduce(s, st->out.val, (MPI_Count)c->dim, mpi_value_type(c->vtype), MPI_SUM);
+}
+
+/* The union is known (or the result is dense anyway): sum. */
+static int union_known(sched *s)
+{
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    void *buf;
+    if (st->present) st->n = stream_count_present(st->present, c->dim);
+    if (!sparcml_prefers_dense(c->dim, c->vtype, st->n)) {
+        if (sparcml_sparse_bytes(c->dim, c->vtype, st->n) > c->recv_bytes) {
+            c->reason = SPARCML_R_CAPACITY;
+            return MPI_SUCCESS;
+        }
+        buf = ctx_buffer(c->ctx, POOL_ACC0, sparcml_dense_bytes(c->dim, c->vtype));
+        if (!buf) return CALL_NOMEM(c);
+        return dense_sum(s, buf);
+    }
+    st->present = NULL;
+    if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    return dense_sum(s, c->recvbuf);
+}
+
+int sparcml_dense_allreduce(sched *s)
+{
+    struct dense_state *st = &s->u.dense;
+    sparcml_call *c = s->c;
+    uint64_t words = (c->dim + 63) / 64;
+    *st = (struct dense_state){.n = c->dim};
+    /* Every rank has the same k_max, and then the same union: the OR of
+     * every rank's index bitmap, in POOL_PRESENCE. */
+    if (sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) return union_known(s);
+    st->present = ctx_buffer(c->ctx, POOL_PRESENCE, words * 8);
+    if (!st->present) return CALL_NOMEM(c);
+    memset(st->present, 0, words * 8);
+    stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
+    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
+    sched_next(s, union_known);
+    return sched_allreduce(s, st->present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR);
+}

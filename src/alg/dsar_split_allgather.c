@@ -1,0 +1,115 @@
+/* dsar_split_allgather.c -- DSAR_Split_allgather (SparCML, SC'19, 5.2).
+ *
+ * Algorithm: sparse reduce-scatter as in SSAR_Split_allgather, but each
+ *   owner turns its reduced slice dense, written straight into its place in
+ *   recvbuf, and a dense in-place MPI_Allgatherv completes the result.  The
+ *   choice once the sum has filled in: the allgather moves (P-1)/P N values
+ *   per rank with no index overhead and no local assembly.  With QSGD the
+ *   dense slices travel quantized instead: each owner encodes its slice
+ *   once, the messages are allgathered, and every rank (the owner too)
+ *   decodes all of them, so all hold the same bits.
+ *   The result must still follow the size rule: when no rank's input alone
+ *   makes it dense (k_max), the owners' union sizes are allgathered first,
+ *   and a result that turns out sparse is gathered as SSAR_Split_allgather
+ *   gathers it.
+ * Restrictions: a dense result must fit recvbuf (else MPI_ERR_TRUNCATE).
+ * Cost (select.c, cost_dsar_split): the reduce-scatter, then the vendor's
+ *   allgather of N vs bytes (cost_vendor_allgather: (P-1) alpha for a
+ *   vector this long, a ring) + beta (P-1)/P N vs, plus ceil(log2 P) alpha
+ *   for the union sizes when the result's format is not certain.
+ * Memory: the reduce-scatter's parts and sums; the result in recvbuf.
+ * Rounds: P-1 point-to-point, then one allgather (two when the format is
+ *   not certain). */
+#include "config.h"
+
+#include <string.h>
+
+#include "runtime/schedule.h"
+
+/* Each rank's dense slice arrived in place. */
+static int dense_gathered(sched *s)
+{
+    (void)s;
+    return MPI_SUCCESS;
+}
+
+static int allgather_dense(sched *s, sv *out)
+{
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out->vs);
+        ctx->displs[r] = (MPI_Aint)(ctx->offsets[r] * out->vs);
+    }
+    /* As for a ring allgather: everything but this rank's own slice. */
+    c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
+    sched_next(s, dense_gathered);
+    return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs);
+}
+
+/* Every rank's quantized slice arrived: decode them into recvbuf. */
+static int quantized_gathered(sched *s)
+{
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    sv out = stream_view(c->recvbuf); /* the header gather_result wrote */
+    for (int r = 0; r < ctx->size; r++) {
+        const char *m = s->u.split.gathered + ctx->displs[r];
+        void *tmp = ctx_buffer(ctx, POOL_QDEC, qsgd_is_message(m) ? qsgd_decoded_bytes(m) : 8);
+        sv part;
+        if (!tmp) return CALL_NOMEM(c);
+        part = qsgd_is_message(m) ? qsgd_decode_message(m, tmp) : stream_view(m);
+        memcpy((char *)out.val + ctx->offsets[r] * out.vs, part.val, part.dim * out.vs);
+    }
+    return MPI_SUCCESS;
+}
+
+static int allgather_quantized(sched *s)
+{
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    uint64_t dim = ctx->offsets[ctx->rank + 1] - ctx->offsets[ctx->rank];
+    void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
+    sv slice;
+    int rc;
+    if (!dense) return CALL_NOMEM(c);
+    slice = stream_init(dense, dim, c->vtype, dim, 1);
+    stream_densify(&s->u.split.mine.sum, slice.val);
+    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &s->u.split.w);
+    if (rc != MPI_SUCCESS) return rc;
+    return split_allgather_messages(s, 0, quantized_gathered);
+}
+
+/* The union size is known, or the result is dense anyway. */
+static int gather_result(sched *s)
+{
+    sparcml_call *c = s->c;
+    sv out;
+    if (!s->u.split.dense_certain && !sparcml_prefers_dense(c->dim, c->vtype, s->u.split.result_nnz))
+        return split_gather(s);
+    if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    /* The input has been consumed: recvbuf may be written. */
+    out = stream_init(c->recvbuf, c->dim, c->vtype, c->dim, 1);
+    c->result_nnz = c->dim;
+    c->result_dense = 1;
+    if (c->q.bits) return allgather_quantized(s);
+    stream_densify(&s->u.split.mine.sum, (char *)out.val + c->ctx->offsets[c->ctx->rank] * out.vs);
+    return allgather_dense(s, &out);
+}
+
+static int reduced(sched *s)
+{
+    sparcml_call *c = s->c;
+    /* Every rank has the same k_max, and then the same union sizes. */
+    s->u.split.dense_certain = sparcml_prefers_dense(c->dim, c->vtype, c->k_max);
+    if (s->u.split.dense_certain) return gather_result(s);
+    return split_union(s, gather_result);
+}
+
+int sparcml_dsar_split_allgather(sched *s)
+{
+    return split_reduce_scatter(s, reduced);
+}

@@ -1,0 +1,389 @@
+/* split_phases.c -- the two phases the split algorithms share (SparCML,
+ * SC'19, 5.2 "split allgather").
+ *
+ * Reduce-scatter: [0, dim) is cut into P nearly equal ranges; rank r owns
+ * range r.  Every rank sends the part of its stream in range r to rank r
+ * (each part is a stream of its own: sparse or dense, whichever is smaller,
+ * QSGD-quantized by its sender when enabled) and sums what it receives for
+ * its own range.  Each owner adds the parts in an order of its own that
+ * is fixed (its own part, then rank r-1's, r-2's, ...), so the sum -- and
+ * with it the final result -- does not depend on message arrival order:
+ * runs are reproducible.
+ *
+ * Allgather of messages of different sizes: the sizes first (one
+ * MPI_Allgather), then MPI_Allgatherv. */
+#include "config.h"
+
+#include <string.h>
+
+#include "runtime/schedule.h"
+#include "base/mpi_flavour.h"
+
+void split_bounds(uint64_t dim, int P, uint64_t *offsets)
+{
+    uint64_t base = dim / (uint64_t)P, extra = dim % (uint64_t)P;
+    for (int r = 0; r <= P; r++)
+        offsets[r] = (uint64_t)r * base + ((uint64_t)r < extra ? (uint64_t)r : extra);
+}
+
+/* Write every rank's part of the input into the send pool, and its wire
+ * form (quantized into POOL_QMSG where that applies) into wires[]. */
+static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
+{
+    sparcml_ctx *ctx = c->ctx;
+    const uint64_t *lo = ctx->offsets;
+    uint64_t total = 0, qtotal = 0;
+    char *buf, *qbuf = NULL;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->displs[r] = (MPI_Aint)total;
+        total += sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
+    }
+    buf = ctx_buffer(ctx, POOL_SEND, total);
+    if (!buf) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; r++) {
+        parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], buf + ctx->displs[r]);
+        wires[r] = wire_of(&parts[r]);
+        if (r != ctx->rank && call_quantizes(c, &parts[r]))
+            qtotal += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
+    }
+    if (qtotal == 0) return MPI_SUCCESS;
+    qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal);
+    if (!qbuf) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; r++) {
+        qsgd_key key = {c->q.seed, (uint64_t)ctx->rank, ctx->calls,
+                        (uint64_t)TAG_REDUCE_SCATTER << 32 | (uint64_t)r};
+        if (r == ctx->rank || !call_quantizes(c, &parts[r])) continue;
+        wires[r].buf = qbuf;
+        wires[r].bytes = qsgd_encode_message(&parts[r], &c->q, &key, qbuf);
+        wires[r].quantized = 1;
+        qbuf += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
+    }
+    return MPI_SUCCESS;
+}
+
+static void swap_pools(sparcml_ctx *ctx, int a, int b)
+{
+    void *p = ctx->pool[a];
+    size_t n = ctx->pool_bytes[a];
+    ctx->pool[a] = ctx->pool[b];
+    ctx->pool_bytes[a] = ctx->pool_bytes[b];
+    ctx->pool[b] = p;
+    ctx->pool_bytes[b] = n;
+}
+
+static uint64_t *presence_start(sparcml_call *c, uint64_t dim)
+{
+    uint64_t bytes = (dim + 63) / 64 * 8;
+    uint64_t *present = ctx_buffer(c->ctx, POOL_PRESENCE, bytes);
+    if (present) memset(present, 0, bytes);
+    return present;
+}
+
+/* sum (in pool *sum_pool, or -1: our own part in the send pool) += part.
+ * A sparse sum's indices are the union of the parts so far.  A dense sum
+ * carries *present, the union's bitmap, or NULL once a dense part (every
+ * index) came in: its zeros cannot say which indices were supplied. */
+static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present, const sv *part)
+{
+    if (sum->dense) {
+        /* Our own part is never sent, so it may be summed into in place too. */
+        stream_accumulate(sum, part, 0);
+    } else {
+        sv before = *sum;
+        int out_pool = *sum_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
+        void *out = ctx_buffer(c->ctx, out_pool, stream_merge_bound(sum, part));
+        if (!out) return CALL_NOMEM(c);
+        *sum = stream_merge_add(sum, part, out);
+        *sum_pool = out_pool;
+        if (sum->dense && !part->dense) { /* two sparse operands, a dense sum */
+            *present = presence_start(c, sum->dim);
+            if (!*present) return CALL_NOMEM(c);
+            stream_mark_present(&before, *present);
+        }
+    }
+    if (part->dense) *present = NULL;
+    else if (sum->dense && *present) stream_mark_present(part, *present);
+    return MPI_SUCCESS;
+}
+
+/* Reduce-scatter steps: parts are received and added one per round: our
+ * own first, then rank me-1's, me-2's, ... (mod P).  That is the order in
+ * which the senders' staggered sends reach us (rank r sends to r+1, r+2,
+ * ... first), so in each round every rank pulls from a different sender:
+ * receiving in rank order would make all P-1 owners pull from rank 0
+ * first, then rank 1, ..., sharing one sender's link each round wherever a
+ * transfer waits for its receive (rendezvous messages; every message in
+ * SimGrid).  The order is fixed for each owner, so runs stay reproducible.
+ *
+ * Sends run RS_SENDS_AHEAD rounds ahead of receives: round j posts the
+ * part for rank me+j+RS_SENDS_AHEAD-1 before it receives, so every part is
+ * out before its owner asks for it (in round i for the part from me-i),
+ * but a rank never floods the others with all P-1 parts at once (each
+ * receiver would hold up to P-1 unexpected messages; MPICH throttles its
+ * alltoall for the same reason).  In SimGrid, which keeps every detached
+ * send of the simulation in one list, all at once made P >= 512 intractable
+ * (bench/RESULTS.md); the simulated times do not change. */
+enum { RS_SENDS_AHEAD = 8 };
+
+static int rs_next_part(sched *s);
+
+/* Post the part for rank me+i, if there is one. */
+static int rs_send_part(sched *s, int i)
+{
+    struct split_state *st = &s->u.split;
+    int P = s->c->ctx->size, dest = (s->c->ctx->rank + i) % P;
+    return i < P ? sched_send(s, &st->wires[dest], dest, TAG_REDUCE_SCATTER) : MPI_SUCCESS;
+}
+
+static int rs_part_in(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    int rc = MPI_SUCCESS;
+    if (st->step > 0) {
+        rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
+    } else {
+        st->sum = st->part;
+        if (st->where >= 0) { /* keep it out of the way of the next receive */
+            swap_pools(s->c->ctx, st->where, POOL_ACC0);
+            st->sum_pool = POOL_ACC0;
+        }
+    }
+    st->step++;
+    return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
+}
+
+/* The part of this step: our own (left in the send pool: where = -1) or
+ * rank me-step's. */
+static int rs_next_part(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    int P = c->ctx->size, src = (c->ctx->rank - st->step + P) % P;
+    if (st->step == P) {
+        split_slice *mine = &st->mine;
+        mine->sum = st->sum;
+        mine->present = st->sum.dense ? st->present : NULL;
+        mine->union_nnz = !st->sum.dense ? st->sum.nnz
+                          : st->present  ? stream_count_present(st->present, st->sum.dim)
+                                         : st->sum.dim;
+        sched_next_after_sends(s, st->phase_then);
+        return MPI_SUCCESS;
+    }
+    if (st->step == 0) {
+        st->part = st->parts[src];
+        st->where = -1;
+        return rs_part_in(s);
+    }
+    int rc = rs_send_part(s, st->step + RS_SENDS_AHEAD - 1);
+    if (rc != MPI_SUCCESS) return rc;
+    sched_next(s, rs_part_in);
+    return sched_recv_stream(s, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
+}
+
+int split_reduce_scatter(sched *s, sched_step then)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    int P = ctx->size, rc;
+    char *scratch = ctx_buffer(ctx, POOL_PARTS, (uint64_t)P * (sizeof(sv) + sizeof(wire)));
+    if (!scratch) return CALL_NOMEM(c);
+    *st = (struct split_state){.parts = (sv *)scratch, .wires = (wire *)(scratch + (size_t)P * sizeof(sv)),
+                               .sum = sv_absent(), .sum_pool = -1, .phase_then = then};
+    split_bounds(c->dim, P, ctx->offsets);
+    rc = pack_parts(c, st->parts, st->wires);
+    /* staggered, so not everyone hits rank 0 first; the rest go out round
+     * by round (rs_next_part) */
+    for (int i = 1; i < RS_SENDS_AHEAD && rc == MPI_SUCCESS; i++) rc = rs_send_part(s, i);
+    return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
+}
+
+static int union_known(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    st->result_nnz = 0;
+    for (int r = 0; r < s->c->ctx->size; r++) st->result_nnz += s->c->ctx->unions[r];
+    return st->phase_then(s);
+}
+
+int split_union(sched *s, sched_step then)
+{
+    struct split_state *st = &s->u.split;
+    st->phase_then = then;
+    sched_next(s, union_known);
+    return sched_allgather(s, &st->mine.union_nnz, (int)sizeof st->mine.union_nnz, s->c->ctx->unions);
+}
+
+/* Slice r travels sparse when the result is sparse, else in the smaller
+ * form: known to every rank from the owners' union sizes. */
+static int travels_dense(const sparcml_call *c, int r, int result_dense)
+{
+    uint64_t dim = c->ctx->offsets[r + 1] - c->ctx->offsets[r];
+    return result_dense && sparcml_prefers_dense(dim, c->vtype, c->ctx->unions[r]);
+}
+
+/* This owner's slice in the form it travels in (in POOL_SLICE if changed). */
+static int slice_message(sparcml_call *c, const split_slice *mine, int dense, sv *msg)
+{
+    const sv *sum = &mine->sum;
+    uint64_t bytes = dense ? sparcml_dense_bytes(sum->dim, sum->vtype)
+                           : sparcml_sparse_bytes(sum->dim, sum->vtype, mine->union_nnz);
+    void *buf;
+    if (sum->dense == dense) {
+        *msg = *sum;
+        return MPI_SUCCESS;
+    }
+    buf = ctx_buffer(c->ctx, POOL_SLICE, bytes);
+    if (!buf) return CALL_NOMEM(c);
+    if (!dense) {
+        *msg = stream_select(sum, mine->present, mine->union_nnz, buf);
+        return MPI_SUCCESS;
+    }
+    *msg = stream_init(buf, sum->dim, sum->vtype, sum->dim, 1);
+    stream_densify(sum, msg->val);
+    return MPI_SUCCESS;
+}
+
+/* Views of the gathered slices, decoding quantized ones into POOL_QDEC. */
+static int gathered_parts(sparcml_call *c, char *gathered, sv *parts)
+{
+    sparcml_ctx *ctx = c->ctx;
+    uint64_t decoded = 0;
+    char *dec;
+    for (int r = 0; r < ctx->size; r++) {
+        const char *m = gathered + ctx->displs[r];
+        if (qsgd_is_message(m)) decoded += sparcml_round8(qsgd_decoded_bytes(m));
+        else parts[r] = stream_view(m);
+    }
+    if (decoded == 0) return MPI_SUCCESS;
+    dec = ctx_buffer(ctx, POOL_QDEC, decoded);
+    if (!dec) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; r++) {
+        const char *m = gathered + ctx->displs[r];
+        if (!qsgd_is_message(m)) continue;
+        parts[r] = qsgd_decode_message(m, dec);
+        dec += sparcml_round8(qsgd_decoded_bytes(m));
+    }
+    return MPI_SUCCESS;
+}
+
+/* Unquantized messages have sizes every rank can compute. */
+static void known_sizes(sparcml_call *c, int result_dense)
+{
+    sparcml_ctx *ctx = c->ctx;
+    for (int r = 0; r < ctx->size; r++) {
+        uint64_t dim = ctx->offsets[r + 1] - ctx->offsets[r];
+        ctx->counts[r] = (MPI_Count)sparcml_round8(
+            travels_dense(c, r, result_dense) ? sparcml_dense_bytes(dim, c->vtype)
+                                              : sparcml_sparse_bytes(dim, c->vtype, ctx->unions[r]));
+    }
+}
+
+/* The gathered slices into recvbuf. */
+static int gather_assemble(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sv *parts = c->ctx->pool[POOL_PARTS], result;
+    int rc = gathered_parts(c, st->gathered, parts);
+    if (rc != MPI_SUCCESS) return rc;
+    /* The input has been consumed by the reduce-scatter, so recvbuf (which
+     * holds it under MPI_IN_PLACE) may now be written. */
+    result = stream_concat(parts, c->ctx->offsets, c->ctx->size, c->dim, st->dense, c->recvbuf);
+    c->result_nnz = result.nnz;
+    c->result_dense = result.dense;
+    return MPI_SUCCESS;
+}
+
+int split_gather(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    uint64_t bytes;
+    int rc;
+    st->dense = sparcml_prefers_dense(c->dim, c->vtype, st->result_nnz);
+    bytes = st->dense ? sparcml_dense_bytes(c->dim, c->vtype) : sparcml_sparse_bytes(c->dim, c->vtype, st->result_nnz);
+    if (bytes > c->recv_bytes) { /* every rank knows the same sizes */
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    rc = slice_message(c, &st->mine, travels_dense(c, ctx->rank, st->dense), &st->msg);
+    if (rc == MPI_SUCCESS)
+        rc = p2p_encode(c, &st->msg, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &st->w);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!c->q.bits) known_sizes(c, st->dense);
+    return split_allgather_messages(s, !c->q.bits, gather_assemble);
+}
+
+/* MPICH's ring MPI_Allgatherv for long messages cuts every block into
+ * chunks of the smallest count.  When the counts differ, the block a rank
+ * sends and the one it receives end at different chunks, and from there on
+ * each sendrecv moves a whole chunk one way and a remainder the other: half
+ * the link (1.7-1.8x slower at P = 16 to 64 in SimGrid's copy of that code,
+ * bench/RESULTS.md).  Equal counts keep the chunks in step, so when padding
+ * every message to the largest costs at most 1/16 more bytes, all travel in
+ * slots of that size.  Every rank knows every count: all choose alike. */
+static MPI_Count common_slot(const sparcml_ctx *ctx)
+{
+    MPI_Count largest = 0, total = 0;
+    for (int r = 0; r < ctx->size; r++) {
+        total += ctx->counts[r];
+        if (ctx->counts[r] > largest) largest = ctx->counts[r];
+    }
+    return largest * ctx->size - total <= total / 16 ? largest : 0;
+}
+
+/* This rank's message in a slot of `slot` bytes, the tail zeroed. */
+static int fill_slot(sparcml_call *c, struct split_state *st, MPI_Count slot)
+{
+    char *padded;
+    if (slot == st->my_bytes) return MPI_SUCCESS;
+    padded = ctx_buffer(c->ctx, POOL_SLOT, (uint64_t)slot);
+    if (!padded) return CALL_NOMEM(c);
+    memcpy(padded, st->w.buf, (size_t)st->my_bytes);
+    memset(padded + st->my_bytes, 0, (size_t)(slot - st->my_bytes));
+    st->w.buf = padded;
+    st->my_bytes = slot;
+    return MPI_SUCCESS;
+}
+
+/* The sizes are known: gather the messages. */
+static int gather_messages(sched *s)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    MPI_Count total = 0, slot = common_slot(ctx);
+    if (slot) {
+        int rc = fill_slot(c, st, slot);
+        if (rc != MPI_SUCCESS) return rc;
+        for (int r = 0; r < ctx->size; r++) ctx->counts[r] = slot;
+    }
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->displs[r] = (MPI_Aint)total;
+        total += ctx->counts[r];
+    }
+    /* A ring allgather sends every message but the last one it receives:
+     * per rank about the total less its own. */
+    c->bytes_sent += (uint64_t)(total - st->my_bytes);
+    st->gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)total);
+    if (!st->gathered) return CALL_NOMEM(c);
+    sched_next(s, st->phase_then);
+    return sched_allgatherv_bytes(s, st->w.buf, st->my_bytes, st->gathered, ctx->counts, ctx->displs);
+}
+
+int split_allgather_messages(sched *s, int sizes_known, sched_step then)
+{
+    struct split_state *st = &s->u.split;
+    sparcml_ctx *ctx = s->c->ctx;
+    st->my_bytes = (MPI_Count)sparcml_round8(st->w.bytes);
+    st->phase_then = then;
+    /* Whole words, so every gathered message starts 8-byte aligned; zero the
+     * tail so no uninitialised byte goes on the wire (every pool buffer is
+     * allocated in multiples of 64 bytes, so the tail is there). */
+    memset((char *)st->w.buf + st->w.bytes, 0, (size_t)st->my_bytes - st->w.bytes);
+    if (sizes_known) return gather_messages(s);
+    sched_next(s, gather_messages);
+    return sched_allgather(s, &st->my_bytes, (int)sizeof st->my_bytes, ctx->counts);
+}

@@ -1,0 +1,273 @@
+/* ssar_recursive_double.c -- SSAR_Recursive_double (SparCML, SC'19, 5.2).
+ *
+ * Algorithm: log2(P) rounds; in round j every rank exchanges its current
+ *   stream with partner rank XOR 2^j and merge-adds.  Latency-optimal: the
+ *   right choice for small k, where the alpha term dominates.
+ *   Non-power-of-two P is folded as in MPICH's recursive doubling: with
+ *   p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
+ *   sends its stream to r + 1 and sits out; the p2 remaining ranks run the
+ *   rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
+ *   Pipelined (c->pipeline_chunks = C > 1): the sum is kept as C range
+ *   streams (stream_range: consecutive index ranges, whole dimension), a
+ *   round sends all C at once and merges chunk i of the partner's message
+ *   while chunk i + 1 travels (its receive is started before the merge).
+ * Restrictions: none (any P, any dim, every value type).  Pipelining only
+ *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD,
+ *   not while the agreement's records ride on the messages.
+ * Cost (select.c, cost_recursive_double): per round alpha + beta (size of
+ *   the group's union so far) + gamma merging both operands; 2 alpha + beta
+ *   (input + result) more for the fold when P is not a power of two.
+ *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
+ *   (alpha + k beta).  Pipelined: C alpha + max(beta, gamma terms) +
+ *   min(beta, gamma terms) / C per round, plus copying the input into
+ *   chunks and joining the result (memcpy speed).
+ * Memory: two accumulators (pool ACC0/ACC1) of the union's size, the
+ *   received stream, QSGD's encoded and decoded messages.  Pipelined: two
+ *   sets of C chunks (POOL_RD_PART) of the union's size in all, two
+ *   received chunks (POOL_RECV, POOL_RECV_NEXT).
+ * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each;
+ *   pipelined, C steps each.
+ *
+ * Bitwise identical results: in every addition the stream of the lower
+ * rank is the left operand, so partners compute the very same sums.  With
+ * QSGD a rank quantizes its message once and then adds, in place of its own
+ * exact stream, the decoded message its partner adds: both sides sum the
+ * same two quantized operands.  The final fold-out message is exact.
+ *
+ * The agreement stage runs this schedule with the records riding on its
+ * messages (allreduce.c, p2p.c): then a rank may have no stream
+ * (sv_absent), and any sum with an absent stream, or of streams that do
+ * not match, is absent: the records, complete at the end, report why, and
+ * nothing is delivered. */
+#include "config.h"
+
+#include "runtime/schedule.h"
+
+/* Real rank of the rank numbered `newrank` among the p2 active ones. */
+static int active_rank(int newrank, int rem)
+{
+    return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+}
+
+/* cur (in pool *cur_pool, or the caller's buffer when *cur_pool < 0)
+ * becomes cur + other, with other's rank on the left when other_is_lower.
+ * The last sum of the call goes straight into recvbuf when it surely fits
+ * and recvbuf is not an operand (under MPI_IN_PLACE it holds the input):
+ * that saves copying the result once more at the end (when the call lets
+ * it: call_may_write_result). */
+static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower,
+                   int last)
+{
+    int out_pool;
+    void *out;
+    uint64_t bound;
+    if (sv_is_absent(cur) || sv_is_absent(other) || cur->dim != other->dim
+        || cur->vtype != other->vtype) {
+        *cur = sv_absent();
+        return MPI_SUCCESS;
+    }
+    if (cur->dense && *cur_pool >= 0) {
+        stream_accumulate(cur, other, other_is_lower);
+        return MPI_SUCCESS;
+    }
+    bound = stream_merge_bound(cur, other);
+    out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
+    if (last && call_may_write_result(c) && bound <= c->recv_bytes && cur->base != c->recvbuf) {
+        out = c->recvbuf;
+        out_pool = -1;
+    } else {
+        out = ctx_buffer(c->ctx, out_pool, bound);
+    }
+    if (!out) return CALL_NOMEM(c);
+    *cur = other_is_lower ? stream_merge_add(other, cur, out) : stream_merge_add(cur, other, out);
+    *cur_pool = out_pool;
+    return MPI_SUCCESS;
+}
+
+/* Steps.  An even rank of the fold contributes, then receives the result;
+ * an odd one adds its partner's stream and joins the rounds; after the
+ * rounds, odd ranks of the fold send the result back. */
+static int rd_deliver(sched *s)
+{
+    return call_deliver(s->c, &s->u.rd.cur);
+}
+
+/* ----------------------------------------------------- pipelined rounds */
+
+static int rd_part_pool(int set, int i) { return POOL_RD_PART + set * SPARCML_PIPELINE_CHUNKS_MAX + i; }
+
+/* Cut the sum into chunks (set 0) before the first round. */
+static int rd_chunk(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    split_bounds(st->cur.dim, st->chunks, st->bounds);
+    st->set = 0;
+    for (int i = 0; i < st->chunks; i++) {
+        uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];
+        void *buf = ctx_buffer(s->c->ctx, rd_part_pool(0, i), stream_range_bytes(&st->cur, lo, hi));
+        if (!buf) return CALL_NOMEM(s->c);
+        st->part[0][i] = stream_range(&st->cur, lo, hi, buf);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Join the chunks into cur after the last round: straight into recvbuf
+ * when the call lets it (the input, copied into chunks, is not needed). */
+static int rd_join(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    const sv *parts = st->part[st->set];
+    uint64_t nnz = 0, at_zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0}, bytes;
+    void *out = c->recvbuf;
+    for (int i = 0; i < st->chunks; i++) nnz += parts[i].nnz;
+    bytes = sparcml_sparse_bytes(st->cur.dim, st->cur.vtype, nnz);
+    st->cur_pool = -1;
+    if (!call_may_write_result(c) || bytes > c->recv_bytes) {
+        st->cur_pool = POOL_ACC0;
+        out = ctx_buffer(c->ctx, POOL_ACC0, bytes);
+        if (!out) return CALL_NOMEM(c);
+    }
+    st->cur = stream_concat(parts, at_zero, st->chunks, st->cur.dim, 0, out);
+    st->chunks = 1;
+    return MPI_SUCCESS;
+}
+
+static int rd_round(sched *s);
+
+/* Chunk `got` of the partner's message is in: start receiving the next,
+ * then add this one (the lower rank's chunk on the left). */
+static int rd_chunk_arrived(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    int i = st->got, partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
+    const sv in = st->other, *mine = &st->part[st->set][i];
+    void *out;
+    if (i + 1 < st->chunks)
+        rc = sched_recv_stream_early(s, partner, TAG_RECURSIVE_DOUBLE, i % 2 ? POOL_RECV : POOL_RECV_NEXT,
+                                     POOL_QDEC, &st->other);
+    if (rc != MPI_SUCCESS) return rc;
+    out = ctx_buffer(c->ctx, rd_part_pool(!st->set, i), stream_merge_bound(mine, &in));
+    if (!out) return CALL_NOMEM(c);
+    st->part[!st->set][i] = partner < c->ctx->rank ? stream_merge_add(&in, mine, out) : stream_merge_add(mine, &in, out);
+    if (++st->got < st->chunks) {
+        sched_next(s, rd_chunk_arrived);
+        return MPI_SUCCESS;
+    }
+    /* The next round's sums go where this round's chunks were sent from. */
+    st->set = !st->set;
+    st->mask <<= 1;
+    st->round++;
+    sched_next_after_sends(s, rd_round);
+    return MPI_SUCCESS;
+}
+
+static int rd_round_pipelined(sched *s, int partner)
+{
+    struct rd_state *st = &s->u.rd;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) {
+        wire w = wire_of(&st->part[st->set][i]);
+        rc = sched_send(s, &w, partner, TAG_RECURSIVE_DOUBLE);
+    }
+    st->got = 0;
+    if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);
+    sched_next(s, rd_chunk_arrived);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- rounds */
+
+static int rd_folded_rank(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    int rank = c->ctx->rank;
+    /* The send completes before the result is delivered: under
+     * MPI_IN_PLACE the input lives in recvbuf, which the result overwrites. */
+    int rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &st->w);
+    if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, rank + 1, TAG_FOLD_IN);
+    if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &st->cur, NULL);
+    sched_next_after_sends(s, rd_deliver);
+    return rc;
+}
+
+/* The rank's sum enters the rounds (chunked when they are pipelined). */
+static int rd_rounds(sched *s)
+{
+    int rc = s->u.rd.chunks > 1 ? rd_chunk(s) : MPI_SUCCESS;
+    return rc == MPI_SUCCESS ? rd_round(s) : rc;
+}
+
+static int rd_fold_added(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    int rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, 1, st->p2 == 1);
+    st->newrank = s->c->ctx->rank / 2;
+    return rc == MPI_SUCCESS ? rd_rounds(s) : rc;
+}
+
+/* A round is complete: add.  Before round j, cur is the sum of the group of
+ * 2^j active ranks newrank >> j, identical on all its members: that group,
+ * not this rank, names the quantization key (rd_round). */
+static int rd_round_done(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    int partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
+    sv own;
+    /* cur may be updated in place now: its send is complete. */
+    if (st->w.quantized) {
+        rc = p2p_decode_own(s->c, &st->cur, &st->w, POOL_QOWN, &own);
+        st->cur = own;
+        st->cur_pool = POOL_QOWN;
+    }
+    if (rc == MPI_SUCCESS)
+        rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, partner < s->c->ctx->rank, st->mask * 2 >= st->p2);
+    st->mask <<= 1;
+    st->round++;
+    return rc == MPI_SUCCESS ? rd_round(s) : rc;
+}
+
+/* Exchange cur with the partner of this round, or finish. */
+static int rd_round(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    sparcml_call *c = s->c;
+    int rank = c->ctx->rank, partner, rc;
+    if (st->mask >= st->p2) {
+        rc = st->chunks > 1 ? rd_join(s) : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) return rc;
+        if (rank >= 2 * st->rem) return rd_deliver(s);
+        st->w = wire_of(&st->cur);
+        sched_next_after_sends(s, rd_deliver);
+        return sched_send(s, &st->w, rank - 1, TAG_FOLD_OUT);
+    }
+    partner = active_rank(st->newrank ^ st->mask, st->rem);
+    if (st->chunks > 1) return rd_round_pipelined(s, partner);
+    rc = p2p_encode(c, &st->cur, (uint64_t)(st->newrank >> st->round),
+                    (uint64_t)TAG_RECURSIVE_DOUBLE << 32 | (uint64_t)st->round, POOL_QMSG, &st->w);
+    if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, partner, TAG_RECURSIVE_DOUBLE);
+    if (rc == MPI_SUCCESS)
+        rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);
+    sched_next_after_sends(s, rd_round_done);
+    return rc;
+}
+
+int sparcml_ssar_recursive_double(sched *s)
+{
+    struct rd_state *st = &s->u.rd;
+    int P = s->c->ctx->size, rank = s->c->ctx->rank;
+    *st = (struct rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1, .chunks = 1};
+    if (s->c->pipeline_chunks > 1 && !s->c->recording) st->chunks = s->c->pipeline_chunks;
+    s->c->chunks_run = st->chunks;
+    while (st->p2 * 2 <= P) st->p2 *= 2;
+    st->rem = P - st->p2;
+    if (rank >= 2 * st->rem) {
+        st->newrank = rank - st->rem;
+        return rd_rounds(s);
+    }
+    if (rank % 2 == 0) return rd_folded_rank(s);
+    sched_next(s, rd_fold_added);
+    return sched_recv_stream(s, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &st->other, NULL);
+}

@@ -1,0 +1,73 @@
+/* errors.c -- reason texts, their MPI error classes, and reporting. */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "base/errors.h"
+
+static const struct {
+    const char *text;
+    int mpi_class;
+} reasons[SPARCML_R_COUNT_] = {
+    [SPARCML_R_OK] = {"success", MPI_SUCCESS},
+    [SPARCML_R_NULL_BUFFER] = {"null buffer", MPI_ERR_BUFFER},
+    [SPARCML_R_UNALIGNED] = {"buffer not 8-byte aligned", MPI_ERR_BUFFER},
+    [SPARCML_R_SHORT_BUFFER] = {"count too small to hold a stream header", MPI_ERR_COUNT},
+    [SPARCML_R_BAD_MAGIC] = {"bad magic (not a sparcml stream)", MPI_ERR_ARG},
+    [SPARCML_R_BAD_VERSION] = {"unsupported stream version", MPI_ERR_ARG},
+    [SPARCML_R_BAD_VALUE_TYPE] = {"unknown value type in stream header", MPI_ERR_ARG},
+    [SPARCML_R_VALUE_TYPE_TAG] = {"stream value type differs from the datatype's tag", MPI_ERR_TYPE},
+    [SPARCML_R_DIM_TOO_LARGE] = {"dim exceeds 2^56", MPI_ERR_ARG},
+    [SPARCML_R_BAD_INDEX_WIDTH] = {"index width does not match dim", MPI_ERR_ARG},
+    [SPARCML_R_BAD_FORMAT] = {"unknown format flag (neither sparse nor dense)", MPI_ERR_ARG},
+    [SPARCML_R_BAD_RESERVED] = {"reserved header field is not zero", MPI_ERR_ARG},
+    [SPARCML_R_NNZ_GT_DIM] = {"nnz > dim", MPI_ERR_ARG},
+    [SPARCML_R_DENSE_NNZ] = {"dense stream with nnz != dim", MPI_ERR_ARG},
+    [SPARCML_R_STREAM_OVERFLOW] = {"stream is longer than count words", MPI_ERR_COUNT},
+    [SPARCML_R_INDEX_GE_DIM] = {"index >= dim", MPI_ERR_ARG},
+    [SPARCML_R_UNSORTED] = {"indices not sorted", MPI_ERR_ARG},
+    [SPARCML_R_DUPLICATE] = {"duplicate index", MPI_ERR_ARG},
+    [SPARCML_R_NEGATIVE_COUNT] = {"negative count", MPI_ERR_COUNT},
+    [SPARCML_R_ALIASED] = {"sendbuf == recvbuf (use MPI_IN_PLACE)", MPI_ERR_BUFFER},
+    [SPARCML_R_OP] = {"only MPI_SUM is defined on sparse streams", MPI_ERR_OP},
+    [SPARCML_R_INTERCOMM] = {"inter-communicators are not supported for sparse streams", MPI_ERR_COMM},
+    [SPARCML_R_DIM_MISMATCH] = {"dim differs between ranks", MPI_ERR_ARG},
+    [SPARCML_R_VALUE_TYPE_MISMATCH] = {"value type differs between ranks", MPI_ERR_TYPE},
+    [SPARCML_R_COUNT_MISMATCH] = {"count differs between ranks", MPI_ERR_COUNT},
+    [SPARCML_R_CONFIG_MISMATCH] = {"SPARCML_* settings differ between ranks", MPI_ERR_OTHER},
+    [SPARCML_R_HISTORY_MISMATCH] = {"ranks disagree on the outcome of earlier calls on this communicator",
+                                    MPI_ERR_OTHER},
+    [SPARCML_R_CAPACITY] = {"recv capacity too small for the result", MPI_ERR_TRUNCATE},
+    [SPARCML_R_NOMEM] = {"out of memory", MPI_ERR_NO_MEM},
+    [SPARCML_R_CONFIG_INVALID] = {"invalid SPARCML_* setting", MPI_ERR_OTHER},
+    [SPARCML_R_ACTIVE_REQUEST] = {"MPI_Start of a persistent allreduce that is still active", MPI_ERR_REQUEST},
+};
+
+const char *sparcml_reason_text(int reason)
+{
+    if (reason <= 0 || reason >= SPARCML_R_COUNT_) return "unknown error";
+    return reasons[reason].text;
+}
+
+int sparcml_reason_class(int reason)
+{
+    if (reason <= 0 || reason >= SPARCML_R_COUNT_) return MPI_ERR_OTHER;
+    return reasons[reason].mpi_class;
+}
+
+void sparcml_print_error(int rank, int reason, const char *detail)
+{
+    /* One write per line so that lines of different ranks do not interleave. */
+    if (detail && *detail)
+        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s: %s\n", rank, sparcml_reason_text(reason), detail);
+    else
+        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s\n", rank, sparcml_reason_text(reason));
+    fflush(stderr);
+}
+
+int sparcml_raise(MPI_Comm comm, int reason)
+{
+    int cls = sparcml_reason_class(reason);
+    if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, cls);
+    return cls;
+}

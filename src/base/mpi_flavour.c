@@ -1,0 +1,361 @@
+/* mpi_flavour.c -- see mpi_flavour.h. */
+#include "config.h"
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "base/mpi_flavour.h"
+#include "core/iallreduce.h"
+
+/* MPI-3 functions both libraries have. */
+int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)
+{
+    return PMPI_Get_elements_x(status, MPI_BYTE, bytes);
+}
+
+/* --- the MPI-3 stand-ins, their int limit a parameter (tests/mpi/flavour.c
+ * runs them with small limits in either build) ---------------------------- */
+
+/* A byte count as (count, type): bytes, or whole words beyond the limit
+ * (the buffers involved are padded to words: pool buffers and the
+ * application's count * 8-byte stream buffers).  A word type is made for
+ * the one call and freed after it (release_type): calls that large are
+ * rare and long, and no datatype outlives them. */
+static int as_elements(MPI_Count bytes, MPI_Count limit, int *count, MPI_Datatype *type)
+{
+    int rc;
+    *type = MPI_BYTE;
+    if (bytes <= limit) {
+        *count = (int)bytes;
+        return MPI_SUCCESS;
+    }
+    if ((bytes + 7) / 8 > limit) return MPI_ERR_COUNT;
+    *count = (int)((bytes + 7) / 8);
+    rc = PMPI_Type_contiguous(8, MPI_BYTE, type);
+    if (rc != MPI_SUCCESS) *type = MPI_BYTE; /* nothing to free */
+    else rc = PMPI_Type_commit(type);
+    return rc;
+}
+
+/* Free a word type of as_elements (a pending send keeps its own reference). */
+static int release_type(MPI_Datatype *type, int rc)
+{
+    if (*type != MPI_BYTE) {
+        int frc = PMPI_Type_free(type);
+        if (rc == MPI_SUCCESS) rc = frc;
+    }
+    return rc;
+}
+
+int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Count limit)
+{
+    MPI_Aint lb, extent;
+    MPI_Count done = 0;
+    int rc = PMPI_Type_get_extent(type, &lb, &extent);
+    if (rc != MPI_SUCCESS) return rc;
+    do { /* one call for count 0 too: the vendor checks the arguments */
+        int n = count - done > limit ? (int)limit : (int)(count - done);
+        const void *in = sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : (const char *)sendbuf + done * extent;
+        rc = PMPI_Allreduce(in, (char *)recvbuf + done * extent, n, type, op, comm);
+        done += n;
+    } while (rc == MPI_SUCCESS && done < count);
+    return rc;
+}
+
+int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
+                     MPI_Count limit)
+{
+    int n, rc;
+    MPI_Datatype t;
+    rc = as_elements(bytes, limit, &n, &t);
+    if (rc == MPI_SUCCESS) rc = PMPI_Isend(buf, n, t, dest, tag, comm, req);
+    return release_type(&t, rc);
+}
+
+int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit)
+{
+    int n, rc;
+    MPI_Datatype t;
+    rc = as_elements(bytes, limit, &n, &t);
+    if (rc == MPI_SUCCESS) rc = PMPI_Mrecv(buf, n, t, msg, MPI_STATUS_IGNORE);
+    return release_type(&t, rc);
+}
+
+/* Counts and displacements in one unit (bytes, or words when they are all
+ * whole words); 0 when neither fits the limit. */
+static int allgather_unit(const MPI_Count *counts, const MPI_Aint *displs, int P, MPI_Count limit)
+{
+    int bytes_fit = 1, words_fit = 1;
+    for (int r = 0; r < P; r++) {
+        bytes_fit &= counts[r] <= limit && displs[r] <= limit;
+        words_fit &= counts[r] % 8 == 0 && displs[r] % 8 == 0 && counts[r] / 8 <= limit && displs[r] / 8 <= limit;
+    }
+    return bytes_fit ? 1 : words_fit ? 8 : 0;
+}
+
+/* counts and displs in the unit allgather_unit picks, into ints[0..2P),
+ * and the matching type (a word type to release after the call). */
+static int allgather_ints(const MPI_Count *counts, const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit,
+                          int *ints, int *unit, MPI_Datatype *t)
+{
+    int P, rc = PMPI_Comm_size(comm, &P);
+    *t = MPI_BYTE;
+    if (rc != MPI_SUCCESS) return rc;
+    *unit = allgather_unit(counts, displs, P, limit);
+    if (*unit == 0) return MPI_ERR_COUNT;
+    for (int r = 0; r < P; r++) {
+        ints[r] = (int)(counts[r] / *unit);
+        ints[P + r] = (int)(displs[r] / *unit);
+    }
+    if (*unit == 1) return MPI_SUCCESS;
+    rc = PMPI_Type_contiguous(8, MPI_BYTE, t);
+    if (rc != MPI_SUCCESS) *t = MPI_BYTE;
+    else rc = PMPI_Type_commit(t);
+    return rc;
+}
+
+int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, MPI_Count limit)
+{
+    int P, unit = 1, rc = PMPI_Comm_size(comm, &P), *ints;
+    MPI_Datatype t = MPI_BYTE;
+    if (rc != MPI_SUCCESS) return rc;
+    ints = malloc(2 * (size_t)P * sizeof *ints);
+    if (!ints) return MPI_ERR_NO_MEM;
+    rc = allgather_ints(counts, displs, comm, limit, ints, &unit, &t);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, ints, ints + P, t, comm);
+    free(ints);
+    return release_type(&t, rc);
+}
+
+int flv3_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                           const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req, MPI_Count limit)
+{
+    int P, unit = 1, rc = PMPI_Comm_size(comm, &P);
+    MPI_Datatype t = MPI_BYTE;
+    if (rc == MPI_SUCCESS) rc = allgather_ints(counts, displs, comm, limit, ints, &unit, &t);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Iallgatherv(sendbuf, (int)(sendbytes / unit), t, recvbuf, ints, ints + P, t, comm, req);
+    return release_type(&t, rc);
+}
+
+int flv3_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                    int max_reqs, int *nreqs, MPI_Count limit)
+{
+    MPI_Aint lb, extent;
+    MPI_Count done = 0;
+    int rc = PMPI_Type_get_extent(type, &lb, &extent);
+    *nreqs = 0;
+    if (rc != MPI_SUCCESS) return rc;
+    if ((count + limit - 1) / limit > max_reqs) return MPI_ERR_COUNT;
+    do { /* one call for count 0 too, as flv3_allreduce */
+        int n = count - done > limit ? (int)limit : (int)(count - done);
+        rc = PMPI_Iallreduce(MPI_IN_PLACE, (char *)buf + done * extent, n, type, op, comm, &reqs[*nreqs]);
+        if (rc == MPI_SUCCESS) ++*nreqs;
+        done += n;
+    } while (rc == MPI_SUCCESS && done < count);
+    return rc;
+}
+
+int flv3_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req, MPI_Count limit)
+{
+    int n, rc;
+    MPI_Datatype t;
+    rc = as_elements(bytes, limit, &n, &t);
+    if (rc == MPI_SUCCESS) rc = PMPI_Imrecv(buf, n, t, msg, req);
+    return release_type(&t, rc);
+}
+
+#if HAVE_PMPI_ALLREDUCE_C /* MPI-4 large counts (MPICH 4) */
+
+int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm)
+{
+    return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    return PMPI_Isend_c(buf, bytes, MPI_BYTE, dest, tag, comm, req);
+}
+
+int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg)
+{
+    return PMPI_Mrecv_c(buf, bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+}
+
+int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                         const MPI_Aint *displs, MPI_Comm comm)
+{
+    return PMPI_Allgatherv_c(sendbuf, sendbytes, MPI_BYTE, recvbuf, counts, displs, MPI_BYTE, comm);
+}
+
+int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req)
+{
+    (void)ints; /* the counts are MPI_Count already */
+    return PMPI_Iallgatherv_c(sendbuf, sendbytes, MPI_BYTE, recvbuf, counts, displs, MPI_BYTE, comm, req);
+}
+
+int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                   int max_reqs, int *nreqs)
+{
+    int rc;
+    *nreqs = 0;
+    if (max_reqs < 1) return MPI_ERR_INTERN;
+    rc = PMPI_Iallreduce_c(MPI_IN_PLACE, buf, count, type, op, comm, reqs);
+    if (rc == MPI_SUCCESS) *nreqs = 1;
+    return rc;
+}
+
+int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req)
+{
+    return PMPI_Imrecv_c(buf, bytes, MPI_BYTE, msg, req);
+}
+
+#else /* MPI-3 counts (Open MPI 4.1): the stand-ins at INT_MAX */
+
+int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm)
+{
+    return flv3_allreduce(sendbuf, recvbuf, count, type, op, comm, INT_MAX);
+}
+
+int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    return flv3_isend_bytes(buf, bytes, dest, tag, comm, req, INT_MAX);
+}
+
+int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg)
+{
+    return flv3_mrecv_bytes(buf, bytes, msg, INT_MAX);
+}
+
+int flv_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                         const MPI_Aint *displs, MPI_Comm comm)
+{
+    return flv3_allgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm, INT_MAX);
+}
+
+int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
+                          const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req)
+{
+    return flv3_iallgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm, ints, req, INT_MAX);
+}
+
+int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *reqs,
+                   int max_reqs, int *nreqs)
+{
+    return flv3_iallreduce(buf, count, type, op, comm, reqs, max_reqs, nreqs, INT_MAX);
+}
+
+int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *req)
+{
+    return flv3_imrecv_bytes(buf, bytes, msg, req, INT_MAX);
+}
+
+#endif
+
+/* --- generalized requests with a progress hook ---------------------------- */
+
+#if HAVE_MPIX_GREQUEST_CLASS
+/* MPICH runs poll_fn from MPI_Wait/Test/Waitany/Waitsome/Test{all,any,some}
+ * and wait_fn (only) from MPI_Waitall, looping until the request is
+ * complete: one progress pass each is enough. */
+static int grequest_poll(void *state, MPI_Status *status)
+{
+    (void)state; (void)status;
+    sparcml_request_progress();
+    return MPI_SUCCESS;
+}
+
+static int grequest_wait(int count, void **states, double timeout, MPI_Status *status)
+{
+    (void)count; (void)states; (void)timeout; (void)status;
+    sparcml_request_progress();
+    return MPI_SUCCESS;
+}
+
+/* A collective cannot be taken back (cancelling one is erroneous). */
+static int grequest_cancel(void *state, int complete)
+{
+    (void)state; (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* Written once, under pthread_once, before any request exists. */
+static MPIX_Grequest_class grequest_class;
+static int grequest_class_rc = MPI_ERR_INTERN;
+static pthread_once_t grequest_once = PTHREAD_ONCE_INIT;
+
+static void grequest_class_create(void)
+{
+    grequest_class_rc = PMPIX_Grequest_class_create(sparcml_request_query, sparcml_request_free, grequest_cancel,
+                                                    grequest_poll, grequest_wait, &grequest_class);
+}
+
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    pthread_once(&grequest_once, grequest_class_create);
+    if (grequest_class_rc != MPI_SUCCESS) return grequest_class_rc;
+    return PMPIX_Grequest_class_allocate(grequest_class, state, req);
+}
+#elif defined(OPEN_MPI)
+/* Open MPI 4.1 has no progress hook in its generalized requests, but its
+ * completion calls (and every other call that makes progress) run the
+ * callbacks of opal_progress_register: the library's is registered with
+ * the first non-blocking call.  The symbol is internal to libopen-pal,
+ * hence looked up, not linked against. */
+static int progress_callback(void)
+{
+    sparcml_request_progress();
+    return 0;
+}
+
+static int grequest_cancel(void *state, int complete)
+{
+    (void)state; (void)complete;
+    return MPI_SUCCESS; /* a collective cannot be taken back */
+}
+
+static int progress_rc = MPI_ERR_INTERN;
+static pthread_once_t progress_once = PTHREAD_ONCE_INIT;
+
+static void progress_register(void)
+{
+    int (*reg)(int (*)(void));
+    *(void **)&reg = dlsym(RTLD_DEFAULT, "opal_progress_register");
+    if (reg && reg(progress_callback) == 0) progress_rc = MPI_SUCCESS;
+}
+
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    pthread_once(&progress_once, progress_register);
+    if (progress_rc != MPI_SUCCESS) return progress_rc;
+    return PMPI_Grequest_start(sparcml_request_query, sparcml_request_free, grequest_cancel, state, req);
+}
+#else
+int flv_grequest_start(void *state, MPI_Request *req)
+{
+    (void)state; (void)req;
+    return MPI_ERR_INTERN; /* FLV_HAVE_NONBLOCKING is 0: never called */
+}
+#endif
+
+int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, MPI_Request *req)
+{
+#if HAVE_PMPI_ALLREDUCE_C
+    return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
+#else
+    if (count > INT_MAX) return MPI_ERR_COUNT;
+    return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
+#endif
+}

@@ -1,0 +1,384 @@
+/* allreduce.c -- the tagged allreduce: validate, agree, select, run, report.
+ *
+ * The order matters for "never silently wrong":
+ *  1. local checks that need no communication and are the same on every
+ *     rank of the communicator (inter-communicator) fail at once;
+ *  2. the private duplicate is fetched (created, collectively, on first use);
+ *  3. each rank validates its own arguments and stream, and the agreement
+ *     step shares the verdict: if any rank failed, all fail together;
+ *  4. the algorithm is selected from agreed numbers only, then run -- or,
+ *     when the memo predicts recursive doubling, it already ran within the
+ *     agreement step, and its result is delivered only after the verdict;
+ *  5. failures the algorithm detects (result too large for recvbuf) are
+ *     identical on all ranks by construction. */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/agree.h"
+#include "core/op.h"
+#include "runtime/call.h"
+#include "base/errors.h"
+#include "base/mpi_flavour.h"
+#include "base/placement.h"
+#include "core/iallreduce.h"
+#include "runtime/schedule.h"
+#include "core/select.h"
+#include "core/settings.h"
+#include "core/stats.h"
+
+static const sched_step algorithms[SPARCML_ALG_COUNT_] = {
+    [SPARCML_ALG_RECURSIVE_DOUBLE] = sparcml_ssar_recursive_double,
+    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = sparcml_ssar_split_allgather,
+    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = sparcml_dsar_split_allgather,
+    [SPARCML_ALG_DENSE] = sparcml_dense_allreduce,
+};
+
+/* Validate this rank's arguments; on failure describe it in detail. */
+static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
+                          MPI_Op op, sv *input, char *detail, size_t detail_len)
+{
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    uint64_t where = 0;
+    int reason;
+    if (op != MPI_SUM) return SPARCML_R_OP;
+    if (count < 0) return SPARCML_R_NEGATIVE_COUNT;
+    if (!recvbuf || !in) return SPARCML_R_NULL_BUFFER;
+    if (sendbuf == recvbuf) return SPARCML_R_ALIASED;
+    if ((uintptr_t)recvbuf % 8) return SPARCML_R_UNALIGNED;
+    if ((uint64_t)count > UINT64_MAX / 8) return SPARCML_R_STREAM_OVERFLOW;
+    reason = stream_parse(in, (uint64_t)count * 8, vtype, input, &where);
+    switch (reason) {
+    case SPARCML_R_OK: break;
+    case SPARCML_R_INDEX_GE_DIM: case SPARCML_R_UNSORTED: case SPARCML_R_DUPLICATE:
+        snprintf(detail, detail_len, "%s entry %llu (index %llu, dim %llu)",
+                 sendbuf == MPI_IN_PLACE ? "in-place recvbuf" : "sendbuf",
+                 (unsigned long long)where,
+                 (unsigned long long)sparcml_get_index(input->idx, input->iw, where),
+                 (unsigned long long)input->dim);
+        break;
+    case SPARCML_R_VALUE_TYPE_TAG:
+        snprintf(detail, detail_len, "datatype tagged %s", sparcml_value_type_name(vtype));
+        break;
+    case SPARCML_R_STREAM_OVERFLOW:
+        snprintf(detail, detail_len, "stream of %llu bytes, count %lld words",
+                 (unsigned long long)stream_bytes(input), (long long)count);
+        break;
+    default: break;
+    }
+    return reason;
+}
+
+int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
+                 const char *detail)
+{
+    stats_record_error(rank, a->reason);
+    /* One line per problem: from each rank whose own input is at fault, or
+     * for what every rank finds alike (a mismatch, a result that does not
+     * fit) from rank 0; every rank returns the agreed class. */
+    if (local_reason != SPARCML_R_OK) sparcml_print_error(rank, local_reason, detail);
+    else if (a->reason_rank < 0 && rank == 0) sparcml_print_error(rank, a->reason, detail);
+    return sparcml_raise(comm, a->reason);
+}
+
+/* The selector's overlap estimate follows the size of each result's union
+ * of indices, a number every rank knows identically.  A sparse result
+ * carries it; of a dense one each rank counts the nonzeros of its 1/P of
+ * the result, and the next call's agreement step adds them up (without
+ * this, a dense result would leave the estimate where it was, and a choice
+ * made on a wrong estimate could never be corrected). */
+static void learn(sparcml_ctx *ctx, const sparcml_problem *p, const sparcml_call *c)
+{
+    sv result;
+    ctx->union_pending = c->result_dense;
+    if (!c->result_dense) {
+        ctx->overlap = select_learn_overlap(p, c->result_nnz);
+        return;
+    }
+    split_bounds(c->dim, ctx->size, ctx->offsets);
+    result = stream_view(c->recvbuf);
+    ctx->union_part = stream_count_nonzero(&result, ctx->offsets[ctx->rank], ctx->offsets[ctx->rank + 1]);
+    ctx->union_problem = *p;
+}
+
+/* The second half of learning from a dense result (see learn). */
+static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
+{
+    if (!ctx->union_pending) return;
+    ctx->overlap = select_learn_overlap(&ctx->union_problem, a->union_sum);
+    ctx->union_pending = 0;
+}
+
+sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *a)
+{
+    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
+                         c->q.bits, c->q.bucket, c->q_sparse, c->ctx->ranks_per_core};
+    p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
+    return p;
+}
+
+/* After the algorithm: report a failure it found, or learn and count. */
+static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
+                    const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
+{
+    sparcml_rd_memo *memo = &c->ctx->memo;
+    if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
+        select_memo_forget(memo);
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    if (c->reason != SPARCML_R_OK) {
+        sparcml_agreed same = *a;
+        char detail[128];
+        select_memo_forget(memo);
+        same.reason = c->reason;
+        same.reason_rank = -1;
+        snprintf(detail, sizeof detail, "algorithm %s, count %lld words (need %lld for any result)",
+                 sparcml_algorithm_name(alg), (long long)(c->recv_bytes / 8),
+                 (long long)sparcml_capacity(c->dim, c->vtype));
+        return sparcml_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
+    }
+    /* A piggybacked call ran recursive doubling on a prediction: remember
+     * what the selector makes of the agreed numbers now.  Piggybacking is
+     * for calls whose rounds are not pipelined: the records ride on whole
+     * messages, and a separate agreement costs little beside rounds long
+     * enough to pipeline. */
+    c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
+    select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
+    learn(c->ctx, p, c);
+    c->ctx->calls++;
+    stats_record(s, c, alg, PMPI_Wtime() - t0);
+    return MPI_SUCCESS;
+}
+
+int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
+                sparcml_algorithm alg)
+{
+    sparcml_problem p = sparcml_problem_of(c, a);
+    double t0 = PMPI_Wtime();
+    sched run;
+    c->pipeline_chunks = select_pipeline_chunks(s, &p);
+    sched_init(&run, c, 1, algorithms[alg]);
+    return conclude(s, c, a, &p, comm, alg, sched_run(&run), t0);
+}
+
+/* The data came along with the records: deliver it now that they agree. */
+static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
+                              const sparcml_problem *p, MPI_Comm comm, double t0)
+{
+    int rc = MPI_SUCCESS;
+    /* Absent only if some rank failed, which the records would say. */
+    if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
+    else rc = call_deliver(c, &c->pending);
+    return conclude(s, c, a, p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
+}
+
+/* The agreement stage: every rank's record travels along the schedule of
+ * recursive doubling.  Without piggybacking, streams are absent and the
+ * messages are records only (one small allreduce).  With it, each rank's
+ * stream comes along and recursive doubling is done in the same exchange,
+ * saving the agreement's log2(P) latencies: the prediction that it would
+ * be chosen comes from the memo (select.h), identical on all ranks.  If a
+ * rank's input is invalid, its stream is absent and the records tell every
+ * rank at the end; if ranks predicted differently (an erroneous program),
+ * they still exchange the same messages, and the records say so.
+ *
+ * agree_begin prepares the call (and returns the input it hides while
+ * records only travel), agree_end reads the verdict. */
+static sv agree_begin(sparcml_call *c, sparcml_local *local)
+{
+    sv input = c->input;
+    local->union_part = c->ctx->union_pending ? c->ctx->union_part : 0;
+    agree_record_init(&c->record, c->ctx->rank, local);
+    c->recording = 1;
+    c->pending = sv_absent();
+    if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
+    return input;
+}
+
+static void agree_end(sparcml_call *c, sv input, int rc, sparcml_agreed *agreed)
+{
+    c->recording = 0;
+    c->input = input;
+    agree_record_read(&c->record, agreed);
+    if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
+}
+
+int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
+{
+    sv input = agree_begin(c, local);
+    sched agreement;
+    int rc;
+    sched_init(&agreement, c, 1, sparcml_ssar_recursive_double);
+    rc = sched_run(&agreement);
+    agree_end(c, input, rc, agreed);
+    return rc;
+}
+
+void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s)
+{
+    /* QSGD applies to floating-point values only: integers stay exact. */
+    if (c->vtype != SPARCML_FLOAT && c->vtype != SPARCML_DOUBLE) return;
+    c->q.bits = s->qsgd_bits;
+    c->q.bucket = (uint32_t)s->qsgd_bucket;
+    c->q.seed = s->qsgd_seed;
+    c->q_sparse = s->qsgd_sparse;
+}
+
+/* --- a call as one schedule: agreement stage, selection, algorithm,
+ * conclusion.  The steps find their op around their schedule. ---------- */
+
+static sparcml_op *op_of(sched *s)
+{
+    return (sparcml_op *)((char *)s - offsetof(sparcml_op, s));
+}
+
+static int op_concluded(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_problem p = sparcml_problem_of(&op->c, &op->agreed);
+    op->result = conclude(op->set, &op->c, &op->agreed, &p, op->comm, op->alg, MPI_SUCCESS, op->t0);
+    return MPI_SUCCESS;
+}
+
+static int op_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_problem p;
+    agree_end(c, op->input, MPI_SUCCESS, &op->agreed);
+    if (op->agreed.reason != SPARCML_R_OK) {
+        select_memo_forget(&c->ctx->memo);
+        if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
+        op->result = sparcml_fail(op->comm, op->rank, &op->agreed, op->local.reason, op->detail);
+        return MPI_SUCCESS;
+    }
+    c->dim = op->agreed.dim;
+    c->k_max = op->agreed.k_max;
+    c->k_sum = op->agreed.k_sum;
+    p = sparcml_problem_of(c, &op->agreed);
+    /* A piggybacked run was not pipelined (it ran while recording); the
+     * chunk count still tells the memo whether the next call should be. */
+    c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
+    if (c->piggybacked) {
+        op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
+        return MPI_SUCCESS;
+    }
+    c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
+    op->alg = select_algorithm(op->set, &p);
+    op->t0 = PMPI_Wtime();
+    s->then = op_concluded;
+    return algorithms[op->alg](s);
+}
+
+static int op_agree(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    /* Decided when the call runs, not when it is started: the memo is what
+     * the communicator's previous calls left, the same on every rank only
+     * once they have all completed. */
+    op->local.piggyback = op->set->piggyback && select_memo_hit(&c->ctx->memo, c->recv_bytes / 8, c->vtype);
+    c->piggybacked = op->local.piggyback;
+    op->input = agree_begin(&op->c, &op->local);
+    s->then = op_agreed;
+    return sparcml_ssar_recursive_double(s);
+}
+
+/* A context that a non-blocking call created is set up as the first steps
+ * of that call (comm_ctx.h): its duplicate, then the ranks per core. */
+static int op_placed(sched *s)
+{
+    ctx_setup_done(op_of(s)->c.ctx);
+    return op_agree(s);
+}
+
+static int op_duplicated(sched *s)
+{
+    sparcml_ctx *ctx = op_of(s)->c.ctx;
+    sched_next(s, op_placed);
+    return sched_allgather(s, ctx_setup_contribution(ctx), PLACEMENT_BYTES, ctx_setup_all(ctx));
+}
+
+static int op_setup(sched *s)
+{
+    sparcml_ctx *ctx = op_of(s)->c.ctx;
+    if (ctx->ready) return op_agree(s);
+    sched_next(s, op_duplicated);
+    return sched_request(s, &ctx->setup);
+}
+
+/* Validate this rank's part of the call and fill in the op. */
+static void op_fill(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype, MPI_Op mop)
+{
+    const sparcml_settings *s = op->set;
+    sparcml_local *local = &op->local;
+    sparcml_call *c = &op->c;
+    local->reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
+                                : validate_local(sendbuf, recvbuf, count, vtype, mop, &c->input,
+                                                 op->detail, sizeof op->detail);
+    if (s->error[0]) snprintf(op->detail, sizeof op->detail, "%s", s->error);
+    if (local->reason == SPARCML_R_OK) {
+        local->dim = c->input.dim;
+        local->vtype = vtype;
+        local->count = count;
+        local->nnz = c->input.nnz;
+        local->dense = c->input.dense;
+        local->settings_hash = s->hash;
+    }
+    c->recvbuf = recvbuf;
+    c->recv_bytes = (uint64_t)count * 8;
+    c->dim = c->input.dim;
+    c->vtype = vtype;
+    sparcml_call_quantization(c, s);
+    c->tag_offset = TAG_KINDS_ * (int)(c->ctx->started++ % TAG_CALLS);
+}
+
+int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
+                     MPI_Op mop, MPI_Comm comm, int blocking)
+{
+    int inter = 0, rc;
+    *op = (sparcml_op){.set = settings_get(), .comm = comm};
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return SPARCML_OP_VENDOR; /* the vendor's error */
+    PMPI_Comm_rank(comm, &op->rank);
+    if (inter) {
+        stats_record_error(op->rank, SPARCML_R_INTERCOMM);
+        if (op->rank == 0) sparcml_print_error(op->rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
+        op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM);
+        return SPARCML_OP_DONE;
+    }
+    rc = blocking ? ctx_get(comm, &op->c.ctx) : ctx_get_started(comm, &op->c.ctx);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_call_errhandler(comm, rc);
+        op->result = rc;
+        return SPARCML_OP_DONE;
+    }
+    op->t0 = PMPI_Wtime();
+    op_fill(op, sendbuf, recvbuf, count, vtype, mop);
+    sched_init(&op->s, &op->c, blocking, op_setup);
+    return SPARCML_OP_SCHEDULED;
+}
+
+int sparcml_op_finish(sparcml_op *op)
+{
+    if (op->s.rc == MPI_SUCCESS) return op->result;
+    select_memo_forget(&op->c.ctx->memo);
+    PMPI_Comm_call_errhandler(op->comm, op->s.rc);
+    return op->s.rc;
+}
+
+int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                      int vtype, MPI_Op mop, MPI_Comm comm)
+{
+    sparcml_op op;
+    switch (sparcml_op_start(&op, sendbuf, recvbuf, count, vtype, mop, comm, 1)) {
+    case SPARCML_OP_VENDOR: return flv_allreduce(sendbuf, recvbuf, count, datatype, mop, comm);
+    case SPARCML_OP_DONE: return op.result;
+    default: break;
+    }
+    sparcml_request_drain(op.c.ctx); /* the communicator's non-blocking calls first */
+    sched_run(&op.s);
+    return sparcml_op_finish(&op);
+}

@@ -1,0 +1,75 @@
+/* select.h -- the alpha-beta cost model and the algorithm choice.
+ *
+ * Every input comes from the agreement step or from state that is identical
+ * on all ranks, so every rank computes the same costs bit for bit and picks
+ * the same algorithm (a mismatch would deadlock). */
+#ifndef SPARCML_SELECT_H
+#define SPARCML_SELECT_H
+
+#include <stdint.h>
+
+#include "core/settings.h"
+
+typedef struct sparcml_problem {
+    int P;
+    uint64_t dim;
+    int vtype;
+    uint64_t k_max, k_sum;
+    int dense_fits;  /* recv capacity holds a dense result */
+    double overlap;  /* 0: all index sets coincide, 1: random, 2: disjoint */
+    int qbits;       /* QSGD bits per value on the wire (0: exact values) */
+    uint32_t qbucket;
+    int qsparse;     /* sparse values are quantized too */
+    double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
+} sparcml_problem;
+
+/* Estimated distinct indices in the sum of m of the P streams. */
+double select_union_estimate(const sparcml_problem *p, double m);
+
+/* Modelled time of each algorithm in seconds (INFINITY: not applicable). */
+void select_costs(const sparcml_settings *s, const sparcml_problem *p,
+                  double cost[SPARCML_ALG_COUNT_]);
+
+/* How many chunks recursive doubling cuts each round into (1: none).
+ * Pipelined, a rank merges chunk i of its partner's message while chunk
+ * i + 1 travels (ssar_recursive_double.c): per round C alpha + max(beta m,
+ * gamma merged) + min(beta m, gamma merged) / C instead of alpha + beta m +
+ * gamma merged, best at C = sqrt(sum of the min terms / (rounds alpha)).
+ * Only where no merge can make a chunk dense (the agreed k_sum keeps the
+ * whole result sparse) and without QSGD; SPARCML_PIPELINE_CHUNKS forces a
+ * count there or turns it off. */
+int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
+
+/* The forced algorithm, or the cheapest applicable one. */
+sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
+
+/* Transparent mode (transparent.c): the algorithm for an untagged dense
+ * sum whose nonzeros the agreement counted, SPARCML_ALG_DENSE meaning the
+ * vendor on the original buffers.  The sparse algorithms pay for building
+ * the input stream and writing the dense result too. */
+sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
+
+/* Which (count, value type) pairs chose recursive doubling in their latest
+ * call on a communicator.  A call whose pair is remembered sends its data
+ * along with the agreement records (allreduce.c), as recursive doubling.
+ * Only agreed outcomes change the memo, in the same order on every rank,
+ * and count and datatype are arguments MPI requires to be the same on all
+ * ranks: so all ranks predict alike.  A handful of slots serves loops that
+ * alternate between a few buffers. */
+enum { SELECT_MEMO_SLOTS = 4 };
+typedef struct sparcml_rd_memo {
+    uint64_t count[SELECT_MEMO_SLOTS];
+    int vtype[SELECT_MEMO_SLOTS];
+    int used, next;
+} sparcml_rd_memo;
+
+int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype);
+/* Remember (chosen is recursive doubling) or drop the pair. */
+void select_memo_note(sparcml_rd_memo *m, uint64_t count, int vtype, sparcml_algorithm chosen);
+/* After a failed call. */
+void select_memo_forget(sparcml_rd_memo *m);
+
+/* The overlap that would have predicted a result with result_nnz entries. */
+double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz);
+
+#endif

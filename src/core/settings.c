@@ -1,0 +1,278 @@
+/* settings.c -- parsing and validation of the SPARCML_* environment. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/settings.h"
+
+extern char **environ;
+
+static const char *const algorithm_names[SPARCML_ALG_COUNT_] = {
+    [SPARCML_ALG_AUTO] = "auto",
+    [SPARCML_ALG_RECURSIVE_DOUBLE] = "ssar_recursive_double",
+    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = "ssar_split_allgather",
+    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = "dsar_split_allgather",
+    [SPARCML_ALG_DENSE] = "dense",
+};
+
+const char *sparcml_algorithm_name(sparcml_algorithm a)
+{
+    return a >= 0 && a < SPARCML_ALG_COUNT_ ? algorithm_names[a] : "invalid";
+}
+
+typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER } kind;
+
+/* Every variable: name, kind, default text, field, and for numbers the unit
+ * scale to seconds and the accepted range (in the variable's own unit). */
+static const struct var {
+    const char *name;
+    kind kind;
+    const char *def;
+    size_t offset;
+    double scale, min, max;
+} vars[] = {
+    {"SPARCML_DISABLE", KIND_BOOL, "0", offsetof(sparcml_settings, disable), 0, 0, 0},
+    {"SPARCML_ALGORITHM", KIND_ALGORITHM, "auto", offsetof(sparcml_settings, algorithm), 0, 0, 0},
+    {"SPARCML_VERBOSE", KIND_BOOL, "0", offsetof(sparcml_settings, verbose), 0, 0, 0},
+    {"SPARCML_STATS", KIND_BOOL, "0", offsetof(sparcml_settings, stats), 0, 0, 0},
+    /* Cost-model defaults: alpha and beta measured on the benchmark rig (the
+     * emulated 1 Gbit/s cluster, bench/results/rig_alpha_beta.txt), gamma
+     * from the merge-add throughput on this machine (bench/RESULTS.md
+     * "Kernels", docs/design.md). */
+    {"SPARCML_ALPHA_US", KIND_POSITIVE, "20", offsetof(sparcml_settings, alpha), 1e-6, 1e-3, 1e6},
+    {"SPARCML_BETA_NS_PER_BYTE", KIND_POSITIVE, "8.3", offsetof(sparcml_settings, beta), 1e-9,
+     1e-4, 1e6},
+    {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "2.5", offsetof(sparcml_settings, gamma), 1e-9,
+     1e-4, 1e6},
+    {"SPARCML_QSGD_BITS", KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
+    {"SPARCML_QSGD_BUCKET", KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
+     16777216},
+    {"SPARCML_QSGD_SEED", KIND_UINT, "0", offsetof(sparcml_settings, qsgd_seed), 0, 0,
+     18446744073709551615.0},
+    {"SPARCML_QSGD_SPARSE", KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
+    {"SPARCML_PIGGYBACK", KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
+    /* "auto" is stored as 0: detected per communicator (placement.c). */
+    {"SPARCML_RANKS_PER_CORE", KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
+     1, 4096},
+    /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
+     * costs more than 3 % of the vendor's allreduce of dense data on the
+     * benchmark machine (docs/design.md, "Transparent mode"). */
+    {"SPARCML_TRANSPARENT", KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
+    {"SPARCML_TRANSPARENT_MIN_BYTES", KIND_UINT, "1048576",
+     offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
+    /* Off by default: a thread needs MPI_THREAD_MULTIPLE and a core to run
+     * on (bench/RESULTS.md, "Non-blocking calls"). */
+    {"SPARCML_PROGRESS_US", KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
+    /* 0: the cost model picks the chunks of pipelined recursive doubling
+     * (select.c); 1 turns pipelining off; 2..8 force that many chunks. */
+    {"SPARCML_PIPELINE_CHUNKS", KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
+     SPARCML_PIPELINE_CHUNKS_MAX},
+};
+#define NVARS (sizeof vars / sizeof vars[0])
+
+static int parse_bool(const char *v, int *out)
+{
+    if (strcmp(v, "0") == 0) { *out = 0; return 0; }
+    if (strcmp(v, "1") == 0) { *out = 1; return 0; }
+    return -1;
+}
+
+static int parse_algorithm(const char *v, int *out)
+{
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
+        if (strcasecmp(v, algorithm_names[a]) == 0) { *out = a; return 0; }
+    return -1;
+}
+
+static int parse_number(const char *v, double min, double max, double *out)
+{
+    char *end;
+    double x;
+    errno = 0;
+    x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno != 0 || !isfinite(x) || x < min || x > max) return -1;
+    *out = x;
+    return 0;
+}
+
+/* A decimal integer in [min, max], nothing else (no sign, no suffix). */
+static int parse_uint(const char *v, double min, double max, uint64_t *out)
+{
+    char *end;
+    unsigned long long x;
+    if (*v < '0' || *v > '9') return -1;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (*end != '\0' || errno != 0 || (double)x < min || (double)x > max) return -1;
+    *out = x;
+    return 0;
+}
+
+/* An integer bound as text: the largest double below 2^64 is 2^64 itself,
+ * which %.0f would print; the largest accepted value is 2^64 - 1. */
+static const char *uint_bound(double x, char *buf, size_t len)
+{
+    if (x >= 18446744073709551615.0) snprintf(buf, len, "%llu", (unsigned long long)UINT64_MAX);
+    else snprintf(buf, len, "%.0f", x);
+    return buf;
+}
+
+static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
+{
+    char *field = (char *)s + v->offset, bound[32];
+    double x;
+    switch (v->kind) {
+    case KIND_BOOL:
+        if (parse_bool(text, (int *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0 or 1)", v->name, text);
+        return -1;
+    case KIND_ALGORITHM: {
+        int a;
+        if (parse_algorithm(text, &a) == 0) { *(sparcml_algorithm *)field = a; return 0; }
+        snprintf(s->error, sizeof s->error,
+                 "invalid %s='%s' (expected auto, ssar_recursive_double, "
+                 "ssar_split_allgather, dsar_split_allgather or dense)", v->name, text);
+        return -1;
+    }
+    case KIND_POSITIVE:
+        if (parse_number(text, v->min, v->max, &x) == 0) { *(double *)field = x * v->scale; return 0; }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected a number in [%g, %g])",
+                 v->name, text, v->min, v->max);
+        return -1;
+    case KIND_AUTO_OR_NUMBER:
+        if (strcmp(text, "auto") == 0) { *(double *)field = 0; return 0; }
+        if (parse_number(text, v->min, v->max, &x) == 0) { *(double *)field = x * v->scale; return 0; }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected auto or a number in [%g, %g])",
+                 v->name, text, v->min, v->max);
+        return -1;
+    case KIND_QBITS:
+        if (strcmp(text, "0") == 0 || strcmp(text, "2") == 0 || strcmp(text, "4") == 0
+            || strcmp(text, "8") == 0) {
+            *(int *)field = atoi(text);
+            return 0;
+        }
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0, 2, 4 or 8)", v->name, text);
+        return -1;
+    case KIND_UINT:
+        if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected an integer in [%.0f, %s])",
+                 v->name, text, v->min, uint_bound(v->max, bound, sizeof bound));
+        return -1;
+    }
+    return -1;
+}
+
+static int known_name(const char *name)
+{
+    for (size_t i = 0; i < NVARS; i++)
+        if (strcmp(name, vars[i].name) == 0) return 1;
+    return 0;
+}
+
+/* FNV-1a over the bytes that steer algorithm selection. */
+static uint64_t settings_hash(const sparcml_settings *s)
+{
+    const unsigned char *parts[] = {
+        (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
+        (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
+        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
+        (const void *)&s->ranks_per_core, (const void *)&s->pipeline_chunks};
+    const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
+                            sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
+                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
+                            sizeof s->ranks_per_core, sizeof s->pipeline_chunks};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
+        for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;
+    return h >> 2; /* the agreement step negates it: keep it far from INT64_MIN */
+}
+
+int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
+                   const char *const *names)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *text = lookup(vars[i].name);
+        if (parse_one(s, &vars[i], vars[i].def) != 0) return -1; /* defaults are valid */
+        if (text && parse_one(s, &vars[i], text) != 0) return -1;
+    }
+    for (size_t i = 0; names && names[i]; i++) {
+        if (!known_name(names[i])) {
+            snprintf(s->error, sizeof s->error,
+                     "unknown variable %s (see man sparcml(7) for the SPARCML_* variables)", names[i]);
+            return -1;
+        }
+    }
+    s->hash = settings_hash(s);
+    return 0;
+}
+
+/* The settings that decide which collective calls a rank makes outside the
+ * agreement step of a tagged call (which compares the others, s->hash):
+ * whether tags are registered at all, the report's collectives at
+ * MPI_Finalize, which untagged calls transparent mode takes over. */
+static const struct {
+    const char *name;
+    size_t offset, size;
+} must_equal[] = {
+    {"SPARCML_DISABLE", offsetof(sparcml_settings, disable), sizeof(int)},
+    {"SPARCML_STATS", offsetof(sparcml_settings, stats), sizeof(int)},
+    {"SPARCML_TRANSPARENT", offsetof(sparcml_settings, transparent), sizeof(int)},
+    {"SPARCML_TRANSPARENT_MIN_BYTES", offsetof(sparcml_settings, transparent_min_bytes), sizeof(uint64_t)},
+};
+#define NEQUAL (sizeof must_equal / sizeof must_equal[0])
+
+int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name)
+{
+    /* Per setting the maximum of h and of -h: they differ iff the ranks do. */
+    int64_t mine[2 * NEQUAL], all[2 * NEQUAL];
+    int rc;
+    for (size_t i = 0; i < NEQUAL; i++) {
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *b = (const unsigned char *)s + must_equal[i].offset;
+        for (size_t j = 0; j < must_equal[i].size; j++) h = (h ^ b[j]) * 1099511628211ull;
+        mine[i] = (int64_t)(h >> 2);
+        mine[NEQUAL + i] = -mine[i];
+    }
+    *name = NULL;
+    rc = PMPI_Allreduce(mine, all, 2 * NEQUAL, MPI_INT64_T, MPI_MAX, comm);
+    for (size_t i = 0; rc == MPI_SUCCESS && i < NEQUAL && !*name; i++)
+        if (all[i] != -all[NEQUAL + i]) *name = must_equal[i].name;
+    return rc;
+}
+
+static sparcml_settings process_settings;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static const char *env_lookup(const char *name) { return getenv(name); }
+
+static void settings_load(void)
+{
+    /* Names of the SPARCML_* variables present, to catch misspellings. */
+    static char names_buf[4096];
+    const char *names[64];
+    size_t n = 0, used = 0;
+    for (char **e = environ; e && *e && n + 1 < sizeof names / sizeof names[0]; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (strncmp(*e, "SPARCML_", 8) != 0 || used + len + 1 > sizeof names_buf) continue;
+        memcpy(names_buf + used, *e, len);
+        names_buf[used + len] = '\0';
+        names[n++] = names_buf + used;
+        used += len + 1;
+    }
+    names[n] = NULL;
+    settings_parse(&process_settings, env_lookup, names);
+}
+
+const sparcml_settings *settings_get(void)
+{
+    pthread_once(&settings_once, settings_load);
+    return &process_settings;
+}

@@ -1,0 +1,167 @@
+/* stats.c -- per-call verbose lines and the finalize report. */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "base/errors.h"
+#include "core/stats.h"
+
+static struct {
+    atomic_uint_fast64_t calls, bytes, dense_bytes, nanoseconds;
+} per_alg[SPARCML_ALG_COUNT_];
+static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
+/* Tagged calls handed to the vendor's dense allreduce, by why. */
+enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
+static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
+/* Calls whose data travelled with the agreement records, those of them
+ * that failed, and calls whose recursive doubling was pipelined. */
+static atomic_uint_fast64_t piggybacked, piggybacked_failed, pipelined;
+/* Transparent calls by route, and the scans' time. */
+static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
+
+/* What a bandwidth-optimal dense allreduce of the same vector sends. */
+static uint64_t dense_equivalent(const sparcml_call *c)
+{
+    uint64_t P = (uint64_t)c->ctx->size;
+    return 2 * (P - 1) * c->dim * sparcml_value_size(c->vtype) / P;
+}
+
+void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
+                  double seconds)
+{
+    uint64_t dense = dense_equivalent(c);
+    int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
+    atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
+    atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
+    atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
+    if (c->ctx->rank == 0) {
+        atomic_fetch_add(&per_alg[alg].calls, 1);
+        if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
+        if (chunks > 1) atomic_fetch_add(&pipelined, 1);
+        if (alg == SPARCML_ALG_DENSE)
+            atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
+    }
+    if (s->verbose && c->ctx->rank == 0) {
+        printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
+               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g "
+               "pipeline_chunks=%d\n",
+               sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
+               sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
+               (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
+               (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
+               c->piggybacked ? "piggybacked" : "separate",
+               sparcml_algorithm_name((sparcml_algorithm)c->selected), c->ctx->ranks_per_core, chunks);
+        fflush(stdout);
+    }
+}
+
+void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
+                              stats_route route, uint64_t k_max, double scan_seconds)
+{
+    static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
+    if (ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
+    atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
+    if (s->verbose && ctx->rank == 0) {
+        printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
+               "scan_us=%.1f\n",
+               ctx->size, (unsigned long long)n, sparcml_value_type_name(vtype), names[route],
+               (unsigned long long)k_max, scan_seconds * 1e6);
+        fflush(stdout);
+    }
+}
+
+void stats_record_piggybacked_failure(int rank)
+{
+    if (rank == 0) atomic_fetch_add(&piggybacked_failed, 1);
+}
+
+void stats_record_error(int rank, int reason)
+{
+    if (rank != 0 || reason <= 0 || reason >= SPARCML_R_COUNT_) return;
+    atomic_fetch_add(&errors[reason], 1);
+    if (settings_get()->verbose) { /* the per-call line of a failed call */
+        printf("sparcml: allreduce failed: %s\n", sparcml_reason_text(reason));
+        fflush(stdout);
+    }
+}
+
+/* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
+ * call's communicator, and bytes: the sum over ranks; times: the maximum
+ * over ranks. */
+enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 3 + ROUTE_COUNT_ };
+
+static void gather_counts(uint64_t c[COUNTS])
+{
+    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
+    for (int a = 0; a < N; a++) c[a] = atomic_load(&per_alg[a].calls);
+    for (int r = 0; r < SPARCML_R_COUNT_; r++) errs[r] = atomic_load(&errors[r]);
+    for (int f = 0; f < FALLBACK_COUNT_; f++) fb[f] = atomic_load(&fallbacks[f]);
+    pig[0] = atomic_load(&piggybacked);
+    pig[1] = atomic_load(&piggybacked_failed);
+    pig[2] = atomic_load(&pipelined);
+    for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
+}
+
+void stats_report(void)
+{
+    MPI_Comm world;
+    int rank, size;
+    uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
+    uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
+    uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
+    PMPI_Comm_rank(world, &rank);
+    PMPI_Comm_size(world, &size);
+    gather_counts(cnt);
+    for (int a = 0; a < N; a++) {
+        by[a] = atomic_load(&per_alg[a].bytes);
+        by[N + a] = atomic_load(&per_alg[a].dense_bytes);
+        ns[a] = atomic_load(&per_alg[a].nanoseconds);
+    }
+    ns[N] = atomic_load(&scan_nanoseconds);
+    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
+        || PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
+        || PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) {
+        PMPI_Comm_free(&world);
+        return;
+    }
+    PMPI_Comm_free(&world);
+    if (rank != 0) return;
+    printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls: each collective call once; bytes: sum over ranks) ----\n",
+           size);
+    printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",
+           "dense_equiv", "ratio", "time_max_s");
+    for (int a = 1; a < N; a++) {
+        if (calls[a] == 0) continue;
+        printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n", sparcml_algorithm_name(a),
+               (unsigned long long)calls[a], (unsigned long long)bytes[a],
+               (unsigned long long)dense[a], dense[a] ? (double)bytes[a] / (double)dense[a] : 0.0,
+               (double)nsr[a] * 1e-9);
+    }
+    if (fb[FALLBACK_MODEL] || fb[FALLBACK_FORCED])
+        printf("sparcml: fallbacks to the vendor's dense allreduce: %llu (cost model chose dense: %llu, "
+               "forced by SPARCML_ALGORITHM: %llu)\n",
+               (unsigned long long)(fb[FALLBACK_MODEL] + fb[FALLBACK_FORCED]),
+               (unsigned long long)fb[FALLBACK_MODEL], (unsigned long long)fb[FALLBACK_FORCED]);
+    if (pig[0])
+        printf("sparcml: calls with recursive doubling done within the agreement step: %llu\n",
+               (unsigned long long)pig[0]);
+    if (pig[1])
+        printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
+               (unsigned long long)pig[1]);
+    if (pig[2])
+        printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[2]);
+    if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
+        printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
+               "(cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",
+               (unsigned long long)route[ROUTE_SPARSE],
+               (unsigned long long)(route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT]),
+               (unsigned long long)route[ROUTE_VENDOR_MODEL], (unsigned long long)route[ROUTE_VENDOR_LEARNT],
+               (double)nsr[N] * 1e-9);
+    for (int r = 1; r < SPARCML_R_COUNT_; r++)
+        if (errs[r])
+            printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),
+                   (unsigned long long)errs[r]);
+    fflush(stdout);
+}

@@ -1,0 +1,42 @@
+/* stats.h -- SPARCML_VERBOSE (one line per call) and SPARCML_STATS (a report
+ * at MPI_Finalize).  Counters are atomics: any thread may add to them, and
+ * nothing is counted on the untagged path.  A call is counted once, by rank
+ * 0 of its communicator (`rank` below), so that the sum over the ranks of
+ * MPI_COMM_WORLD is the number of collective calls; bytes by every rank. */
+#ifndef SPARCML_STATS_H
+#define SPARCML_STATS_H
+
+#include <stdint.h>
+
+#include "runtime/call.h"
+#include "core/settings.h"
+
+/* Record one finished tagged call that ran `alg` for `seconds`. */
+void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
+                  double seconds);
+
+/* Record a tagged call that failed with `reason` (with SPARCML_VERBOSE,
+ * its line). */
+void stats_record_error(int rank, int reason);
+
+/* Record a failed call whose data travelled with the agreement records. */
+void stats_record_piggybacked_failure(int rank);
+
+/* Transparent mode: where a qualifying call went. */
+typedef enum stats_route {
+    ROUTE_SPARSE,       /* a sparse algorithm (also counted by stats_record) */
+    ROUTE_VENDOR_MODEL, /* the cost model chose the vendor on the original buffers */
+    ROUTE_VENDOR_LEARNT, /* straight to the vendor after an agreed vendor choice */
+    ROUTE_COUNT_
+} stats_route;
+
+/* Record a transparent call of N values: its route, the most nonzeros any
+ * rank had (0 when not scanned) and this rank's scan time. */
+void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
+                              stats_route route, uint64_t k_max, double scan_seconds);
+
+/* At MPI_Finalize: print the report on rank 0 of MPI_COMM_WORLD (collective
+ * over a private duplicate of it). */
+void stats_report(void);
+
+#endif

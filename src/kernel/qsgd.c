@@ -1,0 +1,201 @@
+/* qsgd.c -- the bucketed stochastic quantizer and its message format. */
+#include "config.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernel/qsgd.h"
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) for element i of the message named by key. */
+static double uniform(uint64_t keyhash, uint64_t i)
+{
+    return (double)(mix(keyhash ^ mix(i)) >> 11) * 0x1.0p-53;
+}
+
+static uint64_t key_hash(const qsgd_key *k)
+{
+    return mix(mix(mix(mix(k->seed) ^ k->rank) ^ k->call) ^ k->message);
+}
+
+static uint64_t nbuckets(uint64_t n, const qsgd_params *p) { return (n + p->bucket - 1) / p->bucket; }
+static uint64_t scales_bytes(uint64_t n, int vtype, const qsgd_params *p)
+{
+    return sparcml_round8(nbuckets(n, p) * sparcml_value_size(vtype));
+}
+static uint64_t codes_bytes(uint64_t n, const qsgd_params *p)
+{
+    return sparcml_round8((n * (uint64_t)p->bits + 7) / 8);
+}
+
+uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p)
+{
+    return scales_bytes(n, vtype, p) + codes_bytes(n, p) + n * sparcml_value_size(vtype);
+}
+
+/* Per value type: scale of a bucket (or -1: send it raw), and the codes. */
+#define QSGD_KERNELS(NAME, VT, VMIN)                                              \
+    static VT bucket_scale_##NAME(const VT *v, uint64_t n)                       \
+    {                                                                            \
+        VT m = 0;                                                                \
+        for (uint64_t i = 0; i < n; i++) {                                       \
+            if (!isfinite(v[i])) return (VT)-1;                                  \
+            if (fabs(v[i]) > m) m = (VT)fabs(v[i]);                              \
+        }                                                                        \
+        return m > 0 && m < VMIN ? (VT)-1 : m;                                   \
+    }                                                                            \
+    static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
+                                     int bits, uint64_t first, uint64_t kh,      \
+                                     unsigned char *codes)                       \
+    {                                                                            \
+        for (uint64_t i = 0; i < n; i++) {                                       \
+            double x = scale > 0 ? fabs((double)v[i]) / (double)scale * s : 0;   \
+            unsigned l = (unsigned)x, code;                                      \
+            if (l >= s) l = s;                                                   \
+            else if (uniform(kh, first + i) < x - l) l++;                        \
+            code = l | (unsigned)(signbit(v[i]) ? 1u << (bits - 1) : 0);         \
+            codes[(first + i) * bits / 8] |= (unsigned char)(code << ((first + i) * bits % 8)); \
+        }                                                                        \
+    }                                                                            \
+    static void decode_bucket_##NAME(VT *v, uint64_t n, VT scale, unsigned s,    \
+                                     int bits, uint64_t first,                   \
+                                     const unsigned char *codes)                 \
+    {                                                                            \
+        unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);               \
+        for (uint64_t i = 0; i < n; i++) {                                       \
+            unsigned code = (codes[(first + i) * bits / 8] >> ((first + i) * bits % 8)) & mask; \
+            double m = (double)scale * (double)(code & (sign - 1)) / s;          \
+            v[i] = (VT)(code & sign ? -m : m);                                   \
+        }                                                                        \
+    }                                                                            \
+    static uint64_t encode_##NAME(const VT *v, uint64_t n, const qsgd_params *p, \
+                                  uint64_t kh, unsigned char *out)               \
+    {                                                                            \
+        uint64_t nb = nbuckets(n, p), sb = scales_bytes(n, SPARCML_VT_##NAME, p); \
+        uint64_t cb = codes_bytes(n, p), raw = 0;                                \
+        VT *scales = (VT *)out;                                                  \
+        unsigned char *codes = out + sb;                                         \
+        unsigned s = qsgd_levels(p->bits);                                       \
+        memset(out, 0, sb + cb);                                                 \
+        for (uint64_t b = 0; b < nb; b++) {                                      \
+            uint64_t first = b * p->bucket, len = n - first < p->bucket ? n - first : p->bucket; \
+            VT scale = bucket_scale_##NAME(v + first, len);                      \
+            scales[b] = scale;                                                   \
+            if (scale < 0) {                                                     \
+                memcpy(out + sb + cb + raw, v + first, len * sizeof(VT));        \
+                raw += len * sizeof(VT);                                         \
+            } else {                                                             \
+                encode_bucket_##NAME(v + first, len, scale, s, p->bits, first, kh, codes); \
+            }                                                                    \
+        }                                                                        \
+        return sb + cb + raw;                                                    \
+    }                                                                            \
+    static void decode_##NAME(const unsigned char *in, uint64_t n, const qsgd_params *p, \
+                              VT *v)                                             \
+    {                                                                            \
+        uint64_t nb = nbuckets(n, p), sb = scales_bytes(n, SPARCML_VT_##NAME, p); \
+        uint64_t cb = codes_bytes(n, p), raw = 0;                                \
+        const VT *scales = (const VT *)in;                                       \
+        unsigned s = qsgd_levels(p->bits);                                       \
+        for (uint64_t b = 0; b < nb; b++) {                                      \
+            uint64_t first = b * p->bucket, len = n - first < p->bucket ? n - first : p->bucket; \
+            if (scales[b] < 0) {                                                 \
+                memcpy(v + first, in + sb + cb + raw, len * sizeof(VT));         \
+                raw += len * sizeof(VT);                                         \
+            } else {                                                             \
+                decode_bucket_##NAME(v + first, len, scales[b], s, p->bits, first, in + sb); \
+            }                                                                    \
+        }                                                                        \
+    }
+
+#define SPARCML_VT_f32 SPARCML_FLOAT
+#define SPARCML_VT_f64 SPARCML_DOUBLE
+QSGD_KERNELS(f32, float, FLT_MIN)
+QSGD_KERNELS(f64, double, DBL_MIN)
+
+uint64_t qsgd_encode_block(const void *vals, uint64_t n, int vtype, const qsgd_params *p,
+                           const qsgd_key *key, void *out)
+{
+    uint64_t kh = key_hash(key);
+    return vtype == SPARCML_FLOAT ? encode_f32(vals, n, p, kh, out) : encode_f64(vals, n, p, kh, out);
+}
+
+void qsgd_decode_block(const void *block, uint64_t n, int vtype, const qsgd_params *p, void *vals)
+{
+    if (vtype == SPARCML_FLOAT)
+        decode_f32(block, n, p, vals);
+    else
+        decode_f64(block, n, p, vals);
+}
+
+/* ---------------------------------------------------------------- messages */
+
+static uint64_t index_bytes(const sv *s) { return s->dense ? 0 : sparcml_round8(s->nnz * s->iw); }
+
+uint64_t qsgd_message_bound(const sv *s, const qsgd_params *p)
+{
+    return SPARCML_HEADER_BYTES + index_bytes(s) + qsgd_block_bound(s->nnz, s->vtype, p);
+}
+
+uint64_t qsgd_encode_message(const sv *s, const qsgd_params *p, const qsgd_key *key, void *out)
+{
+    sparcml_header h;
+    uint64_t ib = index_bytes(s);
+    memcpy(&h, s->base, sizeof h);
+    h.format |= QSGD_FLAG;
+    h.reserved = (uint64_t)p->bits | (uint64_t)p->bucket << 8;
+    memcpy(out, &h, sizeof h);
+    if (ib) memcpy((char *)out + SPARCML_HEADER_BYTES, s->idx, ib);
+    return SPARCML_HEADER_BYTES + ib
+           + qsgd_encode_block(s->val, s->nnz, s->vtype, p, key,
+                               (char *)out + SPARCML_HEADER_BYTES + ib);
+}
+
+int qsgd_is_message(const void *buf)
+{
+    sparcml_header h;
+    memcpy(&h, buf, sizeof h);
+    return (h.format & QSGD_FLAG) != 0;
+}
+
+static sparcml_header plain_header(const void *msg, qsgd_params *p)
+{
+    sparcml_header h;
+    memcpy(&h, msg, sizeof h);
+    p->bits = (int)(h.reserved & 0xff);
+    p->bucket = (uint32_t)(h.reserved >> 8);
+    p->seed = 0;
+    h.format &= (uint8_t)~QSGD_FLAG;
+    h.reserved = 0;
+    return h;
+}
+
+uint64_t qsgd_decoded_bytes(const void *msg)
+{
+    qsgd_params p;
+    sparcml_header h = plain_header(msg, &p);
+    return h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
+                                     : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz);
+}
+
+sv qsgd_decode_message(const void *msg, void *out)
+{
+    qsgd_params p;
+    sparcml_header h = plain_header(msg, &p);
+    sv s;
+    uint64_t ib;
+    memcpy(out, &h, sizeof h);
+    s = stream_view(out);
+    ib = index_bytes(&s);
+    if (ib) memcpy(s.idx, (const char *)msg + SPARCML_HEADER_BYTES, ib);
+    qsgd_decode_block((const char *)msg + SPARCML_HEADER_BYTES + ib, s.nnz, s.vtype, &p, s.val);
+    return s;
+}

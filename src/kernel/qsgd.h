@@ -1,0 +1,68 @@
+/* qsgd.h -- QSGD stochastic quantization (Alistarh et al., NeurIPS'17) of
+ * the messages of the sparse algorithms (SparCML, SC'19, section 6).
+ *
+ * Values are cut into buckets of B; each bucket travels as one scale (its
+ * largest |v|, in the value type) and one code of `bits` bits per value:
+ * 1 sign bit and bits-1 bits of level l in [0, s], s = 2^(bits-1) - 1
+ * (bits 2 -> s = 1, 4 -> 7, 8 -> 127).  A value decodes to
+ * sign * scale * l / s, where l is floor(|v| / scale * s) or one more,
+ * the latter with probability equal to the fractional part: E[Q(v)] = v.
+ *
+ * Exact buckets: a bucket holding a NaN or an infinity, or whose scale is
+ * subnormal, travels raw (bit for bit).  An all-zero bucket has scale 0 and
+ * decodes to zeros.  Random numbers come from a counter-based hash of
+ * (seed, rank, call number, message, element position): reproducible, and
+ * no generator state is shared between threads.
+ *
+ * Message layout (an internal stream whose header format has QSGD_FLAG set
+ * and whose reserved field holds bits | bucket << 8): the header and, for a
+ * sparse message, its indices as usual, then the quantized value block:
+ *   scales[nb] (value type; -1 marks a raw bucket), padded to 8 bytes
+ *   codes: n * bits bits, little-endian bit order, padded to 8 bytes
+ *   the values of the raw buckets, in bucket order. */
+#ifndef SPARCML_QSGD_H
+#define SPARCML_QSGD_H
+
+#include <stdint.h>
+
+#include "kernel/stream.h"
+
+#define QSGD_FLAG 0x80
+
+typedef struct qsgd_params {
+    int bits;        /* 2, 4 or 8 (0: off) */
+    uint32_t bucket; /* values per bucket */
+    uint64_t seed;
+} qsgd_params;
+
+/* Where the random numbers of one message come from. */
+typedef struct qsgd_key {
+    uint64_t seed, rank, call, message;
+} qsgd_key;
+
+/* Levels s for a bit width. */
+static inline unsigned qsgd_levels(int bits) { return (1u << (bits - 1)) - 1; }
+
+/* Bytes of the value block for n values: an upper bound (every bucket raw)
+ * and the size without raw buckets. */
+uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p);
+
+/* Quantize n values (float or double) into out; returns the bytes written. */
+uint64_t qsgd_encode_block(const void *vals, uint64_t n, int vtype, const qsgd_params *p,
+                           const qsgd_key *key, void *out);
+
+/* Decode a block written by qsgd_encode_block into n values. */
+void qsgd_decode_block(const void *block, uint64_t n, int vtype, const qsgd_params *p,
+                       void *vals);
+
+/* Whole messages. */
+uint64_t qsgd_message_bound(const sv *s, const qsgd_params *p);
+/* Encode stream s as a quantized message at out; returns its bytes. */
+uint64_t qsgd_encode_message(const sv *s, const qsgd_params *p, const qsgd_key *key, void *out);
+int qsgd_is_message(const void *buf);
+/* Bytes of the plain stream a quantized message decodes to. */
+uint64_t qsgd_decoded_bytes(const void *msg);
+/* Decode a quantized message into a plain stream at out. */
+sv qsgd_decode_message(const void *msg, void *out);
+
+#endif

@@ -1,0 +1,176 @@
+/* comm_ctx.c -- private duplicate communicators and scratch pools. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "runtime/comm_ctx.h"
+#include "base/placement.h"
+#include "core/iallreduce.h"
+#include "core/settings.h"
+
+static int ctx_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+
+static void ctx_destroy(sparcml_ctx *ctx)
+{
+    for (int i = 0; i < POOL_COUNT_; i++) free(ctx->pool[i]);
+    free(ctx->counts);
+    free(ctx->displs);
+    free(ctx->offsets);
+    free(ctx->unions);
+    free(ctx->reqs);
+    free(ctx->int_counts);
+    free(ctx->placement);
+    if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
+    free(ctx);
+}
+
+static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm; (void)keyval; (void)extra;
+    sparcml_request_drain(attr); /* MPI_Comm_free lets pending calls complete */
+    ctx_destroy(attr);
+    return MPI_SUCCESS;
+}
+
+static void keyval_create(void)
+{
+    /* MPI_COMM_NULL_COPY_FN: a duplicate of the application's communicator
+     * gets its own context on its own first tagged call. */
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
+}
+
+/* The arrays of a context of `size` ranks. */
+static int ctx_alloc(sparcml_ctx *ctx)
+{
+    size_t n = (size_t)ctx->size;
+    ctx->counts = malloc(n * sizeof *ctx->counts);
+    ctx->displs = malloc(n * sizeof *ctx->displs);
+    ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
+    ctx->unions = malloc(n * sizeof *ctx->unions);
+    ctx->reqs = malloc((size_t)ctx_send_slots(ctx) * sizeof *ctx->reqs);
+    ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
+    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts)
+        return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
+}
+
+/* A context with its duplicate under way (blocking: made) and its arrays,
+ * cached on comm. */
+static int ctx_create(MPI_Comm comm, int blocking, sparcml_ctx **out)
+{
+    sparcml_ctx *ctx = calloc(1, sizeof *ctx);
+    int rc;
+    if (!ctx) return MPI_ERR_NO_MEM;
+    ctx->comm = MPI_COMM_NULL;
+    ctx->setup = MPI_REQUEST_NULL;
+    ctx->overlap = 1.0;
+    rc = blocking ? PMPI_Comm_dup(comm, &ctx->comm) : PMPI_Comm_idup(comm, &ctx->comm, &ctx->setup);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &ctx->rank);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(comm, &ctx->size);
+    /* Collective like the dup, so done on every rank even where the
+     * setting makes it moot: ranks whose settings differ must still meet
+     * in the agreement step, which reports the mismatch. */
+    if (rc == MPI_SUCCESS && blocking) rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
+    if (rc == MPI_SUCCESS) rc = ctx_alloc(ctx);
+    if (rc == MPI_SUCCESS && !blocking) {
+        ctx->placement = malloc(((size_t)ctx->size + 1) * PLACEMENT_BYTES);
+        if (!ctx->placement) rc = MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_attr(comm, ctx_keyval, ctx);
+    if (rc != MPI_SUCCESS) {
+        if (ctx->setup != MPI_REQUEST_NULL) PMPI_Wait(&ctx->setup, MPI_STATUS_IGNORE); /* then freed */
+        ctx_destroy(ctx);
+        return rc;
+    }
+    if (blocking) ctx_setup_done(ctx);
+    *out = ctx;
+    return MPI_SUCCESS;
+}
+
+void *ctx_setup_contribution(sparcml_ctx *ctx)
+{
+    void *mine = ctx->placement + (size_t)ctx->size * PLACEMENT_BYTES;
+    placement_mine(mine);
+    return mine;
+}
+
+void *ctx_setup_all(sparcml_ctx *ctx)
+{
+    return ctx->placement;
+}
+
+void ctx_setup_done(sparcml_ctx *ctx)
+{
+    if (ctx->placement) ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
+    free(ctx->placement);
+    ctx->placement = NULL;
+    if (settings_get()->ranks_per_core > 0) ctx->ranks_per_core = settings_get()->ranks_per_core;
+    ctx->ready = 1;
+}
+
+static int ctx_lookup(MPI_Comm comm, int blocking, sparcml_ctx **out)
+{
+    int found = 0, rc;
+    void *attr = NULL;
+    pthread_once(&keyval_once, keyval_create);
+    if (ctx_keyval == MPI_KEYVAL_INVALID) return MPI_ERR_OTHER;
+    rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
+    if (rc != MPI_SUCCESS) return rc;
+    if (found) { *out = attr; return MPI_SUCCESS; }
+    return ctx_create(comm, blocking, out);
+}
+
+int ctx_get_started(MPI_Comm comm, sparcml_ctx **out)
+{
+    return ctx_lookup(comm, 0, out);
+}
+
+int ctx_get(MPI_Comm comm, sparcml_ctx **out)
+{
+    return ctx_lookup(comm, 1, out);
+}
+
+/* Open MPI treats deleting an attribute that was never set as an error
+ * (fatal on MPI_COMM_SELF), MPICH does not: delete only what is there. */
+static void ctx_drop(MPI_Comm comm)
+{
+    void *attr;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found) == MPI_SUCCESS && found)
+        PMPI_Comm_delete_attr(comm, ctx_keyval);
+}
+
+void ctx_finalize(void)
+{
+    if (ctx_keyval == MPI_KEYVAL_INVALID) return;
+    sparcml_request_finalize(); /* calls freed while pending, too */
+    ctx_drop(MPI_COMM_WORLD);
+    ctx_drop(MPI_COMM_SELF);
+    PMPI_Comm_free_keyval(&ctx_keyval);
+}
+
+void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
+{
+    if (bytes == 0) bytes = 8;
+    if (bytes > SIZE_MAX) return NULL;
+    if (ctx->pool_bytes[which] < bytes) {
+        /* Exactly what is asked (rounded to a cache line): the pool only
+         * grows, so a repeated call of the same size never allocates, and
+         * the peak stays at the largest single request (docs/design.md). */
+        size_t want = ((size_t)bytes + 63) & ~(size_t)63;
+        free(ctx->pool[which]);
+        ctx->pool[which] = aligned_alloc(64, want);
+        ctx->pool_bytes[which] = ctx->pool[which] ? want : 0;
+        if (!ctx->pool[which]) return NULL;
+    }
+    return ctx->pool[which];
+}
+
+uint64_t ctx_pool_bytes(const sparcml_ctx *ctx)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < POOL_COUNT_; i++) total += ctx->pool_bytes[i];
+    return total;
+}

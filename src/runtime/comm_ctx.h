@@ -1,0 +1,100 @@
+/* comm_ctx.h -- per-communicator state of the library.
+ *
+ * The first tagged allreduce on a communicator duplicates it (collectively,
+ * inside that call) and caches the duplicate with an attribute; every
+ * message of the library goes over the duplicate, so it can never match an
+ * application receive.  The attribute's delete callback frees the duplicate
+ * and the scratch pool when the application frees its communicator. */
+#ifndef SPARCML_COMM_CTX_H
+#define SPARCML_COMM_CTX_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/select.h"
+
+/* Scratch buffers, reused across calls: they only grow. */
+enum {
+    POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS,
+    POOL_QMSG, /* a quantized outgoing message */
+    POOL_QDEC, /* a decoded incoming message */
+    POOL_QOWN, /* this rank's own contribution as its partner will decode it */
+    POOL_FRAME, /* an outgoing agreement record with the stream behind it */
+    POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
+    POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
+    POOL_SLOT,  /* that message padded to the common slot (split_phases.c) */
+    POOL_TRANSPARENT_IN,  /* transparent mode: the stream of the dense input */
+    POOL_TRANSPARENT_OUT, /* transparent mode: the result stream */
+    POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
+    POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
+    POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
+};
+
+typedef struct sparcml_ctx {
+    MPI_Comm comm; /* the private duplicate */
+    int ready;            /* 0 while a non-blocking set-up is under way (ctx_get_started) */
+    MPI_Request setup;    /* its MPI_Comm_idup */
+    char *placement;      /* its allgather: (size + 1) contributions, this rank's last */
+    int rank, size;
+    void *pool[POOL_COUNT_];
+    size_t pool_bytes[POOL_COUNT_];
+    MPI_Count *counts;  /* size entries, for the v-collectives */
+    MPI_Aint *displs;   /* size entries */
+    uint64_t *offsets;  /* size + 1 entries */
+    uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
+    MPI_Request *reqs;  /* ctx_send_slots entries: sends in flight */
+    int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
+    /* The overlap estimate of the selector, learnt from the previous call:
+     * identical on all ranks because results are. */
+    double overlap;
+    /* After a dense result the union size is learnt one call later, from
+     * the sum of every rank's union_part in the next agreement step. */
+    int union_pending;
+    uint64_t union_part;
+    sparcml_problem union_problem; /* the problem the result belonged to */
+    sparcml_rd_memo memo; /* when to piggyback data on the agreement */
+    double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
+    uint64_t calls;
+    uint64_t started; /* tagged calls started (blocking or not): their sequence numbers */
+    atomic_int pending_calls; /* non-blocking calls started and not yet complete (request.c) */
+    /* Transparent mode: after an agreed choice of the vendor, the next
+     * `skip` calls with this count and value type go straight to it. */
+    struct { MPI_Count count; int vtype, skip; } transparent;
+} sparcml_ctx;
+
+/* Sends a schedule may keep in flight: a reduce-scatter's P - 1, a
+ * pipelined round's chunks. */
+static inline int ctx_send_slots(const sparcml_ctx *ctx)
+{
+    return ctx->size > SPARCML_PIPELINE_CHUNKS_MAX ? ctx->size : SPARCML_PIPELINE_CHUNKS_MAX;
+}
+
+/* The context of comm, created on first use (collective over comm). */
+int ctx_get(MPI_Comm comm, sparcml_ctx **out);
+
+/* The same without blocking, for a non-blocking call: a context created
+ * here is not ready yet: its duplicate is being made (ctx->setup, from
+ * MPI_Comm_idup) and its ranks per core are unknown until the call's
+ * schedule has completed the set-up (allreduce.c): it waits for
+ * ctx->setup, allgathers ctx_setup_contribution into ctx_setup_all, and
+ * calls ctx_setup_done.  Calls on the context after it run once that call
+ * has (request.h). */
+int ctx_get_started(MPI_Comm comm, sparcml_ctx **out);
+void *ctx_setup_contribution(sparcml_ctx *ctx);
+void *ctx_setup_all(sparcml_ctx *ctx);
+void ctx_setup_done(sparcml_ctx *ctx);
+
+/* At MPI_Finalize: free the contexts of MPI_COMM_WORLD and MPI_COMM_SELF
+ * (other communicators' go when the application frees them) and the keyval. */
+void ctx_finalize(void);
+
+/* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
+ * out of memory.  The contents are not preserved when it grows. */
+void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
+
+/* Bytes held by the pool (for tests of the memory bound). */
+uint64_t ctx_pool_bytes(const sparcml_ctx *ctx);
+
+#endif

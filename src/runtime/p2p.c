@@ -1,0 +1,205 @@
+/* p2p.c -- point-to-point exchange of streams on the private communicator
+ * (optionally QSGD-quantized), and delivery of the result. */
+#include "config.h"
+
+#include <string.h>
+
+#include "runtime/call.h"
+#include "base/mpi_flavour.h"
+#include "runtime/schedule.h"
+
+/* A result no merge has shaped (at P = 1 the input itself) follows the
+ * size rule too: it is written dense when that is not larger. */
+static int deliver_dense(sparcml_call *c, const sv *result)
+{
+    sv src = *result, out;
+    if (src.base == c->recvbuf) { /* MPI_IN_PLACE: expand from a copy */
+        void *copy = ctx_buffer(c->ctx, POOL_SEND, stream_bytes(&src));
+        if (!copy) return CALL_NOMEM(c);
+        src = stream_copy(&src, copy);
+    }
+    out = stream_init(c->recvbuf, src.dim, src.vtype, src.dim, 1);
+    stream_densify(&src, out.val);
+    c->result_nnz = out.nnz;
+    c->result_dense = 1;
+    return MPI_SUCCESS;
+}
+
+int call_deliver(sparcml_call *c, const sv *result)
+{
+    int dense = result->dense || sparcml_prefers_dense(result->dim, result->vtype, result->nnz);
+    uint64_t bytes = dense ? sparcml_dense_bytes(result->dim, result->vtype) : stream_bytes(result);
+    if (c->recording) {
+        c->pending = *result;
+        return MPI_SUCCESS;
+    }
+    /* Every rank holds the same result and the same capacity, so every rank
+     * takes the same branch here. */
+    if (bytes > c->recv_bytes) {
+        c->reason = SPARCML_R_CAPACITY;
+        return MPI_SUCCESS;
+    }
+    if (dense && !result->dense) return deliver_dense(c, result);
+    c->result_nnz = result->nnz;
+    c->result_dense = result->dense;
+    if (result->base != c->recvbuf) memmove(c->recvbuf, result->base, bytes);
+    return MPI_SUCCESS;
+}
+
+int call_quantizes(const sparcml_call *c, const sv *s)
+{
+    return c->q.bits != 0 && s->nnz > 0 && (s->dense || c->q_sparse);
+}
+
+int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w)
+{
+    qsgd_key key = {c->q.seed, origin, c->ctx->calls, message};
+    void *buf;
+    if (!call_quantizes(c, s)) {
+        *w = wire_of(s);
+        return MPI_SUCCESS;
+    }
+    buf = ctx_buffer(c->ctx, which, qsgd_message_bound(s, &c->q));
+    if (!buf) return CALL_NOMEM(c);
+    w->buf = buf;
+    w->bytes = qsgd_encode_message(s, &c->q, &key, buf);
+    w->quantized = 1;
+    return MPI_SUCCESS;
+}
+
+int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out)
+{
+    void *buf;
+    if (!w->quantized) {
+        *out = *s;
+        return MPI_SUCCESS;
+    }
+    buf = ctx_buffer(c->ctx, which, qsgd_decoded_bytes(w->buf));
+    if (!buf) return CALL_NOMEM(c);
+    *out = qsgd_decode_message(w->buf, buf);
+    return MPI_SUCCESS;
+}
+
+/* While recording, a message is the agreement record followed by the
+ * stream, copied together into one buffer: MPICH would pack a two-block
+ * datatype into a temporary buffer anyway, and one contiguous message
+ * costs the same latency as the record alone. */
+static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
+{
+    uint64_t bytes = sizeof c->record + w->bytes;
+    char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
+    if (!frame) return CALL_NOMEM(c);
+    memcpy(frame, &c->record, sizeof c->record);
+    if (w->bytes) memcpy(frame + sizeof c->record, w->buf, w->bytes);
+    c->bytes_sent += sizeof c->record;
+    return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);
+}
+
+int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
+{
+    c->bytes_sent += w->bytes;
+    if (c->recording) return framed_isend(c, w, dest, tag, req);
+    return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
+}
+
+/* Take the record off the front of a received message: merge it (or take
+ * it, when it is complete: call.h, TAG_FOLD_OUT), and point *payload / *n
+ * at the stream behind it (n == 0: absent).  Every message of a recording
+ * exchange comes from a recording sender (all ranks record in the same
+ * exchanges), so it is at least a record long. */
+static int unframe(sparcml_call *c, int complete, char **payload, MPI_Count *n)
+{
+    agree_record in;
+    if (*n < (MPI_Count)sizeof in) return MPI_ERR_INTERN;
+    memcpy(&in, *payload, sizeof in);
+    if (complete) agree_record_clear(&c->record);
+    agree_record_merge(&c->record, &in);
+    *payload += sizeof in;
+    *n -= (MPI_Count)sizeof in;
+    return MPI_SUCCESS;
+}
+
+/* The matched message r->bytes long is in r->buf: take the record off a
+ * framed one, decode a quantized one. */
+static int received(sparcml_call *c, sched_recv *r)
+{
+    char *buf = r->buf;
+    MPI_Count n = r->bytes;
+    void *dec;
+    int rc = c->recording ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) return rc;
+    if (r->where) *r->where = r->raw_pool;
+    if (n == 0) {
+        *r->out = sv_absent();
+        return MPI_SUCCESS;
+    }
+    if (!qsgd_is_message(buf)) {
+        *r->out = stream_view(buf);
+        return MPI_SUCCESS;
+    }
+    dec = ctx_buffer(c->ctx, r->dec_pool, qsgd_decoded_bytes(buf));
+    if (!dec) return CALL_NOMEM(c);
+    *r->out = qsgd_decode_message(buf, dec);
+    if (r->where) *r->where = r->dec_pool;
+    return MPI_SUCCESS;
+}
+
+/* A buffer for a matched message of st's size; NULL: out of memory (the
+ * message is then taken off the queue anyway, so its sender completes). */
+static char *receive_buffer(sparcml_call *c, sched_recv *r, const MPI_Status *st, MPI_Message *msg, int *rc)
+{
+    char *buf;
+    *rc = flv_message_bytes(st, &r->bytes);
+    if (*rc != MPI_SUCCESS) return NULL;
+    buf = ctx_buffer(c->ctx, r->raw_pool, (uint64_t)r->bytes);
+    if (!buf) {
+        char drain;
+        flv_mrecv_bytes(&drain, 0, msg);
+        *rc = CALL_NOMEM(c);
+    }
+    return buf;
+}
+
+int p2p_recv_start(sparcml_call *c, sched_recv *r, int blocking)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 1, rc = blocking ? PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st)
+                                : PMPI_Improbe(r->src, r->tag, c->ctx->comm, &flag, &msg, &st);
+    if (rc != MPI_SUCCESS || !flag) return rc;
+    r->buf = receive_buffer(c, r, &st, &msg, &rc);
+    if (!r->buf) return rc;
+    rc = flv_imrecv_bytes(r->buf, r->bytes, &msg, &r->req);
+    if (rc == MPI_SUCCESS) r->posted = 1;
+    return rc;
+}
+
+int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int rc;
+    if (r->posted) { /* started early */
+        rc = PMPI_Wait(&r->req, MPI_STATUS_IGNORE);
+        return rc == MPI_SUCCESS ? received(c, r) : rc;
+    }
+    rc = PMPI_Mprobe(r->src, r->tag, c->ctx->comm, &msg, &st);
+    if (rc != MPI_SUCCESS) return rc;
+    r->buf = receive_buffer(c, r, &st, &msg, &rc);
+    if (!r->buf) return rc;
+    rc = flv_mrecv_bytes(r->buf, r->bytes, &msg);
+    return rc == MPI_SUCCESS ? received(c, r) : rc;
+}
+
+int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag)
+{
+    int rc;
+    *flag = 0;
+    if (!r->posted) {
+        rc = p2p_recv_start(c, r, 0);
+        if (rc != MPI_SUCCESS || !r->posted) return rc;
+    }
+    rc = PMPI_Test(&r->req, flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || !*flag) return rc;
+    return received(c, r);
+}

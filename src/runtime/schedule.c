@@ -1,0 +1,174 @@
+/* schedule.c -- the driver of schedules (schedule.h).
+ *
+ * One loop serves both modes: complete the current round (blocking: at
+ * once; non-blocking: only if it is done already), then run the next step.
+ * A failure stops the schedule after what was posted has completed: a
+ * matched receive and a vendor collective cannot be taken back, and a send
+ * buffer must not be reused while it is on the wire. */
+#include "config.h"
+
+#include "base/mpi_flavour.h"
+#include "runtime/schedule.h"
+
+void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first)
+{
+    *s = (sched){.c = c, .blocking = blocking, .next = first, .sends = c->ctx->reqs};
+}
+
+int sched_send(sched *s, const wire *w, int dest, int tag)
+{
+    int rc;
+    if (s->nsends >= ctx_send_slots(s->c->ctx)) return MPI_ERR_INTERN;
+    rc = p2p_isend(s->c, w, dest, tag + s->c->tag_offset, &s->sends[s->nsends]);
+    if (rc == MPI_SUCCESS) s->nsends++;
+    return rc;
+}
+
+int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
+{
+    if (s->nrecv) return MPI_ERR_INTERN; /* one receive per round */
+    s->recv = (sched_recv){.src = src, .tag = tag + s->c->tag_offset, .raw_pool = raw_pool, .dec_pool = dec_pool,
+                           .out = out, .where = where, .req = MPI_REQUEST_NULL};
+    s->nrecv = 1;
+    return MPI_SUCCESS;
+}
+
+int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out)
+{
+    int rc = sched_recv_stream(s, src, tag, raw_pool, dec_pool, out, NULL);
+    return rc == MPI_SUCCESS ? p2p_recv_start(s->c, &s->recv, s->blocking) : rc;
+}
+
+/* A collective request slot, or NULL when the round has no room left. */
+static MPI_Request *coll_slot(sched *s)
+{
+    return s->nreqs < SCHED_MAX_REQS ? &s->reqs[s->nreqs] : NULL;
+}
+
+int sched_allgather(sched *s, const void *mine, int bytes, void *all)
+{
+    MPI_Comm comm = s->c->ctx->comm;
+    MPI_Request *req = coll_slot(s);
+    int rc;
+    if (s->blocking) return PMPI_Allgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, comm);
+    if (!req) return MPI_ERR_INTERN;
+    rc = PMPI_Iallgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, comm, req);
+    if (rc == MPI_SUCCESS) s->nreqs++;
+    return rc;
+}
+
+int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
+                           const MPI_Count *counts, const MPI_Aint *displs)
+{
+    MPI_Comm comm = s->c->ctx->comm;
+    MPI_Request *req = coll_slot(s);
+    int rc;
+    if (s->blocking) return flv_allgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm);
+    if (!req) return MPI_ERR_INTERN;
+    rc = flv_iallgatherv_bytes(sendbuf, sendbytes, recvbuf, counts, displs, comm, s->c->ctx->int_counts, req);
+    if (rc == MPI_SUCCESS) s->nreqs++;
+    return rc;
+}
+
+int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op)
+{
+    MPI_Comm comm = s->c->ctx->comm;
+    int n = 0, rc;
+    if (s->blocking) return flv_allreduce(MPI_IN_PLACE, buf, count, type, op, comm);
+    rc = flv_iallreduce(buf, count, type, op, comm, s->reqs + s->nreqs, SCHED_MAX_REQS - s->nreqs, &n);
+    s->nreqs += n;
+    return rc;
+}
+
+int sched_request(sched *s, MPI_Request *req)
+{
+    MPI_Request *slot = coll_slot(s);
+    if (s->blocking) return PMPI_Wait(req, MPI_STATUS_IGNORE);
+    if (!slot) return MPI_ERR_INTERN;
+    *slot = *req;
+    *req = MPI_REQUEST_NULL;
+    s->nreqs++;
+    return MPI_SUCCESS;
+}
+
+/* Wait for (or test) requests; *flag when all are complete.  One at a
+ * time: a completed request becomes MPI_REQUEST_NULL, cheap to test again
+ * (and GCC's access attributes reject MPI_STATUSES_IGNORE with Waitall). */
+static int finish_requests(sched *s, MPI_Request *reqs, int *n, int *flag)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < *n; i++) {
+        int irc;
+        if (s->blocking) {
+            irc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS) rc = irc;
+            continue;
+        }
+        irc = PMPI_Test(&reqs[i], flag, MPI_STATUS_IGNORE);
+        if (irc != MPI_SUCCESS) return irc;
+        if (!*flag) return MPI_SUCCESS;
+    }
+    *flag = 1;
+    *n = 0;
+    return rc;
+}
+
+/* Complete the current round as far as the mode allows: *flag when it is. */
+static int finish_round(sched *s, int *flag)
+{
+    int rc = MPI_SUCCESS, end = !s->next;
+    *flag = 1;
+    if (s->nrecv && s->rc != MPI_SUCCESS && !s->recv.posted) s->nrecv = 0; /* never matched */
+    if (s->nrecv) {
+        rc = s->blocking ? p2p_recv_blocking(s->c, &s->recv) : p2p_recv_test(s->c, &s->recv, flag);
+        if (rc != MPI_SUCCESS || *flag) s->nrecv = 0;
+        if (rc != MPI_SUCCESS || !*flag) return rc;
+    }
+    rc = finish_requests(s, s->reqs, &s->nreqs, flag);
+    if (rc != MPI_SUCCESS || !*flag) return rc;
+    if (s->wait_sends || end || s->rc != MPI_SUCCESS) rc = finish_requests(s, s->sends, &s->nsends, flag);
+    if (rc == MPI_SUCCESS && *flag) s->wait_sends = 0;
+    return rc;
+}
+
+/* The schedule stops at its first error (what is posted still completes). */
+static void fail(sched *s, int rc)
+{
+    if (s->rc == MPI_SUCCESS) s->rc = rc;
+    s->next = s->then = NULL;
+}
+
+static int drive(sched *s)
+{
+    while (!s->done) {
+        int flag, rc = finish_round(s, &flag);
+        sched_step step;
+        if (rc != MPI_SUCCESS) {
+            fail(s, rc);
+            continue;
+        }
+        if (!flag) break;
+        if (!s->next && !s->then) {
+            s->done = 1;
+            break;
+        }
+        step = s->next ? s->next : s->then;
+        if (!s->next) s->then = NULL;
+        s->next = NULL;
+        rc = step(s);
+        if (rc != MPI_SUCCESS) fail(s, rc);
+    }
+    return s->rc;
+}
+
+int sched_run(sched *s)
+{
+    return drive(s);
+}
+
+int sched_progress(sched *s, int *done)
+{
+    int rc = drive(s);
+    *done = s->done;
+    return rc;
+}

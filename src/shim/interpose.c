@@ -1,0 +1,259 @@
+/* interpose.c -- the PMPI layer.  It only dispatches: untagged calls go
+ * straight to the vendor after one atomic load and a branch; tagged ones to
+ * sparcml_allreduce(), and in transparent mode the predefined types the
+ * registry marks to sparcml_transparent_allreduce().  Nothing else lives
+ * here. */
+#include "config.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "core/op.h"
+#include "runtime/comm_ctx.h"
+#include "base/mpi_flavour.h"
+#include "shim/persistent.h"
+#include "shim/registry.h"
+#include "core/iallreduce.h"
+#include "core/settings.h"
+#include "core/stats.h"
+#include "core/transparent.h"
+
+static void stop_job(void)
+{
+    /* The launcher tears down output forwarding when a rank aborts: give the
+     * message time to reach it (no barrier: other ranks may be fine). */
+    nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* A bad SPARCML_* value stops the job at start-up with a message, rather
+ * than running with a setting the user did not ask for; so do settings
+ * that must be equal on all ranks and are not (one line, from rank 0: all
+ * ranks know it).  Every rank takes part, SPARCML_DISABLE or not. */
+static void check_settings(void)
+{
+    const sparcml_settings *s = settings_get();
+    const char *differs = NULL;
+    int rank = 0, level = MPI_THREAD_SINGLE;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (s->error[0]) {
+        fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
+        fflush(stderr);
+        stop_job();
+    }
+    if (s->progress_us > 0 && (PMPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_MULTIPLE)) {
+        fprintf(stderr, "sparcml: rank %d: SPARCML_PROGRESS_US needs MPI_THREAD_MULTIPLE (MPI_Init_thread "
+                        "granted level %d); unset it or initialise MPI with MPI_THREAD_MULTIPLE\n", rank, level);
+        fflush(stderr);
+        stop_job();
+    }
+    if (settings_first_difference(s, MPI_COMM_WORLD, &differs) != MPI_SUCCESS) {
+        fprintf(stderr, "sparcml: rank %d: could not compare the settings across ranks\n", rank);
+        fflush(stderr);
+        stop_job();
+    }
+    if (!differs) return;
+    if (rank == 0) {
+        fprintf(stderr, "sparcml: %s differs between ranks (it must be equal on all ranks: sparcml(7))\n",
+                differs);
+        fflush(stderr);
+    }
+    stop_job();
+}
+
+/* SPARCML_TRANSPARENT: mark the predefined types whose sums it may take
+ * over: C's float, double and exact integers, and Fortran's REAL, DOUBLE
+ * PRECISION and INTEGER at the size the vendor gives them (4 or 8 bytes). */
+static void register_transparent(void)
+{
+    const struct { MPI_Datatype type; int is_float; } types[] = {
+        {MPI_FLOAT, 1}, {MPI_DOUBLE, 1}, {MPI_REAL, 1}, {MPI_DOUBLE_PRECISION, 1},
+        {MPI_INT, 0}, {MPI_INT32_T, 0}, {MPI_INT64_T, 0}, {MPI_LONG, 0}, {MPI_INTEGER, 0},
+    };
+    if (!settings_get()->transparent || settings_get()->disable) return;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int size = 0;
+        if (types[i].type == MPI_DATATYPE_NULL || PMPI_Type_size(types[i].type, &size) != MPI_SUCCESS)
+            continue; /* a vendor built without Fortran */
+        if (size == 4) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_FLOAT : SPARCML_INT32);
+        if (size == 8) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_DOUBLE : SPARCML_INT64);
+    }
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) check_settings();
+    if (rc == MPI_SUCCESS) register_transparent();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) check_settings();
+    if (rc == MPI_SUCCESS) register_transparent();
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    if (settings_get()->stats) stats_report();
+    ctx_finalize();
+    return PMPI_Finalize();
+}
+
+int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+{
+    if (settings_get()->disable) return PMPI_Type_set_name(datatype, type_name);
+    return registry_set_name(datatype, type_name);
+}
+
+int MPI_Type_free(MPI_Datatype *datatype)
+{
+    if (datatype) registry_on_free(*datatype);
+    return PMPI_Type_free(datatype);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (vtype & REGISTRY_TRANSPARENT)
+        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
+                                             op, comm);
+    return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
+}
+
+/* Non-blocking: tagged types only (transparent mode covers blocking calls). */
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+
+#if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (config.h, from configure) */
+int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                    MPI_Op op, MPI_Comm comm)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (vtype & REGISTRY_TRANSPARENT)
+        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
+                                             op, comm);
+    return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
+}
+
+int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                     MPI_Comm comm, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+#endif
+
+/* Persistent calls: tagged types only, as for MPI_Iallreduce. */
+#if HAVE_PMPI_ALLREDUCE_INIT
+int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+
+int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+#elif HAVE_PMPIX_ALLREDUCE_INIT
+int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int vtype = registry_value_type(datatype);
+    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
+        return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+}
+#endif
+
+/* The calls that take requests: the library's persistent handles stand for
+ * running calls (persistent.h); none live, straight to the vendor. */
+int MPI_Start(MPI_Request *request)
+{
+    return sparcml_completion_taken() ? sparcml_start(request) : PMPI_Start(request);
+}
+
+int MPI_Startall(int n, MPI_Request requests[])
+{
+    return sparcml_completion_taken() ? sparcml_startall(n, requests) : PMPI_Startall(n, requests);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return sparcml_completion_taken() ? sparcml_wait(request, status) : PMPI_Wait(request, status);
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    return sparcml_completion_taken() ? sparcml_test(request, flag, status) : PMPI_Test(request, flag, status);
+}
+
+int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[])
+{
+    return sparcml_completion_taken() ? sparcml_waitall(n, requests, statuses) : PMPI_Waitall(n, requests, statuses);
+}
+
+int MPI_Testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    return sparcml_completion_taken() ? sparcml_testall(n, requests, flag, statuses)
+                                     : PMPI_Testall(n, requests, flag, statuses);
+}
+
+int MPI_Waitany(int n, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    return sparcml_completion_taken() ? sparcml_waitany(n, requests, index, status)
+                                     : PMPI_Waitany(n, requests, index, status);
+}
+
+int MPI_Testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    return sparcml_completion_taken() ? sparcml_testany(n, requests, index, flag, status)
+                                     : PMPI_Testany(n, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return sparcml_completion_taken() ? sparcml_waitsome(n, requests, outcount, indices, statuses)
+                                     : PMPI_Waitsome(n, requests, outcount, indices, statuses);
+}
+
+int MPI_Testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return sparcml_completion_taken() ? sparcml_testsome(n, requests, outcount, indices, statuses)
+                                     : PMPI_Testsome(n, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    return sparcml_completion_taken() ? sparcml_request_free_handle(request) : PMPI_Request_free(request);
+}
+
+/* MPICH never polls a generalized request here: make progress first. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    sparcml_request_progress();
+    return sparcml_completion_taken() ? sparcml_request_get_status(request, flag, status)
+                                     : PMPI_Request_get_status(request, flag, status);
+}
