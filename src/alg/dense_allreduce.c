@@ -18,9 +18,17 @@
  * Rounds: the vendor's; twice when the format is not certain. */
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
-#include "runtime/schedule.h"
+#include "alg/algorithms.h"
+
+typedef struct dense_state {
+    uint64_t *present, n;
+    sv out;
+} dense_state;
+SCHED_STATE_FITS(dense_state);
 
 static MPI_Datatype mpi_value_type(int vtype)
 {
@@ -34,7 +42,7 @@ static MPI_Datatype mpi_value_type(int vtype)
 
 static int summed(sched *s)
 {
-    struct dense_state *st = &s->u.dense;
+    dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
     if (st->present) st->out = stream_select(&st->out, st->present, st->n, c->recvbuf);
     c->result_nnz = st->out.nnz;
@@ -45,7 +53,7 @@ static int summed(sched *s)
 /* The dense sum into a dense stream at buf. */
 static int dense_sum(sched *s, void *buf)
 {
-    struct dense_state *st = &s->u.dense;
+    dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int P = c->ctx->size;
     sv src = c->input;
@@ -67,7 +75,7 @@ static int dense_sum(sched *s, void *buf)
 /* The union is known (or the result is dense anyway): sum. */
 static int union_known(sched *s)
 {
-    struct dense_state *st = &s->u.dense;
+    dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
     void *buf;
     if (st->present) st->n = stream_count_present(st->present, c->dim);
@@ -90,10 +98,10 @@ static int union_known(sched *s)
 
 int sparcml_dense_allreduce(sched *s)
 {
-    struct dense_state *st = &s->u.dense;
+    dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
     uint64_t words = (c->dim + 63) / 64;
-    *st = (struct dense_state){.n = c->dim};
+    *st = (dense_state){.n = c->dim};
     /* Every rank has the same k_max, and then the same union: the OR of
      * every rank's index bitmap, in POOL_PRESENCE. */
     if (sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) return union_known(s);
@@ -104,4 +112,21 @@ int sparcml_dense_allreduce(sched *s)
     c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
     sched_next(s, union_known);
     return sched_allreduce(s, st->present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR);
+}
+
+/* The dense vector must fit the recv buffer: it is never expanded anywhere
+ * else (a stream's dimension may be far beyond what any rank can hold). */
+int dense_allreduce_restriction(const sparcml_problem *p)
+{
+    return p->dense_fits ? SPARCML_R_OK : SPARCML_R_CAPACITY;
+}
+
+/* When the format is uncertain the index sets are OR-ed as bitmaps first
+ * (N/8 bytes) and a sparse result is selected out of the dense sum. */
+double dense_allreduce_cost(const cost_model *m, const sparcml_problem *p)
+{
+    double N = (double)p->dim, D = N * sparcml_value_size(p->vtype);
+    double bitmap = cost_format_uncertain(p)
+                        ? cost_vendor_allreduce(m, p, N / 8) + COST_COPY_PER_MERGE * m->gamma * N : 0;
+    return cost_vendor_allreduce(m, p, D) + bitmap + m->gamma * (double)p->k_max;
 }

@@ -22,9 +22,12 @@
  *   not certain). */
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
-#include "runtime/schedule.h"
+#include "alg/algorithms.h"
+#include "alg/split_phases.h"
 
 /* Each rank's dense slice arrived in place. */
 static int dense_gathered(sched *s)
@@ -52,9 +55,10 @@ static int quantized_gathered(sched *s)
 {
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
+    const split_state *st = sched_state(s);
     sv out = stream_view(c->recvbuf); /* the header gather_result wrote */
     for (int r = 0; r < ctx->size; r++) {
-        const char *m = s->u.split.gathered + ctx->displs[r];
+        const char *m = st->gathered + ctx->displs[r];
         void *tmp = ctx_buffer(ctx, POOL_QDEC, qsgd_is_message(m) ? qsgd_decoded_bytes(m) : 8);
         sv part;
         if (!tmp) return CALL_NOMEM(c);
@@ -68,14 +72,15 @@ static int allgather_quantized(sched *s)
 {
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
+    split_state *st = sched_state(s);
     uint64_t dim = ctx->offsets[ctx->rank + 1] - ctx->offsets[ctx->rank];
     void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
     sv slice;
     int rc;
     if (!dense) return CALL_NOMEM(c);
     slice = stream_init(dense, dim, c->vtype, dim, 1);
-    stream_densify(&s->u.split.mine.sum, slice.val);
-    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &s->u.split.w);
+    stream_densify(&st->mine.sum, slice.val);
+    rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &st->w);
     if (rc != MPI_SUCCESS) return rc;
     return split_allgather_messages(s, 0, quantized_gathered);
 }
@@ -84,8 +89,9 @@ static int allgather_quantized(sched *s)
 static int gather_result(sched *s)
 {
     sparcml_call *c = s->c;
+    const split_state *st = sched_state(s);
     sv out;
-    if (!s->u.split.dense_certain && !sparcml_prefers_dense(c->dim, c->vtype, s->u.split.result_nnz))
+    if (!st->dense_certain && !sparcml_prefers_dense(c->dim, c->vtype, st->result_nnz))
         return split_gather(s);
     if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
         c->reason = SPARCML_R_CAPACITY;
@@ -96,20 +102,37 @@ static int gather_result(sched *s)
     c->result_nnz = c->dim;
     c->result_dense = 1;
     if (c->q.bits) return allgather_quantized(s);
-    stream_densify(&s->u.split.mine.sum, (char *)out.val + c->ctx->offsets[c->ctx->rank] * out.vs);
+    stream_densify(&st->mine.sum, (char *)out.val + c->ctx->offsets[c->ctx->rank] * out.vs);
     return allgather_dense(s, &out);
 }
 
 static int reduced(sched *s)
 {
     sparcml_call *c = s->c;
+    split_state *st = sched_state(s);
     /* Every rank has the same k_max, and then the same union sizes. */
-    s->u.split.dense_certain = sparcml_prefers_dense(c->dim, c->vtype, c->k_max);
-    if (s->u.split.dense_certain) return gather_result(s);
+    st->dense_certain = sparcml_prefers_dense(c->dim, c->vtype, c->k_max);
+    if (st->dense_certain) return gather_result(s);
     return split_union(s, gather_result);
 }
 
 int sparcml_dsar_split_allgather(sched *s)
 {
     return split_reduce_scatter(s, reduced);
+}
+
+/* Its result is written dense into recvbuf: that must hold it. */
+int dsar_split_allgather_restriction(const sparcml_problem *p)
+{
+    return p->dense_fits ? SPARCML_R_OK : SPARCML_R_CAPACITY;
+}
+
+double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
+{
+    double P = p->P, N = (double)p->dim, D = N * cost_wire_value_bytes(p, 1);
+    /* quantized: the owner encodes its dense slice, every rank decodes all */
+    double quantized = p->qbits ? N / P : 0;
+    double unions = cost_format_uncertain(p) ? cost_ceil_log2(p->P) * m->alpha : 0;
+    return split_reduce_scatter_cost(m, p) + cost_vendor_allgather(m, p, D) + unions
+           + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }

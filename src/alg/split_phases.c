@@ -14,17 +14,11 @@
  * MPI_Allgather), then MPI_Allgatherv. */
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
-#include "runtime/schedule.h"
-#include "base/mpi_flavour.h"
-
-void split_bounds(uint64_t dim, int P, uint64_t *offsets)
-{
-    uint64_t base = dim / (uint64_t)P, extra = dim % (uint64_t)P;
-    for (int r = 0; r <= P; r++)
-        offsets[r] = (uint64_t)r * base + ((uint64_t)r < extra ? (uint64_t)r : extra);
-}
+#include "alg/split_phases.h"
 
 /* Write every rank's part of the input into the send pool, and its wire
  * form (quantized into POOL_QMSG where that applies) into wires[]. */
@@ -130,14 +124,14 @@ static int rs_next_part(sched *s);
 /* Post the part for rank me+i, if there is one. */
 static int rs_send_part(sched *s, int i)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     int P = s->c->ctx->size, dest = (s->c->ctx->rank + i) % P;
     return i < P ? sched_send(s, &st->wires[dest], dest, TAG_REDUCE_SCATTER) : MPI_SUCCESS;
 }
 
 static int rs_part_in(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     int rc = MPI_SUCCESS;
     if (st->step > 0) {
         rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
@@ -156,7 +150,7 @@ static int rs_part_in(sched *s)
  * rank me-step's. */
 static int rs_next_part(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int P = c->ctx->size, src = (c->ctx->rank - st->step + P) % P;
     if (st->step == P) {
@@ -182,7 +176,7 @@ static int rs_next_part(sched *s)
 
 int split_reduce_scatter(sched *s, sched_step then)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
     int P = ctx->size, rc;
@@ -190,7 +184,7 @@ int split_reduce_scatter(sched *s, sched_step then)
     if (!scratch) return CALL_NOMEM(c);
     *st = (struct split_state){.parts = (sv *)scratch, .wires = (wire *)(scratch + (size_t)P * sizeof(sv)),
                                .sum = sv_absent(), .sum_pool = -1, .phase_then = then};
-    split_bounds(c->dim, P, ctx->offsets);
+    stream_split_bounds(c->dim, P, ctx->offsets);
     rc = pack_parts(c, st->parts, st->wires);
     /* staggered, so not everyone hits rank 0 first; the rest go out round
      * by round (rs_next_part) */
@@ -200,7 +194,7 @@ int split_reduce_scatter(sched *s, sched_step then)
 
 static int union_known(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     st->result_nnz = 0;
     for (int r = 0; r < s->c->ctx->size; r++) st->result_nnz += s->c->ctx->unions[r];
     return st->phase_then(s);
@@ -208,7 +202,7 @@ static int union_known(sched *s)
 
 int split_union(sched *s, sched_step then)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     st->phase_then = then;
     sched_next(s, union_known);
     return sched_allgather(s, &st->mine.union_nnz, (int)sizeof st->mine.union_nnz, s->c->ctx->unions);
@@ -282,7 +276,7 @@ static void known_sizes(sparcml_call *c, int result_dense)
 /* The gathered slices into recvbuf. */
 static int gather_assemble(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sv *parts = c->ctx->pool[POOL_PARTS], result;
     int rc = gathered_parts(c, st->gathered, parts);
@@ -297,7 +291,7 @@ static int gather_assemble(sched *s)
 
 int split_gather(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
     uint64_t bytes;
@@ -335,7 +329,7 @@ static MPI_Count common_slot(const sparcml_ctx *ctx)
 }
 
 /* This rank's message in a slot of `slot` bytes, the tail zeroed. */
-static int fill_slot(sparcml_call *c, struct split_state *st, MPI_Count slot)
+static int fill_slot(sparcml_call *c, split_state *st, MPI_Count slot)
 {
     char *padded;
     if (slot == st->my_bytes) return MPI_SUCCESS;
@@ -351,7 +345,7 @@ static int fill_slot(sparcml_call *c, struct split_state *st, MPI_Count slot)
 /* The sizes are known: gather the messages. */
 static int gather_messages(sched *s)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
     MPI_Count total = 0, slot = common_slot(ctx);
@@ -375,7 +369,7 @@ static int gather_messages(sched *s)
 
 int split_allgather_messages(sched *s, int sizes_known, sched_step then)
 {
-    struct split_state *st = &s->u.split;
+    split_state *st = sched_state(s);
     sparcml_ctx *ctx = s->c->ctx;
     st->my_bytes = (MPI_Count)sparcml_round8(st->w.bytes);
     st->phase_then = then;
@@ -386,4 +380,25 @@ int split_allgather_messages(sched *s, int sizes_known, sched_step then)
     if (sizes_known) return gather_messages(s);
     sched_next(s, gather_messages);
     return sched_allgather(s, &st->my_bytes, (int)sizeof st->my_bytes, ctx->counts);
+}
+
+/* The sparse reduce-scatter both split algorithms share.  The owner of a
+ * slice adds the P-1 incoming parts of about k/P entries one after the
+ * other into a growing sum: merge-adding costs the entries of both
+ * operands, in all about k + u/2 entries for a union of u (P k/2 + k when
+ * disjoint, 2 k when identical); but once the sum is dense (split_phases.c)
+ * a part is added into it in place, at the cost of copying its entries. */
+double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
+{
+    double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
+    /* A slice keeps its input's format (stream_slice): sparse input, when
+     * k_max is, sends sparse parts even where a dense slice is smaller. */
+    double part = cost_msg_bytes_as(p, cost_msg_is_dense(p, (double)p->k_max, N), k, N / P);
+    double quantized = cost_msg_quantized_values(p, k, N / P);
+    for (int j = 1; j < p->P; j++) {
+        double sum = cost_union_estimate(p, j) / P; /* of the slice, after j parts */
+        merged += cost_msg_is_dense(p, sum, N / P) ? COST_COPY_PER_MERGE * k : sum + k;
+    }
+    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * merged
+           + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + COST_QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }

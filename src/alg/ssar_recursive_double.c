@@ -41,7 +41,22 @@
  * nothing is delivered. */
 #include "config.h"
 
-#include "runtime/schedule.h"
+#include <math.h>
+
+#include "alg/algorithms.h"
+
+typedef struct rd_state {
+    sv cur, other;
+    int cur_pool, newrank, rem, p2, mask, round;
+    wire w;
+    /* pipelined rounds: the sum as `chunks` range streams, in set `set` of
+     * part[][] (the other set receives the next sums); `got` chunks of the
+     * partner's message merged so far */
+    int chunks, set, got;
+    uint64_t bounds[SPARCML_PIPELINE_CHUNKS_MAX + 1];
+    sv part[2][SPARCML_PIPELINE_CHUNKS_MAX];
+} rd_state;
+SCHED_STATE_FITS(rd_state);
 
 /* Real rank of the rank numbered `newrank` among the p2 active ones. */
 static int active_rank(int newrank, int rem)
@@ -89,7 +104,8 @@ static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int
  * rounds, odd ranks of the fold send the result back. */
 static int rd_deliver(sched *s)
 {
-    return call_deliver(s->c, &s->u.rd.cur);
+    rd_state *st = sched_state(s);
+    return call_deliver(s->c, &st->cur);
 }
 
 /* ----------------------------------------------------- pipelined rounds */
@@ -99,8 +115,8 @@ static int rd_part_pool(int set, int i) { return POOL_RD_PART + set * SPARCML_PI
 /* Cut the sum into chunks (set 0) before the first round. */
 static int rd_chunk(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
-    split_bounds(st->cur.dim, st->chunks, st->bounds);
+    rd_state *st = sched_state(s);
+    stream_split_bounds(st->cur.dim, st->chunks, st->bounds);
     st->set = 0;
     for (int i = 0; i < st->chunks; i++) {
         uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];
@@ -115,7 +131,7 @@ static int rd_chunk(sched *s)
  * when the call lets it (the input, copied into chunks, is not needed). */
 static int rd_join(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
     const sv *parts = st->part[st->set];
     uint64_t nnz = 0, at_zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0}, bytes;
@@ -139,7 +155,7 @@ static int rd_round(sched *s);
  * then add this one (the lower rank's chunk on the left). */
 static int rd_chunk_arrived(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int i = st->got, partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
     const sv in = st->other, *mine = &st->part[st->set][i];
@@ -165,7 +181,7 @@ static int rd_chunk_arrived(sched *s)
 
 static int rd_round_pipelined(sched *s, int partner)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     int rc = MPI_SUCCESS;
     for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) {
         wire w = wire_of(&st->part[st->set][i]);
@@ -181,7 +197,7 @@ static int rd_round_pipelined(sched *s, int partner)
 
 static int rd_folded_rank(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int rank = c->ctx->rank;
     /* The send completes before the result is delivered: under
@@ -196,13 +212,14 @@ static int rd_folded_rank(sched *s)
 /* The rank's sum enters the rounds (chunked when they are pipelined). */
 static int rd_rounds(sched *s)
 {
-    int rc = s->u.rd.chunks > 1 ? rd_chunk(s) : MPI_SUCCESS;
+    const rd_state *st = sched_state(s);
+    int rc = st->chunks > 1 ? rd_chunk(s) : MPI_SUCCESS;
     return rc == MPI_SUCCESS ? rd_round(s) : rc;
 }
 
 static int rd_fold_added(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     int rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, 1, st->p2 == 1);
     st->newrank = s->c->ctx->rank / 2;
     return rc == MPI_SUCCESS ? rd_rounds(s) : rc;
@@ -213,7 +230,7 @@ static int rd_fold_added(sched *s)
  * not this rank, names the quantization key (rd_round). */
 static int rd_round_done(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     int partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
     sv own;
     /* cur may be updated in place now: its send is complete. */
@@ -232,7 +249,7 @@ static int rd_round_done(sched *s)
 /* Exchange cur with the partner of this round, or finish. */
 static int rd_round(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int rank = c->ctx->rank, partner, rc;
     if (st->mask >= st->p2) {
@@ -256,10 +273,10 @@ static int rd_round(sched *s)
 
 int sparcml_ssar_recursive_double(sched *s)
 {
-    struct rd_state *st = &s->u.rd;
+    rd_state *st = sched_state(s);
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
-    *st = (struct rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1, .chunks = 1};
-    if (s->c->pipeline_chunks > 1 && !s->c->recording) st->chunks = s->c->pipeline_chunks;
+    *st = (rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1, .chunks = 1};
+    if (s->c->pipeline_chunks > 1 && !s->c->rider) st->chunks = s->c->pipeline_chunks;
     s->c->chunks_run = st->chunks;
     while (st->p2 * 2 <= P) st->p2 *= 2;
     st->rem = P - st->p2;
@@ -270,4 +287,59 @@ int sparcml_ssar_recursive_double(sched *s)
     if (rank % 2 == 0) return rd_folded_rank(s);
     sched_next(s, rd_fold_added);
     return sched_recv_stream(s, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &st->other, NULL);
+}
+
+int ssar_recursive_double_restriction(const sparcml_problem *p)
+{
+    (void)p;
+    return SPARCML_R_OK;
+}
+
+/* Entries of the message of a recursive-doubling round among groups of
+ * `group` ranks. */
+static double rd_round_entries(const sparcml_problem *p, int group)
+{
+    return fmax(cost_union_estimate(p, group), group == 1 ? (double)p->k_max : 0);
+}
+
+/* Can rounds be pipelined at all (core/select.h)?  A chunk is a range stream of
+ * the whole dimension (stream_range): none goes dense while the result's
+ * union, at most k_sum entries, is sparse. */
+static int pipeline_applies(const sparcml_problem *p)
+{
+    uint64_t most = p->k_sum < p->dim ? p->k_sum : p->dim;
+    return p->P >= 2 && !p->qbits && p->dim >= SPARCML_PIPELINE_CHUNKS_MAX
+           && !sparcml_prefers_dense(p->dim, p->vtype, most);
+}
+
+int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
+{
+    double hidden = 0, rounds = 0, N = (double)p->dim, c;
+    if (!pipeline_applies(p) || m->pipeline_chunks == 1) return 1;
+    if (m->pipeline_chunks) return (int)m->pipeline_chunks;
+    for (int group = 1; group < cost_largest_power_of_two(p->P); group *= 2, rounds++) {
+        double u = rd_round_entries(p, group);
+        hidden += fmin(m->beta * cost_msg_bytes(p, u, N), m->gamma * 2 * u);
+    }
+    c = floor(sqrt(hidden / (rounds * m->alpha)) + 0.5);
+    return (int)cost_clamp(c, 1, SPARCML_PIPELINE_CHUNKS_MAX);
+}
+
+/* Per round a rank encodes its message, decodes its partner's and decodes
+ * its own (both sides must add the same quantized operands).  Pipelined in
+ * C chunks, a round costs C alpha and the larger of transfer and merge,
+ * plus a chunk's share of the smaller (core/select.h). */
+double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
+{
+    int p2 = cost_largest_power_of_two(p->P), C = ssar_recursive_double_chunks(m, p);
+    double t = 0, N = (double)p->dim;
+    if (p2 != p->P) /* fold in and out */
+        t += 2 * m->alpha + m->beta * (cost_msg_bytes(p, (double)p->k_max, N)
+                                       + cost_msg_bytes(p, cost_union_estimate(p, p->P), N));
+    for (int group = 1; group < p2; group *= 2) {
+        double u = rd_round_entries(p, group), send = m->beta * cost_msg_bytes(p, u, N), merge = m->gamma * 2 * u;
+        t += C * m->alpha + fmax(send, merge) + fmin(send, merge) / C
+             + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + 2 * COST_QSGD_DECODE_PER_MERGE) * cost_msg_quantized_values(p, u, N);
+    }
+    return t;
 }

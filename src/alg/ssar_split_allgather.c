@@ -18,7 +18,10 @@
  *   quantized sizes are not known in advance). */
 #include "config.h"
 
-#include "runtime/schedule.h"
+#include <math.h>
+
+#include "alg/algorithms.h"
+#include "alg/split_phases.h"
 
 static int union_step(sched *s)
 {
@@ -28,4 +31,23 @@ static int union_step(sched *s)
 int sparcml_ssar_split_allgather(sched *s)
 {
     return split_reduce_scatter(s, union_step);
+}
+
+int ssar_split_allgather_restriction(const sparcml_problem *p)
+{
+    (void)p;
+    return SPARCML_R_OK;
+}
+
+/* The union sizes travel in a short allgather; the gathered slices are
+ * only copied into place (stream_concat). */
+double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
+{
+    double P = p->P, N = (double)p->dim, u = cost_union_estimate(p, P);
+    double gathered = cost_msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
+    /* the owner encodes its slice, every rank decodes all P */
+    double quantized = cost_msg_quantized_values(p, u / P, N / P);
+    return split_reduce_scatter_cost(m, p) + cost_ceil_log2(p->P) * m->alpha
+           + cost_vendor_allgather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * u
+           + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }

@@ -7,10 +7,10 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/mpi_flavour.h"
-#include "core/iallreduce.h"
 
 /* MPI-3 functions both libraries have. */
 int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)
@@ -265,6 +265,17 @@ int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *
 
 /* --- generalized requests with a progress hook ---------------------------- */
 
+#if HAVE_MPIX_GREQUEST_CLASS || defined(OPEN_MPI)
+/* The caller's functions, the same for every request of the process. */
+static _Atomic(const flv_grequest_fns *) grequest_fns;
+
+static void run_progress(void)
+{
+    const flv_grequest_fns *fns = atomic_load(&grequest_fns);
+    if (fns) fns->progress();
+}
+#endif
+
 #if HAVE_MPIX_GREQUEST_CLASS
 /* MPICH runs poll_fn from MPI_Wait/Test/Waitany/Waitsome/Test{all,any,some}
  * and wait_fn (only) from MPI_Waitall, looping until the request is
@@ -272,14 +283,14 @@ int flv_imrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Request *
 static int grequest_poll(void *state, MPI_Status *status)
 {
     (void)state; (void)status;
-    sparcml_request_progress();
+    run_progress();
     return MPI_SUCCESS;
 }
 
 static int grequest_wait(int count, void **states, double timeout, MPI_Status *status)
 {
     (void)count; (void)states; (void)timeout; (void)status;
-    sparcml_request_progress();
+    run_progress();
     return MPI_SUCCESS;
 }
 
@@ -297,12 +308,15 @@ static pthread_once_t grequest_once = PTHREAD_ONCE_INIT;
 
 static void grequest_class_create(void)
 {
-    grequest_class_rc = PMPIX_Grequest_class_create(sparcml_request_query, sparcml_request_free, grequest_cancel,
-                                                    grequest_poll, grequest_wait, &grequest_class);
+    const flv_grequest_fns *fns = atomic_load(&grequest_fns);
+    grequest_class_rc = PMPIX_Grequest_class_create(fns->query, fns->free, grequest_cancel, grequest_poll,
+                                                    grequest_wait, &grequest_class);
 }
 
-int flv_grequest_start(void *state, MPI_Request *req)
+int flv_grequest_start(void *state, const flv_grequest_fns *fns, MPI_Request *req)
 {
+    const flv_grequest_fns *none = NULL;
+    atomic_compare_exchange_strong(&grequest_fns, &none, fns);
     pthread_once(&grequest_once, grequest_class_create);
     if (grequest_class_rc != MPI_SUCCESS) return grequest_class_rc;
     return PMPIX_Grequest_class_allocate(grequest_class, state, req);
@@ -315,7 +329,7 @@ int flv_grequest_start(void *state, MPI_Request *req)
  * hence looked up, not linked against. */
 static int progress_callback(void)
 {
-    sparcml_request_progress();
+    run_progress();
     return 0;
 }
 
@@ -335,16 +349,18 @@ static void progress_register(void)
     if (reg && reg(progress_callback) == 0) progress_rc = MPI_SUCCESS;
 }
 
-int flv_grequest_start(void *state, MPI_Request *req)
+int flv_grequest_start(void *state, const flv_grequest_fns *fns, MPI_Request *req)
 {
+    const flv_grequest_fns *none = NULL;
+    atomic_compare_exchange_strong(&grequest_fns, &none, fns);
     pthread_once(&progress_once, progress_register);
     if (progress_rc != MPI_SUCCESS) return progress_rc;
-    return PMPI_Grequest_start(sparcml_request_query, sparcml_request_free, grequest_cancel, state, req);
+    return PMPI_Grequest_start(fns->query, fns->free, grequest_cancel, state, req);
 }
 #else
-int flv_grequest_start(void *state, MPI_Request *req)
+int flv_grequest_start(void *state, const flv_grequest_fns *fns, MPI_Request *req)
 {
-    (void)state; (void)req;
+    (void)state; (void)fns; (void)req;
     return MPI_ERR_INTERN; /* FLV_HAVE_NONBLOCKING is 0: never called */
 }
 #endif

@@ -42,21 +42,25 @@ int flv_iallreduce(void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI
 int flv_iallgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,
                           const MPI_Aint *displs, MPI_Comm comm, int *ints, MPI_Request *req);
 
-/* Non-blocking tagged calls are generalized requests (state: request.c's)
- * whose completion calls (MPI_Wait, MPI_Test, ... on them) run
- * sparcml_request_progress(); their query and free functions are
- * sparcml_request_query and sparcml_request_free (request.h).
+/* Non-blocking calls of the library are generalized requests whose
+ * completion calls (MPI_Wait, MPI_Test, ... on them) run the caller's
+ * progress function; query and free are the generalized request's.
  * FLV_HAVE_NONBLOCKING says whether this MPI offers such a hook: MPICH's
  * MPIX_Grequest_class; with Open MPI 4.1 a plain generalized request and a
  * callback of Open MPI's progress engine (opal_progress_register).
- * Elsewhere tagged non-blocking calls go to the vendor, which rejects
- * them. */
+ * Elsewhere the library's non-blocking calls go to the vendor.  Every call
+ * of a process passes the same functions (the first call's are kept). */
 #if HAVE_MPIX_GREQUEST_CLASS || defined(OPEN_MPI)
 enum { FLV_HAVE_NONBLOCKING = 1 };
 #else
 enum { FLV_HAVE_NONBLOCKING = 0 };
 #endif
-int flv_grequest_start(void *state, MPI_Request *req);
+typedef struct flv_grequest_fns {
+    MPI_Grequest_query_function *query;
+    MPI_Grequest_free_function *free;
+    void (*progress)(void);
+} flv_grequest_fns;
+int flv_grequest_start(void *state, const flv_grequest_fns *fns, MPI_Request *req);
 
 /* The vendor's non-blocking allreduce at any count (where the MPI cannot
  * take it, MPI_ERR_COUNT). */

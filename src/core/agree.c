@@ -2,8 +2,10 @@
  * values) and sums of what each rank knows. */
 #include "config.h"
 
-#include "core/agree.h"
+#include <string.h>
+
 #include "base/errors.h"
+#include "core/agree.h"
 
 enum {
     F_REASON, /* reason << 24 | (2^24 - 1 - rank): the lowest rank wins ties */
@@ -80,4 +82,18 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     else if (v[F_COUNT_MAX] != -v[F_COUNT_NEG]) out->reason = SPARCML_R_COUNT_MISMATCH;
     else if (v[F_HASH_MAX] != -v[F_HASH_NEG]) out->reason = SPARCML_R_CONFIG_MISMATCH;
     else if (v[F_PIGGYBACK_MAX] != -v[F_PIGGYBACK_NEG]) out->reason = SPARCML_R_HISTORY_MISMATCH;
+}
+
+/* A received record may sit anywhere in the message buffer: copied out. */
+static void rider_merge(void *record, const void *in, int complete)
+{
+    agree_record r;
+    memcpy(&r, in, sizeof r);
+    if (complete) agree_record_clear(record);
+    agree_record_merge(record, &r);
+}
+
+call_rider agree_rider(agree_record *r)
+{
+    return (call_rider){.record = r, .bytes = sizeof *r, .merge = rider_merge};
 }

@@ -15,6 +15,8 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "runtime/call.h"
+
 typedef struct sparcml_local {
     int reason; /* enum sparcml_reason found by local validation */
     uint64_t dim;
@@ -60,5 +62,9 @@ void agree_record_merge(agree_record *inout, const agree_record *in);
 
 /* The verdict of a record that combines every rank's. */
 void agree_record_read(const agree_record *r, sparcml_agreed *out);
+
+/* The rider (runtime/call.h) that carries r on a schedule's messages and
+ * merges what arrives into it. */
+call_rider agree_rider(agree_record *r);
 
 #endif

@@ -1,4 +1,4 @@
-/* allreduce.c -- the tagged allreduce: validate, agree, select, run, report.
+/* op.c -- an allreduce of the library: validate, agree, select, run, report.
  *
  * The order matters for "never silently wrong":
  *  1. local checks that need no communication and are the same on every
@@ -16,24 +16,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "core/agree.h"
-#include "core/op.h"
-#include "runtime/call.h"
+#include "alg/algorithms.h"
 #include "base/errors.h"
 #include "base/mpi_flavour.h"
 #include "base/placement.h"
-#include "core/iallreduce.h"
-#include "runtime/schedule.h"
-#include "core/select.h"
-#include "core/settings.h"
+#include "core/op.h"
 #include "core/stats.h"
-
-static const sched_step algorithms[SPARCML_ALG_COUNT_] = {
-    [SPARCML_ALG_RECURSIVE_DOUBLE] = sparcml_ssar_recursive_double,
-    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = sparcml_ssar_split_allgather,
-    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = sparcml_dsar_split_allgather,
-    [SPARCML_ALG_DENSE] = sparcml_dense_allreduce,
-};
+#include "runtime/progress.h"
 
 /* Validate this rank's arguments; on failure describe it in detail. */
 static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
@@ -70,7 +59,7 @@ static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, i
     return reason;
 }
 
-int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
+static int op_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
                  const char *detail)
 {
     stats_record_error(rank, a->reason);
@@ -90,30 +79,52 @@ int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_rea
  * made on a wrong estimate could never be corrected). */
 static void learn(sparcml_ctx *ctx, const sparcml_problem *p, const sparcml_call *c)
 {
+    op_policy *pol = op_policy_of(ctx);
     sv result;
-    ctx->union_pending = c->result_dense;
+    pol->union_pending = c->result_dense;
     if (!c->result_dense) {
-        ctx->overlap = select_learn_overlap(p, c->result_nnz);
+        pol->overlap = select_learn_overlap(p, c->result_nnz);
         return;
     }
-    split_bounds(c->dim, ctx->size, ctx->offsets);
+    stream_split_bounds(c->dim, ctx->size, ctx->offsets);
     result = stream_view(c->recvbuf);
-    ctx->union_part = stream_count_nonzero(&result, ctx->offsets[ctx->rank], ctx->offsets[ctx->rank + 1]);
-    ctx->union_problem = *p;
+    pol->union_part = stream_count_nonzero(&result, ctx->offsets[ctx->rank], ctx->offsets[ctx->rank + 1]);
+    pol->union_problem = *p;
 }
 
 /* The second half of learning from a dense result (see learn). */
 static void learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a)
 {
-    if (!ctx->union_pending) return;
-    ctx->overlap = select_learn_overlap(&ctx->union_problem, a->union_sum);
-    ctx->union_pending = 0;
+    op_policy *pol = op_policy_of(ctx);
+    if (!pol->union_pending) return;
+    pol->overlap = select_learn_overlap(&pol->union_problem, a->union_sum);
+    pol->union_pending = 0;
 }
 
-sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *a)
+static void policy_init(void *extension)
 {
-    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, c->ctx->overlap,
-                         c->q.bits, c->q.bucket, c->q_sparse, c->ctx->ranks_per_core};
+    op_policy *pol = extension;
+    pol->overlap = 1.0; /* random indices until a result says otherwise */
+}
+
+/* The communicator is being freed: its pending calls complete first. */
+static void policy_freeing(sparcml_ctx *ctx)
+{
+    progress_drain(&ctx->pending_calls);
+}
+
+int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
+{
+    static const ctx_extension policy = {.bytes = sizeof(op_policy), .init = policy_init,
+                                         .freeing = policy_freeing};
+    return blocking ? ctx_get(comm, &policy, out) : ctx_get_started(comm, &policy, out);
+}
+
+static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
+{
+    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, op_policy_of(c->ctx)->overlap,
+                         c->q.bits, c->q.bucket, c->q_sparse,
+                         settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core)};
     p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
     return p;
 }
@@ -122,7 +133,7 @@ sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *
 static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
                     const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
 {
-    sparcml_rd_memo *memo = &c->ctx->memo;
+    sparcml_rd_memo *memo = &op_policy_of(c->ctx)->memo;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
         select_memo_forget(memo);
         PMPI_Comm_call_errhandler(comm, rc);
@@ -134,10 +145,10 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         select_memo_forget(memo);
         same.reason = c->reason;
         same.reason_rank = -1;
-        snprintf(detail, sizeof detail, "algorithm %s, count %lld words (need %lld for any result)",
-                 sparcml_algorithm_name(alg), (long long)(c->recv_bytes / 8),
-                 (long long)sparcml_capacity(c->dim, c->vtype));
-        return sparcml_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
+        snprintf(detail, sizeof detail, "algorithm %s%s, count %lld words (need %lld for any result)",
+                 sparcml_algorithm_name(alg), s->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
+                 (long long)(c->recv_bytes / 8), (long long)sparcml_capacity(c->dim, c->vtype));
+        return op_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
      * what the selector makes of the agreed numbers now.  Piggybacking is
@@ -150,17 +161,6 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
     return MPI_SUCCESS;
-}
-
-int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
-                sparcml_algorithm alg)
-{
-    sparcml_problem p = sparcml_problem_of(c, a);
-    double t0 = PMPI_Wtime();
-    sched run;
-    c->pipeline_chunks = select_pipeline_chunks(s, &p);
-    sched_init(&run, c, 1, algorithms[alg]);
-    return conclude(s, c, a, &p, comm, alg, sched_run(&run), t0);
 }
 
 /* The data came along with the records: deliver it now that they agree. */
@@ -186,37 +186,28 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */
-static sv agree_begin(sparcml_call *c, sparcml_local *local)
+static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *record, call_rider *rider)
 {
+    const op_policy *pol = op_policy_of(c->ctx);
     sv input = c->input;
-    local->union_part = c->ctx->union_pending ? c->ctx->union_part : 0;
-    agree_record_init(&c->record, c->ctx->rank, local);
-    c->recording = 1;
+    local->union_part = pol->union_pending ? pol->union_part : 0;
+    agree_record_init(record, c->ctx->rank, local);
+    *rider = agree_rider(record);
+    c->rider = rider;
     c->pending = sv_absent();
     if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
     return input;
 }
 
-static void agree_end(sparcml_call *c, sv input, int rc, sparcml_agreed *agreed)
+static void agree_end(sparcml_call *c, sv input, const agree_record *record, int rc, sparcml_agreed *agreed)
 {
-    c->recording = 0;
+    c->rider = NULL;
     c->input = input;
-    agree_record_read(&c->record, agreed);
+    agree_record_read(record, agreed);
     if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
 }
 
-int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed)
-{
-    sv input = agree_begin(c, local);
-    sched agreement;
-    int rc;
-    sched_init(&agreement, c, 1, sparcml_ssar_recursive_double);
-    rc = sched_run(&agreement);
-    agree_end(c, input, rc, agreed);
-    return rc;
-}
-
-void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s)
+void op_quantization(sparcml_call *c, const sparcml_settings *s)
 {
     /* QSGD applies to floating-point values only: integers stay exact. */
     if (c->vtype != SPARCML_FLOAT && c->vtype != SPARCML_DOUBLE) return;
@@ -226,62 +217,69 @@ void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s)
     c->q_sparse = s->qsgd_sparse;
 }
 
-/* --- a call as one schedule: agreement stage, selection, algorithm,
- * conclusion.  The steps find their op around their schedule. ---------- */
+/* --- a call as one schedule: set-up, the kind's prologue, agreement,
+ * the kind's choice, algorithm, conclusion.  The steps find their op
+ * around their schedule. ------------------------------------------------ */
 
-static sparcml_op *op_of(sched *s)
+sparcml_op *op_of(sched *s)
 {
     return (sparcml_op *)((char *)s - offsetof(sparcml_op, s));
 }
 
+sparcml_problem op_problem(const sparcml_op *op)
+{
+    return problem_of(&op->c, &op->agreed);
+}
+
+void op_conclude(sparcml_op *op)
+{
+    sparcml_problem p = op_problem(op);
+    op->result = conclude(op->set, &op->c, &op->agreed, &p, op->comm, op->alg, MPI_SUCCESS, op->t0);
+}
+
 static int op_concluded(sched *s)
 {
-    sparcml_op *op = op_of(s);
-    sparcml_problem p = sparcml_problem_of(&op->c, &op->agreed);
-    op->result = conclude(op->set, &op->c, &op->agreed, &p, op->comm, op->alg, MPI_SUCCESS, op->t0);
+    op_conclude(op_of(s));
     return MPI_SUCCESS;
+}
+
+int op_run(sched *s, const sparcml_problem *p, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
+    c->pipeline_chunks = select_pipeline_chunks(op->set, p);
+    op->t0 = PMPI_Wtime();
+    /* A forced algorithm whose restriction rules the problem out fails on
+     * every rank alike (the problem is agreed) before it touches anything. */
+    c->reason = sparcml_algorithms[op->alg].restriction(p);
+    if (c->reason != SPARCML_R_OK) return then(s);
+    s->then = then;
+    return sparcml_algorithms[op->alg].first(s);
 }
 
 static int op_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    sparcml_problem p;
-    agree_end(c, op->input, MPI_SUCCESS, &op->agreed);
+    agree_end(c, op->input, &op->record, MPI_SUCCESS, &op->agreed);
     if (op->agreed.reason != SPARCML_R_OK) {
-        select_memo_forget(&c->ctx->memo);
+        select_memo_forget(&op_policy_of(c->ctx)->memo);
         if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
-        op->result = sparcml_fail(op->comm, op->rank, &op->agreed, op->local.reason, op->detail);
+        op->result = op_fail(op->comm, op->rank, &op->agreed, op->local.reason, op->detail);
         return MPI_SUCCESS;
     }
-    c->dim = op->agreed.dim;
     c->k_max = op->agreed.k_max;
     c->k_sum = op->agreed.k_sum;
-    p = sparcml_problem_of(c, &op->agreed);
-    /* A piggybacked run was not pipelined (it ran while recording); the
-     * chunk count still tells the memo whether the next call should be. */
-    c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
-    if (c->piggybacked) {
-        op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
-        return MPI_SUCCESS;
-    }
-    c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
-    op->alg = select_algorithm(op->set, &p);
-    op->t0 = PMPI_Wtime();
-    s->then = op_concluded;
-    return algorithms[op->alg](s);
+    return op->agreed_then(s);
 }
 
-static int op_agree(sched *s)
+int op_agree(sched *s, sched_step then)
 {
     sparcml_op *op = op_of(s);
-    sparcml_call *c = &op->c;
-    /* Decided when the call runs, not when it is started: the memo is what
-     * the communicator's previous calls left, the same on every rank only
-     * once they have all completed. */
-    op->local.piggyback = op->set->piggyback && select_memo_hit(&c->ctx->memo, c->recv_bytes / 8, c->vtype);
-    c->piggybacked = op->local.piggyback;
-    op->input = agree_begin(&op->c, &op->local);
+    op->local.settings_hash = op->set->hash;
+    op->input = agree_begin(&op->c, &op->local, &op->record, &op->rider);
+    op->agreed_then = then;
     s->then = op_agreed;
     return sparcml_ssar_recursive_double(s);
 }
@@ -290,8 +288,9 @@ static int op_agree(sched *s)
  * of that call (comm_ctx.h): its duplicate, then the ranks per core. */
 static int op_placed(sched *s)
 {
-    ctx_setup_done(op_of(s)->c.ctx);
-    return op_agree(s);
+    sparcml_op *op = op_of(s);
+    ctx_setup_done(op->c.ctx);
+    return op->kind->begin(s);
 }
 
 static int op_duplicated(sched *s)
@@ -303,60 +302,100 @@ static int op_duplicated(sched *s)
 
 static int op_setup(sched *s)
 {
-    sparcml_ctx *ctx = op_of(s)->c.ctx;
-    if (ctx->ready) return op_agree(s);
+    sparcml_op *op = op_of(s);
+    sparcml_ctx *ctx = op->c.ctx;
+    if (ctx->ready) return op->kind->begin(s);
     sched_next(s, op_duplicated);
     return sched_request(s, &ctx->setup);
 }
 
-/* Validate this rank's part of the call and fill in the op. */
-static void op_fill(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype, MPI_Op mop)
+/* --- the tagged kind: the stream is validated at start; recursive
+ * doubling may run within the agreement (piggybacked). ----------------- */
+
+static int tagged_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_problem p;
+    c->dim = op->agreed.dim;
+    p = op_problem(op);
+    if (c->piggybacked) {
+        /* The piggybacked run was not pipelined (it ran with the records
+         * riding along); the chunk count still tells the memo whether the
+         * next call should be. */
+        c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
+        op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
+        return MPI_SUCCESS;
+    }
+    op->alg = select_algorithm(op->set, &p);
+    return op_run(s, &p, op_concluded);
+}
+
+static int tagged_begin(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    /* Decided when the call runs, not when it is started: the memo is what
+     * the communicator's previous calls left, the same on every rank only
+     * once they have all completed. */
+    op->local.piggyback = op->set->piggyback
+                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / 8, c->vtype);
+    c->piggybacked = op->local.piggyback;
+    return op_agree(s, tagged_agreed);
+}
+
+/* Validate this rank's part of the call. */
+static void tagged_fill(sparcml_op *op, int vtype)
 {
     const sparcml_settings *s = op->set;
     sparcml_local *local = &op->local;
     sparcml_call *c = &op->c;
     local->reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
-                                : validate_local(sendbuf, recvbuf, count, vtype, mop, &c->input,
+                                : validate_local(op->sendbuf, op->recvbuf, op->count, vtype, op->mop, &c->input,
                                                  op->detail, sizeof op->detail);
     if (s->error[0]) snprintf(op->detail, sizeof op->detail, "%s", s->error);
     if (local->reason == SPARCML_R_OK) {
         local->dim = c->input.dim;
         local->vtype = vtype;
-        local->count = count;
+        local->count = op->count;
         local->nnz = c->input.nnz;
         local->dense = c->input.dense;
-        local->settings_hash = s->hash;
     }
-    c->recvbuf = recvbuf;
-    c->recv_bytes = (uint64_t)count * 8;
+    c->recvbuf = op->recvbuf;
+    c->recv_bytes = (uint64_t)op->count * 8;
     c->dim = c->input.dim;
     c->vtype = vtype;
-    sparcml_call_quantization(c, s);
-    c->tag_offset = TAG_KINDS_ * (int)(c->ctx->started++ % TAG_CALLS);
 }
 
-int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
-                     MPI_Op mop, MPI_Comm comm, int blocking)
+const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin};
+
+/* --- starting and finishing a call of any kind ------------------------- */
+
+int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
+                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking)
 {
     int inter = 0, rc;
-    *op = (sparcml_op){.set = settings_get(), .comm = comm};
+    *op = (sparcml_op){.set = settings_get(), .comm = comm, .kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                       .count = count, .datatype = datatype, .mop = mop};
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return SPARCML_OP_VENDOR; /* the vendor's error */
-    PMPI_Comm_rank(comm, &op->rank);
-    if (inter) {
+    rc = PMPI_Comm_rank(comm, &op->rank);
+    if (rc == MPI_SUCCESS && inter) {
         stats_record_error(op->rank, SPARCML_R_INTERCOMM);
         if (op->rank == 0) sparcml_print_error(op->rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
         op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM);
         return SPARCML_OP_DONE;
     }
-    rc = blocking ? ctx_get(comm, &op->c.ctx) : ctx_get_started(comm, &op->c.ctx);
+    if (rc == MPI_SUCCESS) rc = op_ctx_get(comm, blocking, &op->c.ctx);
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_call_errhandler(comm, rc);
         op->result = rc;
         return SPARCML_OP_DONE;
     }
     op->t0 = PMPI_Wtime();
-    op_fill(op, sendbuf, recvbuf, count, vtype, mop);
+    kind->fill(op, vtype);
+    op_quantization(&op->c, op->set);
+    op->c.tag_offset = TAG_KINDS_ * (int)(op->c.ctx->started++ % TAG_CALLS);
     sched_init(&op->s, &op->c, blocking, op_setup);
     return SPARCML_OP_SCHEDULED;
 }
@@ -364,21 +403,28 @@ int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Cou
 int sparcml_op_finish(sparcml_op *op)
 {
     if (op->s.rc == MPI_SUCCESS) return op->result;
-    select_memo_forget(&op->c.ctx->memo);
+    select_memo_forget(&op_policy_of(op->c.ctx)->memo);
     PMPI_Comm_call_errhandler(op->comm, op->s.rc);
     return op->s.rc;
 }
 
-int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                      int vtype, MPI_Op mop, MPI_Comm comm)
+int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
+                      MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm)
 {
     sparcml_op op;
-    switch (sparcml_op_start(&op, sendbuf, recvbuf, count, vtype, mop, comm, 1)) {
+    switch (sparcml_op_start(&op, kind, sendbuf, recvbuf, count, datatype, vtype, mop, comm, 1)) {
     case SPARCML_OP_VENDOR: return flv_allreduce(sendbuf, recvbuf, count, datatype, mop, comm);
     case SPARCML_OP_DONE: return op.result;
     default: break;
     }
-    sparcml_request_drain(op.c.ctx); /* the communicator's non-blocking calls first */
+    progress_drain(&op.c.ctx->pending_calls); /* the communicator's non-blocking calls first */
     sched_run(&op.s);
     return sparcml_op_finish(&op);
+}
+
+void sparcml_finalize(void)
+{
+    progress_finalize(); /* calls freed while pending too, so the report counts them */
+    if (settings_get()->stats) stats_report();
+    ctx_finalize();
 }

@@ -1,50 +1,64 @@
-/* allreduce.h -- entry point of a tagged allreduce (called by interpose.c). */
-#ifndef SPARCML_ALLREDUCE_H
-#define SPARCML_ALLREDUCE_H
+/* op.h -- one allreduce of the library as one schedule, whatever the entry
+ * point: MPI_Allreduce (sparcml_allreduce), MPI_Iallreduce and persistent
+ * calls (iallreduce.h), tagged datatypes or transparent mode.
+ *
+ * The pipeline's steps: set-up of the communicator's context (on its
+ * first call) -> the kind's prologue (a tagged call's stream is parsed at
+ * start; transparent mode scans the dense buffer when the call runs) ->
+ * agreement (every rank's verdict and numbers, combined) -> the kind's
+ * choice (an algorithm; for transparent mode possibly the vendor) -> the
+ * algorithm's schedule -> conclusion (report a failure on every rank, or
+ * learn and count) -> the kind's epilogue. */
+#ifndef SPARCML_OP_H
+#define SPARCML_OP_H
 
 #include <mpi.h>
 
-/* MPI_Allreduce on a datatype tagged with value type vtype. */
-int sparcml_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                      int vtype, MPI_Op op, MPI_Comm comm);
-
-/* The steps of a call, shared with transparent.c (which builds its input
- * stream from a dense buffer and chooses between these and the vendor). */
-#include "runtime/call.h"
+#include "core/agree.h"
+#include "core/select.h"
 #include "core/settings.h"
-
-/* The agreement step (records only unless local->piggyback); it fills in
- * local->union_part and, once agreed, learns from the previous call. */
-int sparcml_agree(sparcml_call *c, sparcml_local *local, sparcml_agreed *agreed);
-
-/* QSGD settings of a call (floating-point values only). */
-void sparcml_call_quantization(sparcml_call *c, const sparcml_settings *s);
-
-/* Raise an agreed failure on every rank; the rank that found it prints
- * the line (rank 0 for what all ranks find alike). */
-int sparcml_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
-                 const char *detail);
-
-/* The problem the selector sees for an agreed call. */
-sparcml_problem sparcml_problem_of(const sparcml_call *c, const sparcml_agreed *a);
-
-/* Run algorithm alg on an agreed call, then learn, count and report. */
-int sparcml_run(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
-                sparcml_algorithm alg);
-
-/* A call as one schedule (the blocking call runs it at once, request.c
- * step by step): start validates this rank's part and prepares the
- * schedule, or says the vendor takes the call (an invalid communicator:
- * the vendor reports it) or that it is done already (result set, error
- * raised); finish, once the schedule has ended, returns the call's result
- * (an MPI error the schedule met is raised here). */
 #include "runtime/schedule.h"
 
-typedef struct sparcml_op {
+/* What the library learns per communicator, kept in its context
+ * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
+ * agreed outcomes change it. */
+typedef struct op_policy {
+    /* The selector's overlap estimate, learnt from the previous call. */
+    double overlap;
+    /* After a dense result the union size is learnt one call later, from
+     * the sum of every rank's union_part in the next agreement step. */
+    int union_pending;
+    uint64_t union_part;
+    sparcml_problem union_problem; /* the problem the result belonged to */
+    sparcml_rd_memo memo;          /* when to piggyback data on the agreement */
+    /* Transparent mode: after an agreed choice of the vendor, the next
+     * `skip` calls with this count and value type go straight to it. */
+    struct { MPI_Count count; int vtype, skip; } transparent;
+} op_policy;
+
+static inline op_policy *op_policy_of(sparcml_ctx *ctx) { return (op_policy *)ctx->extension; }
+
+typedef struct sparcml_op sparcml_op;
+
+/* A kind of call: how it fills in a new op from this rank's arguments (no
+ * communication; a failure goes into op->local.reason, for the agreement
+ * to share), and its first step once the context is set up. */
+typedef struct sparcml_op_kind {
+    void (*fill)(sparcml_op *op, int vtype);
+    sched_step begin;
+} sparcml_op_kind;
+
+/* Tagged calls (op.c) and transparent mode's (transparent.c). */
+extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent;
+
+struct sparcml_op {
     sched s;
     sparcml_call c;
     sparcml_local local;
     sparcml_agreed agreed;
+    agree_record record;       /* the agreement's, riding on the messages */
+    call_rider rider;
+    sched_step agreed_then;    /* what follows a successful agreement */
     const sparcml_settings *set;
     MPI_Comm comm;             /* the application's */
     int rank;
@@ -53,12 +67,56 @@ typedef struct sparcml_op {
     double t0;
     int result;
     char detail[sizeof ((sparcml_settings *)0)->error];
-} sparcml_op;
+    /* The application's arguments (transparent mode reads its dense
+     * buffers; its vendor route passes them on). */
+    const sparcml_op_kind *kind;
+    const void *sendbuf;
+    void *recvbuf;
+    MPI_Count count;
+    MPI_Datatype datatype;
+    MPI_Op mop;
+    int route;                 /* transparent mode's (core/stats.h) */
+    double scan_seconds;
+};
 
+/* Start: fill in the op (the kind's fill) and prepare its schedule, or say
+ * that the vendor takes the call (an invalid communicator: the vendor
+ * reports it) or that it is done already (result set, error raised).
+ * Finish, once the schedule has ended: the call's result (an MPI error the
+ * schedule met is raised here). */
 enum { SPARCML_OP_SCHEDULED, SPARCML_OP_VENDOR, SPARCML_OP_DONE };
-
-int sparcml_op_start(sparcml_op *op, const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
-                     MPI_Op mop, MPI_Comm comm, int blocking);
+int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
+                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking);
 int sparcml_op_finish(sparcml_op *op);
+
+/* A blocking call of the given kind, run at once (the communicator's
+ * pending non-blocking calls complete first). */
+int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
+                      MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm);
+
+/* The steps the kinds share: the op around a schedule; the agreement
+ * stage, which continues with `then` once every rank agrees (a failure is
+ * raised on every rank and ends the call); running op->alg, after which
+ * `then` follows (a restriction that rules the problem out fails the call
+ * on every rank before the algorithm starts); the conclusion, which sets
+ * op->result. */
+sparcml_op *op_of(sched *s);
+int op_agree(sched *s, sched_step then);
+int op_run(sched *s, const sparcml_problem *p, sched_step then);
+void op_conclude(sparcml_op *op);
+
+/* The problem the selector sees for the agreed call. */
+sparcml_problem op_problem(const sparcml_op *op);
+
+/* QSGD settings of a call (floating-point values only). */
+void op_quantization(sparcml_call *c, const sparcml_settings *s);
+
+/* The context of comm with the policy as its extension (runtime/comm_ctx.h:
+ * blocking creates it at once, else as the first steps of the call). */
+int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out);
+
+/* At MPI_Finalize: complete every pending call (also those whose requests
+ * were freed), print the SPARCML_STATS report, free the contexts. */
+void sparcml_finalize(void);
 
 #endif

@@ -1,4 +1,5 @@
-/* select.h -- the alpha-beta cost model and the algorithm choice.
+/* select.h -- the algorithm choice, from the cost functions of the
+ * algorithms (alg/algorithms.h, alg/cost_model.h).
  *
  * Every input comes from the agreement step or from state that is identical
  * on all ranks, so every rank computes the same costs bit for bit and picks
@@ -8,31 +9,18 @@
 
 #include <stdint.h>
 
+#include "alg/algorithms.h"
 #include "core/settings.h"
 
-typedef struct sparcml_problem {
-    int P;
-    uint64_t dim;
-    int vtype;
-    uint64_t k_max, k_sum;
-    int dense_fits;  /* recv capacity holds a dense result */
-    double overlap;  /* 0: all index sets coincide, 1: random, 2: disjoint */
-    int qbits;       /* QSGD bits per value on the wire (0: exact values) */
-    uint32_t qbucket;
-    int qsparse;     /* sparse values are quantized too */
-    double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
-} sparcml_problem;
 
-/* Estimated distinct indices in the sum of m of the P streams. */
-double select_union_estimate(const sparcml_problem *p, double m);
-
-/* Modelled time of each algorithm in seconds (INFINITY: not applicable). */
+/* Modelled time of each algorithm in seconds (INFINITY: its restriction
+ * rules the problem out). */
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_]);
 
 /* How many chunks recursive doubling cuts each round into (1: none).
  * Pipelined, a rank merges chunk i of its partner's message while chunk
- * i + 1 travels (ssar_recursive_double.c): per round C alpha + max(beta m,
+ * i + 1 travels (alg/ssar_recursive_double.c): per round C alpha + max(beta m,
  * gamma merged) + min(beta m, gamma merged) / C instead of alpha + beta m +
  * gamma merged, best at C = sqrt(sum of the min terms / (rounds alpha)).
  * Only where no merge can make a chunk dense (the agreed k_sum keeps the
@@ -40,7 +28,8 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
  * count there or turns it off. */
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
 
-/* The forced algorithm, or the cheapest applicable one. */
+/* The forced algorithm (whether it applies is the caller's to check:
+ * sparcml_algorithms[a].restriction), or the cheapest applicable one. */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
 /* Transparent mode (transparent.c): the algorithm for an untagged dense
@@ -51,7 +40,7 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
 
 /* Which (count, value type) pairs chose recursive doubling in their latest
  * call on a communicator.  A call whose pair is remembered sends its data
- * along with the agreement records (allreduce.c), as recursive doubling.
+ * along with the agreement records (core/op.c), as recursive doubling.
  * Only agreed outcomes change the memo, in the same order on every rank,
  * and count and datatype are arguments MPI requires to be the same on all
  * ranks: so all ranks predict alike.  A handful of slots serves loops that

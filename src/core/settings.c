@@ -13,19 +13,6 @@
 
 extern char **environ;
 
-static const char *const algorithm_names[SPARCML_ALG_COUNT_] = {
-    [SPARCML_ALG_AUTO] = "auto",
-    [SPARCML_ALG_RECURSIVE_DOUBLE] = "ssar_recursive_double",
-    [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = "ssar_split_allgather",
-    [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = "dsar_split_allgather",
-    [SPARCML_ALG_DENSE] = "dense",
-};
-
-const char *sparcml_algorithm_name(sparcml_algorithm a)
-{
-    return a >= 0 && a < SPARCML_ALG_COUNT_ ? algorithm_names[a] : "invalid";
-}
-
 typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER } kind;
 
 /* Every variable: name, kind, default text, field, and for numbers the unit
@@ -86,8 +73,18 @@ static int parse_bool(const char *v, int *out)
 static int parse_algorithm(const char *v, int *out)
 {
     for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
-        if (strcasecmp(v, algorithm_names[a]) == 0) { *out = a; return 0; }
+        if (strcasecmp(v, sparcml_algorithms[a].name) == 0) { *out = a; return 0; }
     return -1;
+}
+
+/* "auto, ssar_recursive_double, ... or dense": the accepted names. */
+static const char *algorithm_choices(char *buf, size_t len)
+{
+    size_t used = 0;
+    for (int a = 0; a < SPARCML_ALG_COUNT_ && used < len; a++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", a == 0 ? "" : a + 1 < SPARCML_ALG_COUNT_ ? ", " : " or ",
+                                 sparcml_algorithms[a].name);
+    return buf;
 }
 
 static int parse_number(const char *v, double min, double max, double *out)
@@ -135,9 +132,9 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
     case KIND_ALGORITHM: {
         int a;
         if (parse_algorithm(text, &a) == 0) { *(sparcml_algorithm *)field = a; return 0; }
-        snprintf(s->error, sizeof s->error,
-                 "invalid %s='%s' (expected auto, ssar_recursive_double, "
-                 "ssar_split_allgather, dsar_split_allgather or dense)", v->name, text);
+        char choices[256];
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected %s)", v->name, text,
+                 algorithm_choices(choices, sizeof choices));
         return -1;
     }
     case KIND_POSITIVE:

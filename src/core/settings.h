@@ -10,17 +10,10 @@
 #include <mpi.h>
 #include <stdint.h>
 
-typedef enum sparcml_algorithm {
-    SPARCML_ALG_AUTO = 0,
-    SPARCML_ALG_RECURSIVE_DOUBLE,
-    SPARCML_ALG_SSAR_SPLIT_ALLGATHER,
-    SPARCML_ALG_DSAR_SPLIT_ALLGATHER,
-    SPARCML_ALG_DENSE,
-    SPARCML_ALG_COUNT_
-} sparcml_algorithm;
+#include "alg/algorithms.h"
+#include "runtime/comm_ctx.h" /* SPARCML_PIPELINE_CHUNKS_MAX */
 
-/* Most chunks a pipelined recursive-doubling round is cut into. */
-enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
+
 
 typedef struct sparcml_settings {
     int disable;                 /* SPARCML_DISABLE: 0/1 */
@@ -44,9 +37,6 @@ typedef struct sparcml_settings {
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;
 
-/* Canonical names, e.g. "ssar_split_allgather". */
-const char *sparcml_algorithm_name(sparcml_algorithm a);
-
 /* Parse the settings from a lookup function (getenv in production, a table
  * in the unit tests); `names` lists every variable present in the
  * environment that starts with SPARCML_ (NULL-terminated) so that a
@@ -57,6 +47,13 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
 /* Collective over comm: *name is the first setting that must be equal on
  * all ranks and is not (NULL when they agree).  Returns an MPI error code. */
 int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name);
+
+/* The ranks per core the cost model assumes: SPARCML_RANKS_PER_CORE when
+ * set, else what the communicator's placement detected. */
+static inline double settings_ranks_per_core(const sparcml_settings *s, double detected)
+{
+    return s->ranks_per_core > 0 ? s->ranks_per_core : detected;
+}
 
 /* The process-wide settings, parsed from the environment on first use
  * (thread-safe, never changes afterwards). */

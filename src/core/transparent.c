@@ -15,147 +15,152 @@
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
  *    and an agreement per call.
  *  - The sparse path builds the input stream into pooled scratch, runs the
- *    algorithm into pooled scratch, and writes the dense result.  Every
+ *    algorithm into pooled scratch, and writes the dense result.  Both
+ *    buffers are reserved before the agreement (their sizes are known by
+ *    then): a rank that cannot have them says so in its record, and every
+ *    rank fails the call alike.  Every
  *    zero (either sign) is +0.0 and contributes nothing; NaN and Inf are
  *    nonzeros and add as IEEE values; results are bitwise identical on all
  *    ranks (as every sparcml result).
  *  - Failures (count or datatype differing across ranks, aliased buffers)
- *    are agreed and reported on every rank as for tagged calls. */
+ *    are agreed and reported on every rank as for tagged calls.
+ *  - It is a kind of op (op.h): blocking, non-blocking and persistent calls
+ *    run the same steps.  Whether the learnt vendor choice applies is
+ *    decided when a call runs, after the communicator's earlier calls have
+ *    completed on every rank; its vendor route then runs on the private
+ *    duplicate, so it cannot cross the application's own collectives. */
 #include "config.h"
 
 #include <limits.h>
 
-#include "core/op.h"
-#include "base/mpi_flavour.h"
-#include "core/select.h"
 #include "core/stats.h"
-#include "core/iallreduce.h"
 #include "core/transparent.h"
 
 /* Calls that go straight to the vendor after an agreed vendor choice. */
 enum { TRANSPARENT_SKIP = 15 };
 
-/* The vendor, through the entry point the count fits (the int one is the
- * cheaper in MPICH for small calls). */
-static int vendor(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                  MPI_Op op, MPI_Comm comm)
-{
-    if (count >= 0 && count <= INT_MAX) return PMPI_Allreduce(sendbuf, recvbuf, (int)count, datatype, op, comm);
-    return flv_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-/* Only arguments MPI requires to be the same on every rank decide. */
-static int qualifies(const sparcml_settings *s, MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
+int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
     int inter = 0;
     if (op != MPI_SUM || count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
-    if ((uint64_t)count * sparcml_value_size(vtype) < s->transparent_min_bytes) return 0;
+    if ((uint64_t)count * sparcml_value_size(vtype) < settings_get()->transparent_min_bytes) return 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
     return !inter;
 }
 
 static int skipping(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    if (ctx->transparent.skip == 0 || ctx->transparent.count != count || ctx->transparent.vtype != vtype)
+    op_policy *pol = op_policy_of(ctx);
+    if (pol->transparent.skip == 0 || pol->transparent.count != count || pol->transparent.vtype != vtype)
         return 0;
-    ctx->transparent.skip--;
+    pol->transparent.skip--;
     return 1;
 }
 
 static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    ctx->transparent.count = count;
-    ctx->transparent.vtype = vtype;
-    ctx->transparent.skip = TRANSPARENT_SKIP;
+    op_policy *pol = op_policy_of(ctx);
+    pol->transparent.count = count;
+    pol->transparent.vtype = vtype;
+    pol->transparent.skip = TRANSPARENT_SKIP;
 }
 
-/* This rank's verdict on its buffers; its nonzeros in *nnz. */
-static int scan(const void *sendbuf, void *recvbuf, MPI_Count count, int vtype, sv *values, uint64_t *nnz)
+static void record_route(const sparcml_op *op)
 {
-    if (!recvbuf || !sendbuf) return SPARCML_R_NULL_BUFFER;
-    if (sendbuf == recvbuf) return SPARCML_R_ALIASED;
-    *values = stream_dense_view(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (uint64_t)count, vtype);
-    *nnz = stream_count_nonzero(values, 0, (uint64_t)count);
-    return SPARCML_R_OK;
+    const sparcml_call *c = &op->c;
+    stats_record_transparent(op->set, c->ctx, c->dim, c->vtype, (stats_route)op->route,
+                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds);
 }
 
-/* Build the input stream, run alg into a pool buffer, write the dense
- * result into recvbuf. */
-static int run_sparse(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a, MPI_Comm comm,
-                      sparcml_algorithm alg, const sv *values, uint64_t nnz, void *recvbuf)
+/* The bytes of this rank's input stream (nnz nonzeros). */
+static uint64_t input_bytes(const sparcml_call *c, uint64_t nnz)
 {
-    uint64_t in_bytes = sparcml_prefers_dense(c->dim, c->vtype, nnz)
-                            ? sparcml_dense_bytes(c->dim, c->vtype)
-                            : sparcml_sparse_bytes(c->dim, c->vtype, nnz);
-    void *in = ctx_buffer(c->ctx, POOL_TRANSPARENT_IN, in_bytes);
-    sv result;
-    int rc;
-    c->recvbuf = ctx_buffer(c->ctx, POOL_TRANSPARENT_OUT, c->recv_bytes);
-    if (!in || !c->recvbuf) {
-        rc = CALL_NOMEM(c);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
-    c->input = stream_from_values(values, nnz, in);
-    rc = sparcml_run(s, c, a, comm, alg);
-    if (rc != MPI_SUCCESS) return rc; /* reported */
-    result = stream_view(c->recvbuf);
-    stream_densify(&result, recvbuf);
+    return sparcml_prefers_dense(c->dim, c->vtype, nnz) ? sparcml_dense_bytes(c->dim, c->vtype)
+                                                        : sparcml_sparse_bytes(c->dim, c->vtype, nnz);
+}
+
+/* --- the vendor on the application's buffers, over the private duplicate */
+
+static int vendor_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    record_route(op);
+    op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
 }
 
-int sparcml_transparent_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count,
-                                  MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm)
+static int vendor(sched *s, stats_route route)
 {
-    const sparcml_settings *s = settings_get();
-    sparcml_local local = {.reason = SPARCML_R_OK};
-    sparcml_call c = {.dim = (uint64_t)count, .vtype = vtype};
-    sparcml_agreed agreed;
-    sparcml_problem p;
-    sparcml_algorithm alg;
-    sv values = sv_absent();
-    uint64_t nnz = 0;
-    int rank, rc;
-    double scan_seconds;
-    if (!qualifies(s, count, vtype, op, comm)) return vendor(sendbuf, recvbuf, count, datatype, op, comm);
-    rc = ctx_get(comm, &c.ctx);
-    if (rc != MPI_SUCCESS) {
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
-    sparcml_request_drain(c.ctx); /* the communicator's non-blocking calls first */
-    if (skipping(c.ctx, count, vtype)) {
-        stats_record_transparent(s, c.ctx, c.dim, vtype, ROUTE_VENDOR_LEARNT, 0, 0);
-        return vendor(sendbuf, recvbuf, count, datatype, op, comm);
-    }
-    rank = c.ctx->rank;
-    scan_seconds = PMPI_Wtime();
-    local.reason = scan(sendbuf, recvbuf, count, vtype, &values, &nnz);
-    scan_seconds = PMPI_Wtime() - scan_seconds;
-    local.dim = 0; /* the count is the dimension: a mismatch is named as a count's */
-    local.vtype = vtype;
-    local.count = count;
-    local.nnz = nnz;
-    local.settings_hash = s->hash;
-    sparcml_call_quantization(&c, s);
-    rc = sparcml_agree(&c, &local, &agreed);
-    if (rc != MPI_SUCCESS) {
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
-    if (agreed.reason != SPARCML_R_OK) return sparcml_fail(comm, rank, &agreed, local.reason, NULL);
-    c.k_max = agreed.k_max;
-    c.k_sum = agreed.k_sum;
-    c.recv_bytes = (uint64_t)sparcml_capacity(c.dim, vtype) * 8;
-    p = sparcml_problem_of(&c, &agreed);
-    alg = select_transparent(s, &p);
-    if (alg == SPARCML_ALG_DENSE) {
-        learn_vendor(c.ctx, count, vtype);
-        stats_record_transparent(s, c.ctx, c.dim, vtype, ROUTE_VENDOR_MODEL, c.k_max, scan_seconds);
-        return vendor(sendbuf, recvbuf, count, datatype, op, comm);
-    }
-    rc = run_sparse(s, &c, &agreed, comm, alg, &values, nnz, recvbuf);
-    if (rc == MPI_SUCCESS)
-        stats_record_transparent(s, c.ctx, c.dim, vtype, ROUTE_SPARSE, c.k_max, scan_seconds);
-    return rc;
+    sparcml_op *op = op_of(s);
+    op->route = route;
+    sched_next(s, vendor_done);
+    return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
 }
+
+/* --- the sparse route --------------------------------------------------- */
+
+/* The sum is in the result pool: write it into the application's buffer. */
+static int sparse_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sv result;
+    op_conclude(op);
+    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
+    result = stream_view(op->c.recvbuf);
+    stream_densify(&result, op->recvbuf);
+    op->route = ROUTE_SPARSE;
+    record_route(op);
+    return MPI_SUCCESS;
+}
+
+static int transparent_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_problem p = op_problem(op);
+    op->alg = select_transparent(op->set, &p);
+    if (op->alg == SPARCML_ALG_DENSE) {
+        learn_vendor(c->ctx, op->count, c->vtype);
+        return vendor(s, ROUTE_VENDOR_MODEL);
+    }
+    /* Both pools were reserved at these sizes before the agreement. */
+    c->input = stream_from_values(&c->input, op->local.nnz,
+                                  ctx_buffer(c->ctx, POOL_TRANSPARENT_IN, input_bytes(c, op->local.nnz)));
+    c->recvbuf = ctx_buffer(c->ctx, POOL_TRANSPARENT_OUT, c->recv_bytes);
+    return op_run(s, &p, sparse_done);
+}
+
+/* The prologue: the learnt vendor choice, or this rank's scan and its
+ * scratch, then the agreement. */
+static int transparent_begin(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_local *local = &op->local;
+    const void *in = op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
+    double t0;
+    if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
+    /* The count is the dimension: a mismatch is named as a count's. */
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count};
+    if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
+    else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
+    if (local->reason != SPARCML_R_OK) return op_agree(s, transparent_agreed);
+    t0 = PMPI_Wtime();
+    c->input = stream_dense_view(in, c->dim, c->vtype);
+    local->nnz = stream_count_nonzero(&c->input, 0, c->dim);
+    op->scan_seconds = PMPI_Wtime() - t0;
+    if (!ctx_buffer(c->ctx, POOL_TRANSPARENT_IN, input_bytes(c, local->nnz))
+        || !ctx_buffer(c->ctx, POOL_TRANSPARENT_OUT, c->recv_bytes))
+        local->reason = SPARCML_R_NOMEM;
+    return op_agree(s, transparent_agreed);
+}
+
+static void transparent_fill(sparcml_op *op, int vtype)
+{
+    sparcml_call *c = &op->c;
+    c->dim = (uint64_t)op->count;
+    c->vtype = vtype;
+    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * 8;
+}
+
+const sparcml_op_kind sparcml_op_transparent = {.fill = transparent_fill, .begin = transparent_begin};

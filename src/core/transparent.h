@@ -1,13 +1,17 @@
-/* transparent.h -- SPARCML_TRANSPARENT (transparent.c explains the contract). */
+/* transparent.h -- SPARCML_TRANSPARENT: the kind of op (op.h) that sums
+ * untagged dense buffers of predefined types (transparent.c explains the
+ * contract). */
 #ifndef SPARCML_TRANSPARENT_H
 #define SPARCML_TRANSPARENT_H
 
 #include <mpi.h>
 
-/* MPI_Allreduce of an untagged predefined type that transparent mode
- * registered (vtype: its value type); non-qualifying calls reach the vendor
- * unchanged. */
-int sparcml_transparent_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count,
-                                  MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm);
+#include "core/op.h"
+
+/* Whether a call on a type transparent mode registered (value type vtype)
+ * is taken over: decided only by arguments MPI requires to be the same on
+ * every rank, so every rank takes the same branch.  The others go to the
+ * vendor unchanged. */
+int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm);
 
 #endif

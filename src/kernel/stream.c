@@ -627,3 +627,10 @@ sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf)
     }
     return out;
 }
+
+void stream_split_bounds(uint64_t dim, int P, uint64_t *offsets)
+{
+    uint64_t base = dim / (uint64_t)P, extra = dim % (uint64_t)P;
+    for (int r = 0; r <= P; r++)
+        offsets[r] = (uint64_t)r * base + ((uint64_t)r < extra ? (uint64_t)r : extra);
+}

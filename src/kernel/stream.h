@@ -45,7 +45,6 @@ sv stream_init(void *buf, uint64_t dim, int vtype, uint64_t nnz, int dense);
 
 /* Total bytes of the stream, and rounded up to 8 (the size we send). */
 uint64_t stream_bytes(const sv *s);
-static inline uint64_t stream_bytes8(const sv *s) { return sparcml_round8(stream_bytes(s)); }
 
 /* Upper bound of the bytes merge_add(a, b) may write. */
 uint64_t stream_merge_bound(const sv *a, const sv *b);
@@ -109,5 +108,9 @@ sv stream_dense_view(const void *values, uint64_t dim, int vtype);
  * sparse, holding exactly the nonzeros, while that is smaller, else dense.
  * Zeros of either sign become +0.0 (sparcml(7), transparent mode). */
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
+
+/* The bounds of P nearly equal ranges of [0, dim): offsets[0..P] (the
+ * split algorithms' slices, pipelined chunks). */
+void stream_split_bounds(uint64_t dim, int P, uint64_t *offsets);
 
 #endif

@@ -4,10 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "runtime/comm_ctx.h"
 #include "base/placement.h"
-#include "core/iallreduce.h"
-#include "core/settings.h"
+#include "runtime/comm_ctx.h"
 
 static int ctx_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
@@ -29,8 +27,9 @@ static void ctx_destroy(sparcml_ctx *ctx)
 static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm; (void)keyval; (void)extra;
-    sparcml_request_drain(attr); /* MPI_Comm_free lets pending calls complete */
-    ctx_destroy(attr);
+    sparcml_ctx *ctx = attr;
+    ctx->ext->freeing(ctx); /* MPI_Comm_free lets pending calls complete */
+    ctx_destroy(ctx);
     return MPI_SUCCESS;
 }
 
@@ -58,14 +57,15 @@ static int ctx_alloc(sparcml_ctx *ctx)
 
 /* A context with its duplicate under way (blocking: made) and its arrays,
  * cached on comm. */
-static int ctx_create(MPI_Comm comm, int blocking, sparcml_ctx **out)
+static int ctx_create(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
 {
-    sparcml_ctx *ctx = calloc(1, sizeof *ctx);
+    sparcml_ctx *ctx = calloc(1, sizeof *ctx + ext->bytes);
     int rc;
     if (!ctx) return MPI_ERR_NO_MEM;
     ctx->comm = MPI_COMM_NULL;
     ctx->setup = MPI_REQUEST_NULL;
-    ctx->overlap = 1.0;
+    ctx->ext = ext;
+    ext->init(ctx->extension);
     rc = blocking ? PMPI_Comm_dup(comm, &ctx->comm) : PMPI_Comm_idup(comm, &ctx->comm, &ctx->setup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &ctx->rank);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(comm, &ctx->size);
@@ -106,11 +106,10 @@ void ctx_setup_done(sparcml_ctx *ctx)
     if (ctx->placement) ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
     free(ctx->placement);
     ctx->placement = NULL;
-    if (settings_get()->ranks_per_core > 0) ctx->ranks_per_core = settings_get()->ranks_per_core;
     ctx->ready = 1;
 }
 
-static int ctx_lookup(MPI_Comm comm, int blocking, sparcml_ctx **out)
+static int ctx_lookup(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
 {
     int found = 0, rc;
     void *attr = NULL;
@@ -119,17 +118,17 @@ static int ctx_lookup(MPI_Comm comm, int blocking, sparcml_ctx **out)
     rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
     if (rc != MPI_SUCCESS) return rc;
     if (found) { *out = attr; return MPI_SUCCESS; }
-    return ctx_create(comm, blocking, out);
+    return ctx_create(comm, ext, blocking, out);
 }
 
-int ctx_get_started(MPI_Comm comm, sparcml_ctx **out)
+int ctx_get_started(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out)
 {
-    return ctx_lookup(comm, 0, out);
+    return ctx_lookup(comm, ext, 0, out);
 }
 
-int ctx_get(MPI_Comm comm, sparcml_ctx **out)
+int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out)
 {
-    return ctx_lookup(comm, 1, out);
+    return ctx_lookup(comm, ext, 1, out);
 }
 
 /* Open MPI treats deleting an attribute that was never set as an error
@@ -145,7 +144,6 @@ static void ctx_drop(MPI_Comm comm)
 void ctx_finalize(void)
 {
     if (ctx_keyval == MPI_KEYVAL_INVALID) return;
-    sparcml_request_finalize(); /* calls freed while pending, too */
     ctx_drop(MPI_COMM_WORLD);
     ctx_drop(MPI_COMM_SELF);
     PMPI_Comm_free_keyval(&ctx_keyval);
@@ -166,11 +164,4 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
         if (!ctx->pool[which]) return NULL;
     }
     return ctx->pool[which];
-}
-
-uint64_t ctx_pool_bytes(const sparcml_ctx *ctx)
-{
-    uint64_t total = 0;
-    for (int i = 0; i < POOL_COUNT_; i++) total += ctx->pool_bytes[i];
-    return total;
 }

@@ -1,10 +1,13 @@
 /* comm_ctx.h -- per-communicator state of the library.
  *
- * The first tagged allreduce on a communicator duplicates it (collectively,
- * inside that call) and caches the duplicate with an attribute; every
- * message of the library goes over the duplicate, so it can never match an
- * application receive.  The attribute's delete callback frees the duplicate
- * and the scratch pool when the application frees its communicator. */
+ * The first call of the library on a communicator duplicates it
+ * (collectively, inside that call) and caches the duplicate with an
+ * attribute; every message of the library goes over the duplicate, so it
+ * can never match an application receive.  When the application frees
+ * its communicator, the attribute's delete callback lets the layer above
+ * finish with it (the extension's `freeing`: its pending calls complete),
+ * then frees the duplicate, the scratch pool and the extension (the policy
+ * state of the layers above, opaque here). */
 #ifndef SPARCML_COMM_CTX_H
 #define SPARCML_COMM_CTX_H
 
@@ -13,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/select.h"
+
+/* Most chunks a pipelined recursive-doubling round is cut into. */
+enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
 
 /* Scratch buffers, reused across calls: they only grow. */
 enum {
@@ -46,23 +51,22 @@ typedef struct sparcml_ctx {
     uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
     MPI_Request *reqs;  /* ctx_send_slots entries: sends in flight */
     int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
-    /* The overlap estimate of the selector, learnt from the previous call:
-     * identical on all ranks because results are. */
-    double overlap;
-    /* After a dense result the union size is learnt one call later, from
-     * the sum of every rank's union_part in the next agreement step. */
-    int union_pending;
-    uint64_t union_part;
-    sparcml_problem union_problem; /* the problem the result belonged to */
-    sparcml_rd_memo memo; /* when to piggyback data on the agreement */
-    double ranks_per_core; /* SPARCML_RANKS_PER_CORE, or detected (placement.h) */
-    uint64_t calls;
-    uint64_t started; /* tagged calls started (blocking or not): their sequence numbers */
-    atomic_int pending_calls; /* non-blocking calls started and not yet complete (request.c) */
-    /* Transparent mode: after an agreed choice of the vendor, the next
-     * `skip` calls with this count and value type go straight to it. */
-    struct { MPI_Count count; int vtype, skip; } transparent;
+    double ranks_per_core; /* detected (base/placement.h) */
+    uint64_t calls;     /* calls completed: part of QSGD's random-number key */
+    uint64_t started;   /* calls started (blocking or not): their sequence numbers */
+    atomic_int pending_calls; /* the lane of the progress engine (runtime/progress.h) */
+    const struct ctx_extension *ext;
+    max_align_t extension[]; /* the caller's, ext->bytes long */
 } sparcml_ctx;
+
+/* What the layers above keep per communicator, opaque here: its size, how
+ * a new one starts (called once, on the zeroed bytes), and what must
+ * happen before the context goes. */
+typedef struct ctx_extension {
+    size_t bytes;
+    void (*init)(void *extension);
+    void (*freeing)(sparcml_ctx *ctx);
+} ctx_extension;
 
 /* Sends a schedule may keep in flight: a reduce-scatter's P - 1, a
  * pipelined round's chunks. */
@@ -71,8 +75,9 @@ static inline int ctx_send_slots(const sparcml_ctx *ctx)
     return ctx->size > SPARCML_PIPELINE_CHUNKS_MAX ? ctx->size : SPARCML_PIPELINE_CHUNKS_MAX;
 }
 
-/* The context of comm, created on first use (collective over comm). */
-int ctx_get(MPI_Comm comm, sparcml_ctx **out);
+/* The context of comm, created on first use (collective over comm) with
+ * the extension `ext` (every call passes the same). */
+int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
 
 /* The same without blocking, for a non-blocking call: a context created
  * here is not ready yet: its duplicate is being made (ctx->setup, from
@@ -81,20 +86,18 @@ int ctx_get(MPI_Comm comm, sparcml_ctx **out);
  * ctx->setup, allgathers ctx_setup_contribution into ctx_setup_all, and
  * calls ctx_setup_done.  Calls on the context after it run once that call
  * has (request.h). */
-int ctx_get_started(MPI_Comm comm, sparcml_ctx **out);
+int ctx_get_started(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
 void *ctx_setup_contribution(sparcml_ctx *ctx);
 void *ctx_setup_all(sparcml_ctx *ctx);
 void ctx_setup_done(sparcml_ctx *ctx);
 
-/* At MPI_Finalize: free the contexts of MPI_COMM_WORLD and MPI_COMM_SELF
- * (other communicators' go when the application frees them) and the keyval. */
+/* At MPI_Finalize, once no call is pending: free the contexts of
+ * MPI_COMM_WORLD and MPI_COMM_SELF (other communicators' go when the
+ * application frees them) and the keyval. */
 void ctx_finalize(void);
 
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
  * out of memory.  The contents are not preserved when it grows. */
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
-
-/* Bytes held by the pool (for tests of the memory bound). */
-uint64_t ctx_pool_bytes(const sparcml_ctx *ctx);
 
 #endif

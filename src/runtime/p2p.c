@@ -1,12 +1,11 @@
-/* p2p.c -- point-to-point exchange of streams on the private communicator
- * (optionally QSGD-quantized), and delivery of the result. */
+/* p2p.c -- point-to-point exchange of streams, and delivery of the result
+ * (p2p.h). */
 #include "config.h"
 
 #include <string.h>
 
-#include "runtime/call.h"
 #include "base/mpi_flavour.h"
-#include "runtime/schedule.h"
+#include "runtime/p2p.h"
 
 /* A result no merge has shaped (at P = 1 the input itself) follows the
  * size rule too: it is written dense when that is not larger. */
@@ -29,7 +28,7 @@ int call_deliver(sparcml_call *c, const sv *result)
 {
     int dense = result->dense || sparcml_prefers_dense(result->dim, result->vtype, result->nnz);
     uint64_t bytes = dense ? sparcml_dense_bytes(result->dim, result->vtype) : stream_bytes(result);
-    if (c->recording) {
+    if (c->rider) {
         c->pending = *result;
         return MPI_SUCCESS;
     }
@@ -80,53 +79,52 @@ int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *o
     return MPI_SUCCESS;
 }
 
-/* While recording, a message is the agreement record followed by the
- * stream, copied together into one buffer: MPICH would pack a two-block
- * datatype into a temporary buffer anyway, and one contiguous message
- * costs the same latency as the record alone. */
+/* With a rider, a message is the rider's record followed by the stream,
+ * copied together into one buffer: MPICH would pack a two-block datatype
+ * into a temporary buffer anyway, and one contiguous message costs the
+ * same latency as the record alone. */
 static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
-    uint64_t bytes = sizeof c->record + w->bytes;
+    const call_rider *rd = c->rider;
+    uint64_t bytes = rd->bytes + w->bytes;
     char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
     if (!frame) return CALL_NOMEM(c);
-    memcpy(frame, &c->record, sizeof c->record);
-    if (w->bytes) memcpy(frame + sizeof c->record, w->buf, w->bytes);
-    c->bytes_sent += sizeof c->record;
+    memcpy(frame, rd->record, rd->bytes);
+    if (w->bytes) memcpy(frame + rd->bytes, w->buf, w->bytes);
+    c->bytes_sent += rd->bytes;
     return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);
 }
 
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     c->bytes_sent += w->bytes;
-    if (c->recording) return framed_isend(c, w, dest, tag, req);
+    if (c->rider) return framed_isend(c, w, dest, tag, req);
     return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
 }
 
 /* Take the record off the front of a received message: merge it (or take
  * it, when it is complete: call.h, TAG_FOLD_OUT), and point *payload / *n
- * at the stream behind it (n == 0: absent).  Every message of a recording
- * exchange comes from a recording sender (all ranks record in the same
+ * at the stream behind it (n == 0: absent).  Every message of an exchange
+ * with a rider comes from a sender with one (all ranks set it for the same
  * exchanges), so it is at least a record long. */
 static int unframe(sparcml_call *c, int complete, char **payload, MPI_Count *n)
 {
-    agree_record in;
-    if (*n < (MPI_Count)sizeof in) return MPI_ERR_INTERN;
-    memcpy(&in, *payload, sizeof in);
-    if (complete) agree_record_clear(&c->record);
-    agree_record_merge(&c->record, &in);
-    *payload += sizeof in;
-    *n -= (MPI_Count)sizeof in;
+    const call_rider *rd = c->rider;
+    if (*n < (MPI_Count)rd->bytes) return MPI_ERR_INTERN;
+    rd->merge(rd->record, *payload, complete);
+    *payload += rd->bytes;
+    *n -= (MPI_Count)rd->bytes;
     return MPI_SUCCESS;
 }
 
 /* The matched message r->bytes long is in r->buf: take the record off a
  * framed one, decode a quantized one. */
-static int received(sparcml_call *c, sched_recv *r)
+static int received(sparcml_call *c, p2p_recv *r)
 {
     char *buf = r->buf;
     MPI_Count n = r->bytes;
     void *dec;
-    int rc = c->recording ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
+    int rc = c->rider ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) return rc;
     if (r->where) *r->where = r->raw_pool;
     if (n == 0) {
@@ -146,7 +144,7 @@ static int received(sparcml_call *c, sched_recv *r)
 
 /* A buffer for a matched message of st's size; NULL: out of memory (the
  * message is then taken off the queue anyway, so its sender completes). */
-static char *receive_buffer(sparcml_call *c, sched_recv *r, const MPI_Status *st, MPI_Message *msg, int *rc)
+static char *receive_buffer(sparcml_call *c, p2p_recv *r, const MPI_Status *st, MPI_Message *msg, int *rc)
 {
     char *buf;
     *rc = flv_message_bytes(st, &r->bytes);
@@ -160,7 +158,7 @@ static char *receive_buffer(sparcml_call *c, sched_recv *r, const MPI_Status *st
     return buf;
 }
 
-int p2p_recv_start(sparcml_call *c, sched_recv *r, int blocking)
+int p2p_recv_start(sparcml_call *c, p2p_recv *r, int blocking)
 {
     MPI_Message msg;
     MPI_Status st;
@@ -174,7 +172,7 @@ int p2p_recv_start(sparcml_call *c, sched_recv *r, int blocking)
     return rc;
 }
 
-int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
+int p2p_recv_blocking(sparcml_call *c, p2p_recv *r)
 {
     MPI_Message msg;
     MPI_Status st;
@@ -191,7 +189,7 @@ int p2p_recv_blocking(sparcml_call *c, sched_recv *r)
     return rc == MPI_SUCCESS ? received(c, r) : rc;
 }
 
-int p2p_recv_test(sparcml_call *c, sched_recv *r, int *flag)
+int p2p_recv_test(sparcml_call *c, p2p_recv *r, int *flag)
 {
     int rc;
     *flag = 0;

@@ -7,6 +7,8 @@
  * buffer must not be reused while it is on the wire. */
 #include "config.h"
 
+#include <limits.h>
+
 #include "base/mpi_flavour.h"
 #include "runtime/schedule.h"
 
@@ -27,7 +29,7 @@ int sched_send(sched *s, const wire *w, int dest, int tag)
 int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where)
 {
     if (s->nrecv) return MPI_ERR_INTERN; /* one receive per round */
-    s->recv = (sched_recv){.src = src, .tag = tag + s->c->tag_offset, .raw_pool = raw_pool, .dec_pool = dec_pool,
+    s->recv = (p2p_recv){.src = src, .tag = tag + s->c->tag_offset, .raw_pool = raw_pool, .dec_pool = dec_pool,
                            .out = out, .where = where, .req = MPI_REQUEST_NULL};
     s->nrecv = 1;
     return MPI_SUCCESS;
@@ -77,6 +79,22 @@ int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI
     if (s->blocking) return flv_allreduce(MPI_IN_PLACE, buf, count, type, op, comm);
     rc = flv_iallreduce(buf, count, type, op, comm, s->reqs + s->nreqs, SCHED_MAX_REQS - s->nreqs, &n);
     s->nreqs += n;
+    return rc;
+}
+
+int sched_vendor_allreduce(sched *s, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op)
+{
+    MPI_Comm comm = s->c->ctx->comm;
+    MPI_Request *req = coll_slot(s);
+    int rc;
+    /* The int entry point where the count fits: MPICH's is the cheaper
+     * for small calls. */
+    if (s->blocking && count <= INT_MAX) return PMPI_Allreduce(sendbuf, recvbuf, (int)count, type, op, comm);
+    if (s->blocking) return flv_allreduce(sendbuf, recvbuf, count, type, op, comm);
+    if (!req) return MPI_ERR_INTERN;
+    rc = flv_iallreduce_vendor(sendbuf, recvbuf, count, type, op, comm, req);
+    if (rc == MPI_SUCCESS) s->nreqs++;
     return rc;
 }
 

@@ -28,32 +28,28 @@
  * a failure every rank detects alike goes into c->reason instead, so that
  * no rank leaves the protocol early.
  *
- * Several schedules on one communicator run one after the other
- * (request.c keeps them in start order), so a schedule may use the
- * communicator's scratch pool and request array as its own. */
+ * Several schedules on one communicator run one after the other (the
+ * progress engine keeps them in start order, runtime/progress.h), so a
+ * schedule may use the communicator's scratch pool and request array as
+ * its own.
+ *
+ * The driver knows no algorithm: a schedule carries SCHED_STATE_BYTES of
+ * storage that the running algorithm uses for its state between steps
+ * (sched_state), opaque here. */
 #ifndef SPARCML_SCHEDULE_H
 #define SPARCML_SCHEDULE_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/call.h"
+#include "runtime/p2p.h"
 
 typedef struct sched sched;
 typedef int (*sched_step)(sched *s);
 
-/* A receive of a stream of unknown size (p2p.c completes it). */
-typedef struct sched_recv {
-    int src, tag, raw_pool, dec_pool;
-    sv *out;
-    int *where;
-    int posted;      /* non-blocking: matched and being received */
-    MPI_Request req;
-    char *buf;
-    MPI_Count bytes;
-} sched_recv;
-
 enum { SCHED_MAX_REQS = 8 }; /* a round's collective requests (chunks) */
+enum { SCHED_STATE_BYTES = 2048 };
 
 struct sched {
     sparcml_call *c;
@@ -62,42 +58,20 @@ struct sched {
     int wait_sends;         /* the next step waits for every send too */
     int rc;                 /* first MPI error: the schedule stops */
     int done;
-    sched_recv recv;        /* at most one receive per round */
+    p2p_recv recv;          /* at most one receive per round */
     int nrecv;
     MPI_Request reqs[SCHED_MAX_REQS]; /* the round's collectives */
     int nreqs;
     MPI_Request *sends;     /* ctx->reqs: sends in flight */
     int nsends;
-    /* The algorithms' state between steps (one of them runs at a time). */
-    union {
-        struct rd_state {
-            sv cur, other;
-            int cur_pool, newrank, rem, p2, mask, round;
-            wire w;
-            /* pipelined rounds: the sum as `chunks` range streams, in set
-             * `set` of part[][] (the other set receives the next sums);
-             * `got` chunks of the partner's message merged so far */
-            int chunks, set, got;
-            uint64_t bounds[SPARCML_PIPELINE_CHUNKS_MAX + 1];
-            sv part[2][SPARCML_PIPELINE_CHUNKS_MAX];
-        } rd;
-        struct split_state {
-            split_slice mine;
-            uint64_t result_nnz;
-            sv sum, part, *parts, msg;
-            wire *wires, w;
-            uint64_t *present;
-            int step, sum_pool, where, dense, dense_certain;
-            MPI_Count my_bytes;
-            char *gathered;
-            sched_step phase_then; /* what follows the running phase */
-        } split;
-        struct dense_state {
-            uint64_t *present, n;
-            sv out;
-        } dense;
-    } u;
+    _Alignas(max_align_t) unsigned char state[SCHED_STATE_BYTES]; /* the algorithm's */
 };
+
+/* The running algorithm's state: each algorithm file defines its struct
+ * and asserts that it fits (SCHED_STATE_FITS). */
+static inline void *sched_state(sched *s) { return s->state; }
+#define SCHED_STATE_FITS(type) \
+    _Static_assert(sizeof(type) <= SCHED_STATE_BYTES, #type " fits a schedule's state")
 
 /* A schedule for call c; its first step is `first`. */
 void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first);
@@ -129,35 +103,12 @@ int sched_allgather(sched *s, const void *mine, int bytes, void *all);
 int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
                            const MPI_Count *counts, const MPI_Aint *displs);
 int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op);
+/* The vendor's allreduce of the application's buffers (any datatype and
+ * op the vendor takes), over the private duplicate. */
+int sched_vendor_allreduce(sched *s, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op);
 /* A request started elsewhere (the context's MPI_Comm_idup), handed over:
  * the round completes it. */
 int sched_request(sched *s, MPI_Request *req);
-
-/* The four algorithms, one file each: their first steps. */
-int sparcml_ssar_recursive_double(sched *s);
-int sparcml_ssar_split_allgather(sched *s);
-int sparcml_dsar_split_allgather(sched *s);
-int sparcml_dense_allreduce(sched *s);
-
-/* The phases both split algorithms share (split_phases.c); each runs
- * `then` when it is complete.
- *
- * The sparse reduce-scatter: slice r of [0, dim) (ctx->offsets[r] ..
- * ctx->offsets[r+1]) is summed on rank r, into u.split.mine. */
-int split_reduce_scatter(sched *s, sched_step then);
-
-/* Allgather of the owners' union sizes (into ctx->unions); u.split.result_nnz
- * becomes the number of entries of the result. */
-int split_union(sched *s, sched_step then);
-
-/* Allgather of the reduced slices into recvbuf, in the format the size rule
- * gives a result of u.split.result_nnz entries (after split_union). */
-int split_gather(sched *s);
-
-/* Allgather of one message of any size per rank (u.split.w) into
- * POOL_GATHER (u.split.gathered); message r starts at ctx->displs[r].  Its
- * sizes are allgathered first unless sizes_known (then ctx->counts holds
- * them, rounded to 8). */
-int split_allgather_messages(sched *s, int sizes_known, sched_step then);
 
 #endif

@@ -1,22 +1,20 @@
 /* interpose.c -- the PMPI layer.  It only dispatches: untagged calls go
- * straight to the vendor after one atomic load and a branch; tagged ones to
- * sparcml_allreduce(), and in transparent mode the predefined types the
- * registry marks to sparcml_transparent_allreduce().  Nothing else lives
- * here. */
+ * straight to the vendor after one atomic load and a branch; tagged ones,
+ * and in transparent mode the qualifying calls on the predefined types the
+ * registry marks, to the op of their kind (core/op.h), blocking,
+ * non-blocking or persistent.  Nothing else lives here. */
 #include "config.h"
 
 #include <stdio.h>
 #include <time.h>
 
+#include "core/iallreduce.h"
 #include "core/op.h"
-#include "runtime/comm_ctx.h"
-#include "base/mpi_flavour.h"
+#include "core/settings.h"
+#include "core/transparent.h"
+#include "runtime/progress.h"
 #include "shim/persistent.h"
 #include "shim/registry.h"
-#include "core/iallreduce.h"
-#include "core/settings.h"
-#include "core/stats.h"
-#include "core/transparent.h"
 
 static void stop_job(void)
 {
@@ -98,8 +96,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
-    if (settings_get()->stats) stats_report();
-    ctx_finalize();
+    sparcml_finalize();
     return PMPI_Finalize();
 }
 
@@ -115,76 +112,83 @@ int MPI_Type_free(MPI_Datatype *datatype)
     return PMPI_Type_free(datatype);
 }
 
+/* Where a call goes: NULL for the vendor, else the kind of op, with the
+ * value type in *vtype.  Untagged calls cost one atomic load and a branch
+ * (registry.h). */
+static const sparcml_op_kind *kind_of(MPI_Datatype datatype, MPI_Count count, MPI_Op op, MPI_Comm comm, int *vtype)
+{
+    int v = registry_value_type(datatype);
+    if (v == 0) return NULL;
+    *vtype = v & ~REGISTRY_TRANSPARENT;
+    if (!(v & REGISTRY_TRANSPARENT)) return &sparcml_op_tagged;
+    return transparent_qualifies(count, *vtype, op, comm) ? &sparcml_op_transparent : NULL;
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    if (vtype & REGISTRY_TRANSPARENT)
-        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
-                                             op, comm);
-    return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return sparcml_allreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }
 
-/* Non-blocking: tagged types only (transparent mode covers blocking calls). */
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
-        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 
 #if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (config.h, from configure) */
 int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
-    if (vtype & REGISTRY_TRANSPARENT)
-        return sparcml_transparent_allreduce(sendbuf, recvbuf, count, datatype, vtype & ~REGISTRY_TRANSPARENT,
-                                             op, comm);
-    return sparcml_allreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return sparcml_allreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm);
 }
 
 int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
                      MPI_Comm comm, MPI_Request *request)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
-        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return sparcml_iallreduce(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #endif
 
-/* Persistent calls: tagged types only, as for MPI_Iallreduce. */
+/* Persistent calls, of both kinds. */
 #if HAVE_PMPI_ALLREDUCE_INIT
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
-        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
                          MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
-        return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #elif HAVE_PMPIX_ALLREDUCE_INIT
 int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    int vtype = registry_value_type(datatype);
-    if (vtype == 0 || (vtype & REGISTRY_TRANSPARENT))
-        return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    int vtype;
+    const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
+    if (!kind) return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #endif
 
@@ -253,7 +257,7 @@ int MPI_Request_free(MPI_Request *request)
 /* MPICH never polls a generalized request here: make progress first. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
-    sparcml_request_progress();
+    progress_pass();
     return sparcml_completion_taken() ? sparcml_request_get_status(request, flag, status)
                                      : PMPI_Request_get_status(request, flag, status);
 }

@@ -32,6 +32,7 @@ typedef struct persistent {
     void *recvbuf;
     MPI_Count count;
     MPI_Datatype datatype;
+    const sparcml_op_kind *kind;
     int vtype;
     MPI_Op op;
     MPI_Comm comm;
@@ -57,8 +58,8 @@ static persistent *find(MPI_Request handle)
     return p;
 }
 
-int sparcml_allreduce_init(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype,
-                           MPI_Op op, MPI_Comm comm, MPI_Request *request)
+int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     persistent *p = calloc(1, sizeof *p);
     int rc;
@@ -73,7 +74,7 @@ int sparcml_allreduce_init(const void *sendbuf, void *recvbuf, MPI_Count count, 
         return rc;
     }
     *p = (persistent){.handle = p->handle, .running = MPI_REQUEST_NULL, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .vtype = vtype, .op = op, .comm = comm};
+                      .count = count, .datatype = datatype, .kind = kind, .vtype = vtype, .op = op, .comm = comm};
     pthread_mutex_lock(&lock);
     p->next = table;
     table = p;
@@ -87,9 +88,9 @@ static int start(persistent *p)
 {
     int rank = 0;
     if (p->running == MPI_REQUEST_NULL)
-        return sparcml_iallreduce(p->sendbuf, p->recvbuf, p->count, p->datatype, p->vtype, p->op, p->comm,
-                                  &p->running);
-    PMPI_Comm_rank(p->comm, &rank);
+        return sparcml_iallreduce(p->kind, p->sendbuf, p->recvbuf, p->count, p->datatype, p->vtype, p->op,
+                                  p->comm, &p->running);
+    if (PMPI_Comm_rank(p->comm, &rank) != MPI_SUCCESS) rank = -1;
     sparcml_print_error(rank, SPARCML_R_ACTIVE_REQUEST, NULL);
     return sparcml_raise(p->comm, SPARCML_R_ACTIVE_REQUEST);
 }

@@ -21,10 +21,12 @@
 
 #include <mpi.h>
 
+#include "core/op.h"
+
 int sparcml_completion_taken(void);
 
-int sparcml_allreduce_init(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype,
-                           MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 
 int sparcml_start(MPI_Request *request);
 int sparcml_startall(int n, MPI_Request requests[]);

@@ -15,6 +15,12 @@
  *   transparent count_mismatch  rank 0 passes another count: MPI_ERR_COUNT
  *                               on every rank
  *
+ * argv[2] picks the call (every case of the mode makes it): blocking
+ * (default), wait (MPI_Iallreduce + MPI_Wait), test (MPI_Iallreduce, then
+ * MPI_Test until done), persistent (MPI_Allreduce_init or Open MPI's
+ * MPIX_Allreduce_init, two MPI_Start + MPI_Wait rounds on the same
+ * buffers, then MPI_Request_free).
+ *
  * References are recomputed here from every rank's input (each rank can
  * regenerate the others'): exact for integers, within P eps sum|x| for
  * floating point; every result is compared across ranks bitwise.  The
@@ -29,6 +35,51 @@ enum { N = 20000, SMALL = 100 };
 enum { PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_COUNT };
 static const double densities[] = {0, 1e-4, 1e-2, 0.3, 1};
 static int failures, cases;
+static enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST, CALL_PERSISTENT } call_mode;
+
+/* The allreduce, made as argv[2] asks. */
+static int tcall(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    MPI_Request req;
+    int rc = MPI_SUCCESS, flag = 0;
+    switch (call_mode) {
+    case CALL_BLOCKING: return MPI_Allreduce(send, recv, count, type, op, comm);
+    case CALL_WAIT:
+        rc = MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+        return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    case CALL_TEST:
+        rc = MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+        while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        return rc;
+    case CALL_PERSISTENT: {
+        /* Twice on the same buffers: the second start must give the same
+         * sum (in place, recv is reset to the input first). */
+        size_t bytes = 0;
+        char *saved = NULL;
+        int size;
+        MPI_Type_size(type, &size);
+        bytes = (size_t)count * (size_t)size;
+        if (send == MPI_IN_PLACE) {
+            saved = malloc(bytes);
+            memcpy(saved, recv, bytes);
+        }
+#if MPI_VERSION >= 4
+        rc = MPI_Allreduce_init(send, recv, count, type, op, comm, MPI_INFO_NULL, &req);
+#else
+        rc = MPIX_Allreduce_init(send, recv, count, type, op, comm, MPI_INFO_NULL, &req);
+#endif
+        for (int round = 0; round < 2 && rc == MPI_SUCCESS; round++) {
+            if (round && saved) memcpy(recv, saved, bytes);
+            rc = MPI_Start(&req);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        if (rc == MPI_SUCCESS) rc = MPI_Request_free(&req);
+        free(saved);
+        return rc;
+    }
+    }
+    return MPI_ERR_OTHER;
+}
 
 typedef struct ctype {
     MPI_Datatype type;
@@ -115,10 +166,10 @@ static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_
     MPI_Comm_size(comm, &P);
     for (uint64_t i = 0; i < N; i++)
         put(t, inplace ? recv : send, i, holds(pattern, d, seed, rank, P, i) ? value(t, seed, rank, i) : 0);
-    if (seed % 2) /* the large-count entry point qualifies too */
+    if (seed % 2 && call_mode == CALL_BLOCKING) /* the large-count entry point qualifies too */
         rc = t_allreduce_c(inplace ? MPI_IN_PLACE : send, recv, (MPI_Count)N, t->type, MPI_SUM, comm);
     else
-        rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : send, recv, N, t->type, MPI_SUM, comm);
+        rc = tcall(inplace ? MPI_IN_PLACE : send, recv, N, t->type, MPI_SUM, comm);
     cases++;
     qtol = qsgd_tolerance(t, pattern, d, seed, P);
     if (rc != MPI_SUCCESS) fail("MPI_Allreduce returned an error", t, pattern, d, inplace, comm);
@@ -159,7 +210,7 @@ static void run_special(const ctype *t, MPI_Comm comm)
     put(t, buf, 5, rank == 0 ? INFINITY : 1.0);               /* +Inf */
     put(t, buf, 7, rank == 0 ? INFINITY : rank == 1 ? -INFINITY : 0); /* NaN when P > 1 */
     put(t, buf, 9, rank == P - 1 ? NAN : 2.0);                 /* NaN */
-    MPI_Allreduce(MPI_IN_PLACE, buf, N, t->type, MPI_SUM, comm);
+    tcall(MPI_IN_PLACE, buf, N, t->type, MPI_SUM, comm);
     cases++;
     if (!(isinf(get(t, buf, 5)) && get(t, buf, 5) > 0)) fail("Inf + finite is not +Inf", t, -1, 0, 1, comm);
     if (P > 1 && !isnan(get(t, buf, 7))) fail("+Inf + -Inf is not NaN", t, -1, 0, 1, comm);
@@ -193,7 +244,7 @@ static int same_as_vendor(const void *in, size_t bytes, int count, MPI_Datatype 
     char *a = malloc(bytes), *b = malloc(bytes);
     int same, rca, rcb, ca = MPI_SUCCESS, cb = MPI_SUCCESS;
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    rca = MPI_Allreduce(in, a, count, type, op, comm);
+    rca = tcall(in, a, count, type, op, comm);
     rcb = PMPI_Allreduce(in, b, count, type, op, comm);
     if (rca != MPI_SUCCESS) MPI_Error_class(rca, &ca);
     if (rcb != MPI_SUCCESS) MPI_Error_class(rcb, &cb);
@@ -244,7 +295,7 @@ static void count_mismatch(void)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     f[3] = 1;
-    rc = MPI_Allreduce(MPI_IN_PLACE, f, rank == 0 ? N : N + 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    rc = tcall(MPI_IN_PLACE, f, rank == 0 ? N : N + 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
     cases++;
     if (cls != MPI_ERR_COUNT) {
@@ -258,11 +309,16 @@ static void count_mismatch(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sums", *qbits = getenv("SPARCML_QSGD_BITS");
+    const char *how = argc > 2 ? argv[2] : "blocking";
     int rank, P, all_failures;
     if (qbits && atoi(qbits) > 0) qsgd_levels_s = (1 << (atoi(qbits) - 1)) - 1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (strcmp(how, "wait") == 0) call_mode = CALL_WAIT;
+    else if (strcmp(how, "test") == 0) call_mode = CALL_TEST;
+    else if (strcmp(how, "persistent") == 0) call_mode = CALL_PERSISTENT;
+    else if (strcmp(how, "blocking") != 0) mode = "?";
     if (strcmp(mode, "sums") == 0) {
         MPI_Comm sub;
         sums(MPI_COMM_WORLD, 1000);
@@ -274,11 +330,11 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "count_mismatch") == 0) {
         count_mismatch();
     } else {
-        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch]\n");
+        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch] [blocking|wait|test|persistent]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     PMPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("transparent %s: P=%d cases=%d failures=%d\n", mode, P, cases, all_failures);
+    if (rank == 0) printf("transparent %s %s: P=%d cases=%d failures=%d\n", mode, how, P, cases, all_failures);
     MPI_Finalize();
     return all_failures != 0;
 }

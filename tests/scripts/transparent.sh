@@ -9,10 +9,15 @@
 #    transparent line under SPARCML_VERBOSE;
 #  - a count that differs across ranks: MPI_ERR_COUNT on every rank, one line;
 #  - the pass-through tests (dense data) still give the vendor's bits;
+#  - the same sums as MPI_Iallreduce with MPI_Wait, with an MPI_Test loop,
+#    and as persistent calls, at P = 1..8: the same route counts as the
+#    blocking calls (sparse and vendor; at P = 4 also the learnt vendor
+#    choice), and the non-qualifying and mismatched calls alike;
 #  - off by default: no call is taken over.
 . "$(dirname "$0")/common.sh"
 on="SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096"
 sparse_calls() { sed -n 's/.*transparent calls: \([0-9]*\) sparse.*/\1/p' "$out"; }
+learnt_calls() { sed -n 's/.*, learnt: \([0-9]*\)).*/\1/p' "$out"; }
 vendor_calls() { sed -n 's/.*sparse (in the table above), \([0-9]*\) to the vendor.*/\1/p' "$out"; }
 for p in 1 2 3 4 5 6 7 8; do
     run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums
@@ -53,6 +58,24 @@ for p in 1 2 4; do
     rc=$?
     check "pass-through (dense data) with the mode on equals the vendor, P=$p" \
         '[ "$rc" -eq 0 ] && [ "$(cat "$out")" = "passthrough: failures=0" ] && [ ! -s "$err" ]'
+done
+for how in wait test persistent; do
+    for p in 1 2 3 4 5 6 7 8; do
+        run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums $how
+        rc=$?
+        check "sums, $how, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls), vendor $(vendor_calls)" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
+        [ "$p" -eq 4 ] && check "$how at P=4 routes calls sparse, to the vendor and by the learnt choice" \
+            '[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -gt 0 ] && [ "$(learnt_calls)" -gt 0 ]'
+    done
+    run_mpi 4 "$with_shim" $on SPARCML_VERBOSE=1 -- "$TESTBIN/transparent" nonqualifying $how
+    rc=$?
+    check "non-qualifying calls, $how, equal the vendor's and stay with it, P=4" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && ! grep -q "transparent allreduce" "$out"'
+    run_mpi 3 "$with_shim" $on -- "$TESTBIN/transparent" count_mismatch $how
+    rc=$?
+    check "count differing across ranks, $how: MPI_ERR_COUNT on every rank, one line" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ]'
 done
 run_mpi 2 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/transparent" sums
 rc=$?

@@ -25,13 +25,13 @@ static sparcml_problem problem(int P, uint64_t dim, uint64_t k, double overlap)
 START_TEST(union_estimate_endpoints)
 {
     sparcml_problem p = problem(8, 1000000, 1000, 0);
-    ck_assert_double_eq_tol(select_union_estimate(&p, 8), 1000, 1e-6);
+    ck_assert_double_eq_tol(cost_union_estimate(&p, 8), 1000, 1e-6);
     p.overlap = 2;
-    ck_assert_double_eq_tol(select_union_estimate(&p, 8), 8000, 1e-6);
+    ck_assert_double_eq_tol(cost_union_estimate(&p, 8), 8000, 1e-6);
     p.overlap = 1; /* random: 1e6 (1 - (1 - 1e-3)^8) */
-    ck_assert_double_eq_tol(select_union_estimate(&p, 8), 1e6 * (1 - pow(1 - 1e-3, 8)), 1e-3);
+    ck_assert_double_eq_tol(cost_union_estimate(&p, 8), 1e6 * (1 - pow(1 - 1e-3, 8)), 1e-3);
     p = problem(8, 100, 100, 1); /* dense inputs: the union is everything */
-    ck_assert_double_eq_tol(select_union_estimate(&p, 3), 100, 1e-9);
+    ck_assert_double_eq_tol(cost_union_estimate(&p, 3), 100, 1e-9);
 }
 END_TEST
 
@@ -39,7 +39,7 @@ START_TEST(learning_inverts_the_estimate)
 {
     for (double o = 0.05; o < 2; o += 0.1) {
         sparcml_problem p = problem(6, 5000000, 20000, o);
-        double u = select_union_estimate(&p, 6);
+        double u = cost_union_estimate(&p, 6);
         p.overlap = 1;
         ck_assert_double_eq_tol(select_learn_overlap(&p, (uint64_t)llround(u)), o, 1e-3);
     }

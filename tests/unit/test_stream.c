@@ -261,7 +261,7 @@ START_TEST(slice_then_concat_round_trips)
             sv va = stream_view(a.buf), parts[9];
             char *bufs[9], *out;
             int dense = va.dense;
-            split_bounds(dim, P, off);
+            stream_split_bounds(dim, P, off);
             ck_assert_uint_eq(off[0], 0);
             ck_assert_uint_eq(off[P], dim);
             for (int r = 0; r < P; r++) {
@@ -304,7 +304,7 @@ START_TEST(range_merges_join_to_the_whole_merge)
             char *ra[SPARCML_PIPELINE_CHUNKS_MAX], *rb[SPARCML_PIPELINE_CHUNKS_MAX], *rs[SPARCML_PIPELINE_CHUNKS_MAX];
             uint64_t na = 0;
             whole = stream_merge_add(&va, &vb, wbuf);
-            split_bounds(dim, C, off);
+            stream_split_bounds(dim, C, off);
             for (int i = 0; i < C; i++) {
                 sv pa, pb;
                 ra[i] = malloc(stream_range_bytes(&va, off[i], off[i + 1]));

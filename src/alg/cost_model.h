@@ -1,0 +1,80 @@
+/* cost_model.h -- the problem an allreduce poses, as the cost functions
+ * of the algorithms see it, and the model they price it with (alpha: a
+ * message's latency, beta: a byte's transfer, gamma: a merged entry).
+ *
+ * Every input comes from the agreement step or from state that is
+ * identical on all ranks, so every rank computes the same costs bit for
+ * bit and picks the same algorithm (a mismatch would deadlock). */
+#ifndef SPARCML_COST_MODEL_H
+#define SPARCML_COST_MODEL_H
+
+#include <stdint.h>
+
+typedef struct sparcml_problem {
+    int P;
+    uint64_t dim;
+    int vtype;
+    uint64_t k_max, k_sum;
+    int dense_fits;  /* recv capacity holds a dense result */
+    double overlap;  /* 0: all index sets coincide, 1: random, 2: disjoint */
+    int qbits;       /* QSGD bits per value on the wire (0: exact values) */
+    uint32_t qbucket;
+    int qsparse;     /* sparse values are quantized too */
+    double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
+} sparcml_problem;
+
+/* The parameters the costs are computed with (core/select.c adjusts the
+ * settings' alpha, beta and gamma for the machine), in seconds. */
+typedef struct cost_model {
+    double alpha, beta, gamma;
+    uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
+} cost_model;
+
+/* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
+ * 2.5 ns).  Encoding draws a random number, divides and rounds per value:
+ * 6.3-8.4 ns (bench/RESULTS.md "Kernels"), priced 6.75 ns.  Decoding looks
+ * up and multiplies: 2.3-3.6 ns per value at 16K values and 5.4-5.8 ns from
+ * 128K in the kernel benchmark, but less in place: on the rig (DSAR, 4 bits,
+ * d = 0.5, 8 ranks on 2 cores) the whole call took 0.64-0.68 s where the
+ * model without any decoding gives 0.60 s; priced 1.8 ns. */
+#define COST_QSGD_ENCODE_PER_MERGE 2.7
+#define COST_QSGD_DECODE_PER_MERGE 0.72
+
+/* Copying an entry, or adding it into a dense sum in place, costs about a
+ * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
+ * between a memcpy's 0.2-0.5 ns per entry and the scatter-add's 0.7-1.6 ns
+ * up to 256K entries (bench/RESULTS.md "Kernels"; from 1M entries both
+ * leave the cache: 0.3-1.7 and 1.9-4.2 ns).  At half of gamma the model
+ * would prefer recursive doubling to SSAR split on shared memory at
+ * d = 1e-2, where SSAR was measured 1.15-1.28x faster. */
+#define COST_COPY_PER_MERGE 0.25
+
+
+double cost_clamp(double x, double lo, double hi);
+int cost_ceil_log2(int P);
+int cost_largest_power_of_two(int P);
+
+/* Distinct indices in the sum of m of the P streams at a given overlap,
+ * and at the problem's. */
+double cost_union_at(const sparcml_problem *p, double m, double overlap);
+double cost_union_estimate(const sparcml_problem *p, double m);
+
+/* Bytes on the wire per value: exact, or QSGD bits plus a scale per bucket. */
+double cost_wire_value_bytes(const sparcml_problem *p, int quantized);
+
+/* A message of n entries of a range of d elements: whether it travels
+ * dense, its bytes in a given format and in its own, and the values QSGD
+ * encodes for it. */
+int cost_msg_is_dense(const sparcml_problem *p, double n, double d);
+double cost_msg_bytes_as(const sparcml_problem *p, int dense, double n, double d);
+double cost_msg_bytes(const sparcml_problem *p, double n, double d);
+double cost_msg_quantized_values(const sparcml_problem *p, double n, double d);
+
+/* No rank's input alone makes the result dense. */
+int cost_format_uncertain(const sparcml_problem *p);
+
+/* The vendor's allgather of `bytes` in all, and its allreduce of `bytes`. */
+double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
+double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes);
+
+#endif

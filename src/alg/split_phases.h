@@ -1,0 +1,52 @@
+/* split_phases.h -- the phases both split algorithms share (SparCML,
+ * SC'19, 5.2 "split allgather"; split_phases.c), and their state in the
+ * schedule (runtime/schedule.h, sched_state).  Each phase runs `then` when
+ * it is complete. */
+#ifndef SPARCML_SPLIT_PHASES_H
+#define SPARCML_SPLIT_PHASES_H
+
+#include "alg/cost_model.h"
+#include "runtime/schedule.h"
+
+/* What the owner of a slice holds after the reduce-scatter. */
+typedef struct split_slice {
+    sv sum;                  /* re-based to the slice; in a pool buffer */
+    const uint64_t *present; /* dense sum: the union's indices (NULL: all) */
+    uint64_t union_nnz;      /* indices any rank supplied in the slice */
+} split_slice;
+
+typedef struct split_state {
+    split_slice mine;
+    uint64_t result_nnz;
+    sv sum, part, *parts, msg;
+    wire *wires, w;
+    uint64_t *present;
+    int step, sum_pool, where, dense, dense_certain;
+    MPI_Count my_bytes;
+    char *gathered;
+    sched_step phase_then; /* what follows the running phase */
+} split_state;
+SCHED_STATE_FITS(split_state);
+
+/* The modelled time of the reduce-scatter (the split algorithms' costs). */
+double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p);
+
+/* The sparse reduce-scatter: slice r of [0, dim) (ctx->offsets[r] ..
+ * ctx->offsets[r+1]) is summed on rank r, into mine. */
+int split_reduce_scatter(sched *s, sched_step then);
+
+/* Allgather of the owners' union sizes (into ctx->unions); result_nnz
+ * becomes the number of entries of the result. */
+int split_union(sched *s, sched_step then);
+
+/* Allgather of the reduced slices into recvbuf, in the format the size rule
+ * gives a result of result_nnz entries (after split_union). */
+int split_gather(sched *s);
+
+/* Allgather of one message of any size per rank (w) into POOL_GATHER
+ * (gathered); message r starts at ctx->displs[r].  Its sizes are
+ * allgathered first unless sizes_known (then ctx->counts holds them,
+ * rounded to 8). */
+int split_allgather_messages(sched *s, int sizes_known, sched_step then);
+
+#endif
