@@ -8,9 +8,11 @@
  *   no rank's input alone makes it dense (k_max), the ranks' index sets are
  *   OR-ed as bitmaps (N/8 bytes, one more vendor allreduce), and a union
  *   whose sparse form is smaller makes the result sparse.
- * Restrictions: the dense vector must fit recvbuf, or, for a sparse
- *   result, a pool buffer.
- * Cost (select.c, cost_dense): the vendor's min(ceil(log2 P) (alpha + beta
+ * Restrictions (dense_allreduce_restriction): recvbuf holds the dense
+ *   vector (else MPI_ERR_TRUNCATE on every rank before anything is
+ *   expanded: a stream's dimension may be far beyond what a rank can hold).
+ *   A sparse result is summed densely in a pool buffer of the same size.
+ * Cost (dense_allreduce_cost): the vendor's min(ceil(log2 P) (alpha + beta
  *   D), 2 ceil(log2 P) alpha + 2 (P-1)/P beta D), plus the same for D/(8 vs)
  *   bytes of bitmap when the format is not certain.
  * Memory: recvbuf; a pool copy of a sparse input under MPI_IN_PLACE; the
@@ -79,20 +81,14 @@ static int union_known(sched *s)
     sparcml_call *c = s->c;
     void *buf;
     if (st->present) st->n = stream_count_present(st->present, c->dim);
+    /* recvbuf holds the dense vector (the restriction), so it holds the
+     * smaller sparse result too. */
     if (!sparcml_prefers_dense(c->dim, c->vtype, st->n)) {
-        if (sparcml_sparse_bytes(c->dim, c->vtype, st->n) > c->recv_bytes) {
-            c->reason = SPARCML_R_CAPACITY;
-            return MPI_SUCCESS;
-        }
         buf = ctx_buffer(c->ctx, POOL_ACC0, sparcml_dense_bytes(c->dim, c->vtype));
         if (!buf) return CALL_NOMEM(c);
         return dense_sum(s, buf);
     }
     st->present = NULL;
-    if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
-        c->reason = SPARCML_R_CAPACITY;
-        return MPI_SUCCESS;
-    }
     return dense_sum(s, c->recvbuf);
 }
 
@@ -100,18 +96,18 @@ int sparcml_dense_allreduce(sched *s)
 {
     dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
-    uint64_t words = (c->dim + 63) / 64;
+    uint64_t bytes = stream_presence_bytes(c->dim);
     *st = (dense_state){.n = c->dim};
     /* Every rank has the same k_max, and then the same union: the OR of
      * every rank's index bitmap, in POOL_PRESENCE. */
     if (sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) return union_known(s);
-    st->present = ctx_buffer(c->ctx, POOL_PRESENCE, words * 8);
+    st->present = ctx_buffer(c->ctx, POOL_PRESENCE, bytes);
     if (!st->present) return CALL_NOMEM(c);
-    memset(st->present, 0, words * 8);
+    memset(st->present, 0, bytes);
     stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
-    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * words * 8 / (uint64_t)c->ctx->size;
+    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * bytes / (uint64_t)c->ctx->size;
     sched_next(s, union_known);
-    return sched_allreduce(s, st->present, (MPI_Count)words, MPI_UINT64_T, MPI_BOR);
+    return sched_allreduce(s, st->present, (MPI_Count)(bytes / 8), MPI_UINT64_T, MPI_BOR);
 }
 
 /* The dense vector must fit the recv buffer: it is never expanded anywhere

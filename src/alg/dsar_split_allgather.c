@@ -12,8 +12,9 @@
  *   makes it dense (k_max), the owners' union sizes are allgathered first,
  *   and a result that turns out sparse is gathered as SSAR_Split_allgather
  *   gathers it.
- * Restrictions: a dense result must fit recvbuf (else MPI_ERR_TRUNCATE).
- * Cost (select.c, cost_dsar_split): the reduce-scatter, then the vendor's
+ * Restrictions (dsar_split_allgather_restriction): recvbuf holds the dense
+ *   result (else MPI_ERR_TRUNCATE on every rank before anything runs).
+ * Cost (dsar_split_allgather_cost): the reduce-scatter, then the vendor's
  *   allgather of N vs bytes (cost_vendor_allgather: (P-1) alpha for a
  *   vector this long, a ring) + beta (P-1)/P N vs, plus ceil(log2 P) alpha
  *   for the union sizes when the result's format is not certain.
@@ -29,13 +30,6 @@
 #include "alg/algorithms.h"
 #include "alg/split_phases.h"
 
-/* Each rank's dense slice arrived in place. */
-static int dense_gathered(sched *s)
-{
-    (void)s;
-    return MPI_SUCCESS;
-}
-
 static int allgather_dense(sched *s, sv *out)
 {
     sparcml_call *c = s->c;
@@ -46,7 +40,7 @@ static int allgather_dense(sched *s, sv *out)
     }
     /* As for a ring allgather: everything but this rank's own slice. */
     c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
-    sched_next(s, dense_gathered);
+    /* The last round: each rank's dense slice arrives in place. */
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs);
 }
 
@@ -93,11 +87,8 @@ static int gather_result(sched *s)
     sv out;
     if (!st->dense_certain && !sparcml_prefers_dense(c->dim, c->vtype, st->result_nnz))
         return split_gather(s);
-    if (sparcml_dense_bytes(c->dim, c->vtype) > c->recv_bytes) {
-        c->reason = SPARCML_R_CAPACITY;
-        return MPI_SUCCESS;
-    }
-    /* The input has been consumed: recvbuf may be written. */
+    /* The input has been consumed: recvbuf may be written, and holds the
+     * dense result (the restriction). */
     out = stream_init(c->recvbuf, c->dim, c->vtype, c->dim, 1);
     c->result_nnz = c->dim;
     c->result_dense = 1;

@@ -67,7 +67,7 @@ static void swap_pools(sparcml_ctx *ctx, int a, int b)
 
 static uint64_t *presence_start(sparcml_call *c, uint64_t dim)
 {
-    uint64_t bytes = (dim + 63) / 64 * 8;
+    uint64_t bytes = stream_presence_bytes(dim);
     uint64_t *present = ctx_buffer(c->ctx, POOL_PRESENCE, bytes);
     if (present) memset(present, 0, bytes);
     return present;
@@ -298,10 +298,7 @@ int split_gather(sched *s)
     int rc;
     st->dense = sparcml_prefers_dense(c->dim, c->vtype, st->result_nnz);
     bytes = st->dense ? sparcml_dense_bytes(c->dim, c->vtype) : sparcml_sparse_bytes(c->dim, c->vtype, st->result_nnz);
-    if (bytes > c->recv_bytes) { /* every rank knows the same sizes */
-        c->reason = SPARCML_R_CAPACITY;
-        return MPI_SUCCESS;
-    }
+    if (!call_result_fits(c, bytes)) return MPI_SUCCESS; /* every rank knows the same sizes */
     rc = slice_message(c, &st->mine, travels_dense(c, ctx->rank, st->dense), &st->msg);
     if (rc == MPI_SUCCESS)
         rc = p2p_encode(c, &st->msg, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &st->w);

@@ -14,7 +14,7 @@
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
  *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD,
  *   not while the agreement's records ride on the messages.
- * Cost (select.c, cost_recursive_double): per round alpha + beta (size of
+ * Cost (ssar_recursive_double_cost): per round alpha + beta (size of
  *   the group's union so far) + gamma merging both operands; 2 alpha + beta
  *   (input + result) more for the fold when P is not a power of two.
  *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
@@ -275,10 +275,10 @@ int sparcml_ssar_recursive_double(sched *s)
 {
     rd_state *st = sched_state(s);
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
-    *st = (rd_state){.cur = s->c->input, .cur_pool = -1, .p2 = 1, .mask = 1, .chunks = 1};
+    *st = (rd_state){.cur = s->c->input, .cur_pool = -1, .mask = 1, .chunks = 1};
     if (s->c->pipeline_chunks > 1 && !s->c->rider) st->chunks = s->c->pipeline_chunks;
     s->c->chunks_run = st->chunks;
-    while (st->p2 * 2 <= P) st->p2 *= 2;
+    st->p2 = cost_largest_power_of_two(P);
     st->rem = P - st->p2;
     if (rank >= 2 * st->rem) {
         st->newrank = rank - st->rem;

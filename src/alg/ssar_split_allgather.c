@@ -8,7 +8,7 @@
  *   quantizes its slice once and every rank -- the owner too -- decodes the
  *   same bits.
  * Restrictions: none (any P, any dim, every value type).
- * Cost (select.c, cost_ssar_split): the reduce-scatter's (P-1) (alpha +
+ * Cost (ssar_split_allgather_cost): the reduce-scatter's (P-1) (alpha +
  *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
  *   vendor's allgather of the result (cost_vendor_allgather: ceil(log2 P)
  *   or, from 512 KiB, P-1 alpha) + beta (P-1)/P (size of the result), and

@@ -371,7 +371,10 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 #if HAVE_PMPI_ALLREDUCE_C
     return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
 #else
-    if (count > INT_MAX) return MPI_ERR_COUNT;
+    if (count > INT_MAX) { /* the vendor's own errors reach the handler in the vendor */
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT);
+        return MPI_ERR_COUNT;
+    }
     return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
 #endif
 }

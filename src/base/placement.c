@@ -18,15 +18,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "base/fnv.h"
 #include "base/placement.h"
-
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 static uint64_t machine_id(void)
 {
@@ -37,7 +33,7 @@ static uint64_t machine_id(void)
         fclose(f);
     }
     if (!buf[0] && gethostname(buf, sizeof buf - 1) != 0) buf[0] = '\0';
-    return fnv1a(buf, 1469598103934665603ull);
+    return fnv_bytes(FNV_OFFSET, buf, strlen(buf));
 }
 
 static void usable_cpus(cpu_set_t *mask)

@@ -12,8 +12,7 @@ enum {
     F_DIM_MAX, F_DIM_NEG,
     F_VTYPE_MAX, F_VTYPE_NEG,
     F_COUNT_MAX, F_COUNT_NEG,
-    F_NNZ_MAX, F_NNZ_NEG,
-    F_DENSE_MAX,
+    F_NNZ_MAX,
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_NNZ_SUM, /* the summed fields: keep them last */
@@ -37,8 +36,7 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_DIM_MAX] = (int64_t)l->dim;        v[F_DIM_NEG] = -(int64_t)l->dim;
     v[F_VTYPE_MAX] = l->vtype;             v[F_VTYPE_NEG] = -l->vtype;
     v[F_COUNT_MAX] = (int64_t)l->count;    v[F_COUNT_NEG] = -(int64_t)l->count;
-    v[F_NNZ_MAX] = (int64_t)l->nnz;        v[F_NNZ_NEG] = -(int64_t)l->nnz;
-    v[F_DENSE_MAX] = l->dense;
+    v[F_NNZ_MAX] = (int64_t)l->nnz;
     v[F_HASH_MAX] = (int64_t)l->settings_hash; v[F_HASH_NEG] = -(int64_t)l->settings_hash;
     v[F_PIGGYBACK_MAX] = l->piggyback;     v[F_PIGGYBACK_NEG] = -l->piggyback;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
@@ -68,9 +66,7 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->vtype = (int)v[F_VTYPE_MAX];
     out->count = (MPI_Count)v[F_COUNT_MAX];
     out->k_max = (uint64_t)v[F_NNZ_MAX];
-    out->k_min = (uint64_t)-v[F_NNZ_NEG];
     out->k_sum = (uint64_t)v[F_NNZ_SUM];
-    out->any_dense = (int)v[F_DENSE_MAX];
     out->union_sum = (uint64_t)v[F_UNION_SUM];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The

@@ -1,8 +1,8 @@
 /* agree.h -- the agreement record every tagged allreduce combines.
  *
  * Each rank describes what it knows locally -- whether its arguments are
- * valid, dim, value type, count, nnz, whether its input is dense, a hash of
- * its settings, and whether it piggybacks its data on the agreement -- in a
+ * valid, dim, value type, count, nnz, a hash of its settings, and whether
+ * it piggybacks its data on the agreement -- in a
  * fixed record.  The records of all ranks are combined (maxima, minima and
  * sums) along the recursive-doubling schedule, riding on the messages of
  * ssar_recursive_double.c (allreduce.c explains when data comes along).
@@ -23,7 +23,6 @@ typedef struct sparcml_local {
     int vtype;
     MPI_Count count;
     uint64_t nnz;
-    int dense;
     uint64_t settings_hash;
     int piggyback; /* this rank sends its data along with the record */
     /* Nonzero values in this rank's 1/P of the previous call's result, when
@@ -38,14 +37,13 @@ typedef struct sparcml_agreed {
     uint64_t dim;
     int vtype;
     MPI_Count count;
-    uint64_t k_max, k_min, k_sum;
-    int any_dense;
+    uint64_t k_max, k_sum;
     uint64_t union_sum; /* sum of union_part */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 16 };
+enum { AGREE_FIELDS = 14 };
 
-/* The record on the wire: 128 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 112 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

@@ -46,12 +46,12 @@ static void let_go(pending *p)
 static int request_query(void *state, MPI_Status *status)
 {
     pending *p = state;
-    PMPI_Status_set_elements_x(status, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(status, 0);
+    int rc = PMPI_Status_set_elements_x(status, MPI_BYTE, 0);
+    if (rc == MPI_SUCCESS) rc = PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    status->MPI_ERROR = p->result;
-    return p->result;
+    status->MPI_ERROR = rc == MPI_SUCCESS ? p->result : rc;
+    return status->MPI_ERROR;
 }
 
 static int request_free(void *state)

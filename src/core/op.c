@@ -289,8 +289,8 @@ int op_agree(sched *s, sched_step then)
 static int op_placed(sched *s)
 {
     sparcml_op *op = op_of(s);
-    ctx_setup_done(op->c.ctx);
-    return op->kind->begin(s);
+    int rc = ctx_setup_done(op->c.ctx);
+    return rc == MPI_SUCCESS ? op->kind->begin(s) : rc;
 }
 
 static int op_duplicated(sched *s)
@@ -359,7 +359,6 @@ static void tagged_fill(sparcml_op *op, int vtype)
         local->vtype = vtype;
         local->count = op->count;
         local->nnz = c->input.nnz;
-        local->dense = c->input.dense;
     }
     c->recvbuf = op->recvbuf;
     c->recv_bytes = (uint64_t)op->count * 8;
@@ -422,9 +421,9 @@ int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *re
     return sparcml_op_finish(&op);
 }
 
-void sparcml_finalize(void)
+int sparcml_finalize(void)
 {
     progress_finalize(); /* calls freed while pending too, so the report counts them */
     if (settings_get()->stats) stats_report();
-    ctx_finalize();
+    return ctx_finalize();
 }

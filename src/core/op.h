@@ -116,7 +116,8 @@ void op_quantization(sparcml_call *c, const sparcml_settings *s);
 int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out);
 
 /* At MPI_Finalize: complete every pending call (also those whose requests
- * were freed), print the SPARCML_STATS report, free the contexts. */
-void sparcml_finalize(void);
+ * were freed), print the SPARCML_STATS report, free the contexts (the
+ * first error doing so is returned). */
+int sparcml_finalize(void);
 
 #endif

@@ -39,11 +39,12 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
 static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
 {
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
-    /* alpha and gamma are for a rank with a core of its own (placement.h);
-     * measured on the benchmark rig with 4 ranks per core: alpha 95 us per
-     * collective round against a 19 us ping-pong; gamma 14-17 ns per merged
-     * entry with the first merge kernel (5.5 ns on a core of its own), about
-     * 6 ns (3.5-8.8) with the current one (bench/RESULTS.md "Kernels"). */
+    /* alpha and gamma are for a rank with a core of its own
+     * (base/placement.h); where ranks share cores both grow with the
+     * sharing: on the benchmark rig with 4 ranks per core, alpha is 95 us per
+     * collective round against a 19 us ping-pong, and a merged entry costs
+     * about 6 ns (3.5-8.8) against 2.5 on a core of its own
+     * (bench/RESULTS.md "Kernels"). */
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share,
                     .pipeline_chunks = s->pipeline_chunks};
     if (share > 1) m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);

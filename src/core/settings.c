@@ -9,56 +9,71 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
 #include "core/settings.h"
 
 extern char **environ;
 
 typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER } kind;
 
-/* Every variable: name, kind, default text, field, and for numbers the unit
- * scale to seconds and the accepted range (in the variable's own unit). */
+/* Where a setting must have the same value (as MPICH's MPI_T scopes):
+ *  SCOPE_RANK  may differ between ranks;
+ *  SCOPE_CALL  equal on every rank: it steers each call's choices, and the
+ *              agreement of every call compares the hash of these rows
+ *              (a mismatch fails that call on every rank);
+ *  SCOPE_JOB   equal on every rank: it decides collective calls outside
+ *              any agreement (whether tags register, the report's
+ *              collectives at MPI_Finalize, which untagged calls
+ *              transparent mode takes over), so MPI_Init compares these
+ *              rows and stops the job on a mismatch. */
+typedef enum { SCOPE_RANK, SCOPE_CALL, SCOPE_JOB } scope;
+
+/* Every variable: name, scope, kind, default text, field, and for numbers
+ * the unit scale to seconds and the accepted range (in the variable's own
+ * unit).  man/sparcml.7 documents each row. */
 static const struct var {
     const char *name;
+    scope scope;
     kind kind;
     const char *def;
     size_t offset;
     double scale, min, max;
 } vars[] = {
-    {"SPARCML_DISABLE", KIND_BOOL, "0", offsetof(sparcml_settings, disable), 0, 0, 0},
-    {"SPARCML_ALGORITHM", KIND_ALGORITHM, "auto", offsetof(sparcml_settings, algorithm), 0, 0, 0},
-    {"SPARCML_VERBOSE", KIND_BOOL, "0", offsetof(sparcml_settings, verbose), 0, 0, 0},
-    {"SPARCML_STATS", KIND_BOOL, "0", offsetof(sparcml_settings, stats), 0, 0, 0},
+    {"SPARCML_DISABLE", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, disable), 0, 0, 0},
+    {"SPARCML_ALGORITHM", SCOPE_CALL, KIND_ALGORITHM, "auto", offsetof(sparcml_settings, algorithm), 0, 0, 0},
+    {"SPARCML_VERBOSE", SCOPE_RANK, KIND_BOOL, "0", offsetof(sparcml_settings, verbose), 0, 0, 0},
+    {"SPARCML_STATS", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, stats), 0, 0, 0},
     /* Cost-model defaults: alpha and beta measured on the benchmark rig (the
      * emulated 1 Gbit/s cluster, bench/results/rig_alpha_beta.txt), gamma
      * from the merge-add throughput on this machine (bench/RESULTS.md
      * "Kernels", docs/design.md). */
-    {"SPARCML_ALPHA_US", KIND_POSITIVE, "20", offsetof(sparcml_settings, alpha), 1e-6, 1e-3, 1e6},
-    {"SPARCML_BETA_NS_PER_BYTE", KIND_POSITIVE, "8.3", offsetof(sparcml_settings, beta), 1e-9,
+    {"SPARCML_ALPHA_US", SCOPE_CALL, KIND_POSITIVE, "20", offsetof(sparcml_settings, alpha), 1e-6, 1e-3, 1e6},
+    {"SPARCML_BETA_NS_PER_BYTE", SCOPE_CALL, KIND_POSITIVE, "8.3", offsetof(sparcml_settings, beta), 1e-9,
      1e-4, 1e6},
-    {"SPARCML_GAMMA_NS_PER_ENTRY", KIND_POSITIVE, "2.5", offsetof(sparcml_settings, gamma), 1e-9,
+    {"SPARCML_GAMMA_NS_PER_ENTRY", SCOPE_CALL, KIND_POSITIVE, "2.5", offsetof(sparcml_settings, gamma), 1e-9,
      1e-4, 1e6},
-    {"SPARCML_QSGD_BITS", KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
-    {"SPARCML_QSGD_BUCKET", KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
+    {"SPARCML_QSGD_BITS", SCOPE_CALL, KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
+    {"SPARCML_QSGD_BUCKET", SCOPE_CALL, KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
      16777216},
-    {"SPARCML_QSGD_SEED", KIND_UINT, "0", offsetof(sparcml_settings, qsgd_seed), 0, 0,
+    {"SPARCML_QSGD_SEED", SCOPE_CALL, KIND_UINT, "0", offsetof(sparcml_settings, qsgd_seed), 0, 0,
      18446744073709551615.0},
-    {"SPARCML_QSGD_SPARSE", KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
-    {"SPARCML_PIGGYBACK", KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
+    {"SPARCML_QSGD_SPARSE", SCOPE_CALL, KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
+    {"SPARCML_PIGGYBACK", SCOPE_CALL, KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
     /* "auto" is stored as 0: detected per communicator (placement.c). */
-    {"SPARCML_RANKS_PER_CORE", KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
+    {"SPARCML_RANKS_PER_CORE", SCOPE_CALL, KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
      1, 4096},
     /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
      * costs more than 3 % of the vendor's allreduce of dense data on the
      * benchmark machine (docs/design.md, "Transparent mode"). */
-    {"SPARCML_TRANSPARENT", KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
-    {"SPARCML_TRANSPARENT_MIN_BYTES", KIND_UINT, "1048576",
+    {"SPARCML_TRANSPARENT", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
+    {"SPARCML_TRANSPARENT_MIN_BYTES", SCOPE_JOB, KIND_UINT, "1048576",
      offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
     /* Off by default: a thread needs MPI_THREAD_MULTIPLE and a core to run
      * on (bench/RESULTS.md, "Non-blocking calls"). */
-    {"SPARCML_PROGRESS_US", KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
+    {"SPARCML_PROGRESS_US", SCOPE_RANK, KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
     /* 0: the cost model picks the chunks of pipelined recursive doubling
      * (select.c); 1 turns pipelining off; 2..8 force that many chunks. */
-    {"SPARCML_PIPELINE_CHUNKS", KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
+    {"SPARCML_PIPELINE_CHUNKS", SCOPE_CALL, KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
      SPARCML_PIPELINE_CHUNKS_MAX},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
@@ -172,22 +187,27 @@ static int known_name(const char *name)
     return 0;
 }
 
-/* FNV-1a over the bytes that steer algorithm selection. */
-static uint64_t settings_hash(const sparcml_settings *s)
+/* The bytes of a variable's field. */
+static size_t field_bytes(kind k)
 {
-    const unsigned char *parts[] = {
-        (const void *)&s->algorithm, (const void *)&s->alpha,       (const void *)&s->beta,
-        (const void *)&s->gamma,     (const void *)&s->qsgd_bits,   (const void *)&s->qsgd_bucket,
-        (const void *)&s->qsgd_seed, (const void *)&s->qsgd_sparse, (const void *)&s->piggyback,
-        (const void *)&s->ranks_per_core, (const void *)&s->pipeline_chunks};
-    const size_t sizes[] = {sizeof s->algorithm, sizeof s->alpha,       sizeof s->beta,
-                            sizeof s->gamma,     sizeof s->qsgd_bits,   sizeof s->qsgd_bucket,
-                            sizeof s->qsgd_seed, sizeof s->qsgd_sparse, sizeof s->piggyback,
-                            sizeof s->ranks_per_core, sizeof s->pipeline_chunks};
-    uint64_t h = 1469598103934665603ull;
-    for (size_t p = 0; p < sizeof sizes / sizeof sizes[0]; p++)
-        for (size_t i = 0; i < sizes[p]; i++) h = (h ^ parts[p][i]) * 1099511628211ull;
-    return h >> 2; /* the agreement step negates it: keep it far from INT64_MIN */
+    switch (k) {
+    case KIND_BOOL: case KIND_QBITS: return sizeof(int);
+    case KIND_ALGORITHM: return sizeof(sparcml_algorithm);
+    case KIND_POSITIVE: case KIND_AUTO_OR_NUMBER: return sizeof(double);
+    case KIND_UINT: return sizeof(uint64_t);
+    }
+    return 0;
+}
+
+/* FNV-1a over the fields of the variables of one scope, in table order;
+ * shifted so that the agreement step may negate it (far from INT64_MIN). */
+static uint64_t scope_hash(const sparcml_settings *s, scope sc, size_t only)
+{
+    uint64_t h = FNV_OFFSET;
+    for (size_t i = 0; i < NVARS; i++)
+        if (vars[i].scope == sc && (only == NVARS || only == i))
+            h = fnv_bytes(h, (const char *)s + vars[i].offset, field_bytes(vars[i].kind));
+    return h >> 2;
 }
 
 int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
@@ -206,41 +226,29 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
             return -1;
         }
     }
-    s->hash = settings_hash(s);
+    s->hash = scope_hash(s, SCOPE_CALL, NVARS);
     return 0;
 }
 
-/* The settings that decide which collective calls a rank makes outside the
- * agreement step of a tagged call (which compares the others, s->hash):
- * whether tags are registered at all, the report's collectives at
- * MPI_Finalize, which untagged calls transparent mode takes over. */
-static const struct {
-    const char *name;
-    size_t offset, size;
-} must_equal[] = {
-    {"SPARCML_DISABLE", offsetof(sparcml_settings, disable), sizeof(int)},
-    {"SPARCML_STATS", offsetof(sparcml_settings, stats), sizeof(int)},
-    {"SPARCML_TRANSPARENT", offsetof(sparcml_settings, transparent), sizeof(int)},
-    {"SPARCML_TRANSPARENT_MIN_BYTES", offsetof(sparcml_settings, transparent_min_bytes), sizeof(uint64_t)},
-};
-#define NEQUAL (sizeof must_equal / sizeof must_equal[0])
-
 int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name)
 {
-    /* Per setting the maximum of h and of -h: they differ iff the ranks do. */
-    int64_t mine[2 * NEQUAL], all[2 * NEQUAL];
+    /* Per SCOPE_JOB variable the maximum of h and of -h: they differ iff
+     * the ranks do. */
+    int64_t mine[2 * NVARS] = {0}, all[2 * NVARS];
+    size_t n = 0;
     int rc;
-    for (size_t i = 0; i < NEQUAL; i++) {
-        uint64_t h = 1469598103934665603ull;
-        const unsigned char *b = (const unsigned char *)s + must_equal[i].offset;
-        for (size_t j = 0; j < must_equal[i].size; j++) h = (h ^ b[j]) * 1099511628211ull;
-        mine[i] = (int64_t)(h >> 2);
-        mine[NEQUAL + i] = -mine[i];
+    for (size_t i = 0; i < NVARS; i++) {
+        if (vars[i].scope != SCOPE_JOB) continue;
+        mine[n] = (int64_t)scope_hash(s, SCOPE_JOB, i);
+        mine[NVARS + n++] = -(int64_t)scope_hash(s, SCOPE_JOB, i);
     }
     *name = NULL;
-    rc = PMPI_Allreduce(mine, all, 2 * NEQUAL, MPI_INT64_T, MPI_MAX, comm);
-    for (size_t i = 0; rc == MPI_SUCCESS && i < NEQUAL && !*name; i++)
-        if (all[i] != -all[NEQUAL + i]) *name = must_equal[i].name;
+    rc = PMPI_Allreduce(mine, all, (int)(2 * NVARS), MPI_INT64_T, MPI_MAX, comm);
+    for (size_t i = 0, j = 0; rc == MPI_SUCCESS && i < NVARS && !*name; i++) {
+        if (vars[i].scope != SCOPE_JOB) continue;
+        if (all[j] != -all[NVARS + j]) *name = vars[i].name;
+        j++;
+    }
     return rc;
 }
 

@@ -111,9 +111,10 @@ void stats_report(void)
     uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
     uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
     uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
+    int rc;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
-    PMPI_Comm_rank(world, &rank);
-    PMPI_Comm_size(world, &size);
+    rc = PMPI_Comm_rank(world, &rank);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(world, &size);
     gather_counts(cnt);
     for (int a = 0; a < N; a++) {
         by[a] = atomic_load(&per_alg[a].bytes);
@@ -121,14 +122,13 @@ void stats_report(void)
         ns[a] = atomic_load(&per_alg[a].nanoseconds);
     }
     ns[N] = atomic_load(&scan_nanoseconds);
-    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
-        || PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS
-        || PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) {
-        PMPI_Comm_free(&world);
-        return;
-    }
-    PMPI_Comm_free(&world);
-    if (rank != 0) return;
+    /* Every rank makes the same collective calls whatever failed before
+     * (a rank that stopped early would leave the others waiting). */
+    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Comm_free(&world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (rc != MPI_SUCCESS || rank != 0) return;
     printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls: each collective call once; bytes: sum over ranks) ----\n",
            size);
     printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",

@@ -109,6 +109,9 @@ sv stream_dense_view(const void *values, uint64_t dim, int vtype);
  * Zeros of either sign become +0.0 (sparcml(7), transparent mode). */
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
 
+/* The bytes of a presence bitmap of dim indices (whole 64-bit words). */
+static inline uint64_t stream_presence_bytes(uint64_t dim) { return (dim + 63) / 64 * 8; }
+
 /* The bounds of P nearly equal ranges of [0, dim): offsets[0..P] (the
  * split algorithms' slices, pipelined chunks). */
 void stream_split_bounds(uint64_t dim, int P, uint64_t *offsets);

@@ -71,6 +71,15 @@ enum { TAG_CALLS = 4096 };
  * in c->pending. */
 int call_deliver(sparcml_call *c, const sv *result);
 
+/* Does a result of `bytes` fit recvbuf?  If not, the call fails with
+ * SPARCML_R_CAPACITY (on every rank: all know the same sizes). */
+static inline int call_result_fits(sparcml_call *c, uint64_t bytes)
+{
+    if (bytes <= c->recv_bytes) return 1;
+    c->reason = SPARCML_R_CAPACITY;
+    return 0;
+}
+
 /* May an algorithm write (part of) the result into recvbuf before the end?
  * Not while the agreement rides on its messages: recvbuf stays untouched
  * until the records say the call succeeded. */

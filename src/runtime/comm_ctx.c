@@ -8,10 +8,13 @@
 #include "runtime/comm_ctx.h"
 
 static int ctx_keyval = MPI_KEYVAL_INVALID;
+static int keyval_rc = MPI_ERR_INTERN; /* written once, under keyval_once */
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
-static void ctx_destroy(sparcml_ctx *ctx)
+/* Returns what freeing the duplicate returned. */
+static int ctx_destroy(sparcml_ctx *ctx)
 {
+    int rc = MPI_SUCCESS;
     for (int i = 0; i < POOL_COUNT_; i++) free(ctx->pool[i]);
     free(ctx->counts);
     free(ctx->displs);
@@ -20,8 +23,9 @@ static void ctx_destroy(sparcml_ctx *ctx)
     free(ctx->reqs);
     free(ctx->int_counts);
     free(ctx->placement);
-    if (ctx->comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx->comm);
+    if (ctx->comm != MPI_COMM_NULL) rc = PMPI_Comm_free(&ctx->comm);
     free(ctx);
+    return rc;
 }
 
 static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -29,15 +33,14 @@ static int ctx_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm; (void)keyval; (void)extra;
     sparcml_ctx *ctx = attr;
     ctx->ext->freeing(ctx); /* MPI_Comm_free lets pending calls complete */
-    ctx_destroy(ctx);
-    return MPI_SUCCESS;
+    return ctx_destroy(ctx);
 }
 
 static void keyval_create(void)
 {
     /* MPI_COMM_NULL_COPY_FN: a duplicate of the application's communicator
      * gets its own context on its own first tagged call. */
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
+    keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
 }
 
 /* The arrays of a context of `size` ranks. */
@@ -80,13 +83,15 @@ static int ctx_create(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
     }
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_attr(comm, ctx_keyval, ctx);
     if (rc != MPI_SUCCESS) {
-        if (ctx->setup != MPI_REQUEST_NULL) PMPI_Wait(&ctx->setup, MPI_STATUS_IGNORE); /* then freed */
-        ctx_destroy(ctx);
+        /* The duplicate under way must exist before it can be freed. */
+        if (ctx->setup != MPI_REQUEST_NULL && PMPI_Wait(&ctx->setup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            ctx->comm = MPI_COMM_NULL;
+        ctx_destroy(ctx); /* the first error is the one to report */
         return rc;
     }
-    if (blocking) ctx_setup_done(ctx);
+    if (blocking) rc = ctx_setup_done(ctx);
     *out = ctx;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 void *ctx_setup_contribution(sparcml_ctx *ctx)
@@ -101,12 +106,15 @@ void *ctx_setup_all(sparcml_ctx *ctx)
     return ctx->placement;
 }
 
-void ctx_setup_done(sparcml_ctx *ctx)
+int ctx_setup_done(sparcml_ctx *ctx)
 {
     if (ctx->placement) ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
     free(ctx->placement);
     ctx->placement = NULL;
     ctx->ready = 1;
+    /* The library checks every code on its duplicate and raises failures
+     * on the application's communicator (core/op.c). */
+    return PMPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 }
 
 static int ctx_lookup(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
@@ -114,7 +122,7 @@ static int ctx_lookup(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
     int found = 0, rc;
     void *attr = NULL;
     pthread_once(&keyval_once, keyval_create);
-    if (ctx_keyval == MPI_KEYVAL_INVALID) return MPI_ERR_OTHER;
+    if (keyval_rc != MPI_SUCCESS) return keyval_rc;
     rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
     if (rc != MPI_SUCCESS) return rc;
     if (found) { *out = attr; return MPI_SUCCESS; }
@@ -133,20 +141,21 @@ int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out)
 
 /* Open MPI treats deleting an attribute that was never set as an error
  * (fatal on MPI_COMM_SELF), MPICH does not: delete only what is there. */
-static void ctx_drop(MPI_Comm comm)
+static int ctx_drop(MPI_Comm comm)
 {
     void *attr;
-    int found = 0;
-    if (PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found) == MPI_SUCCESS && found)
-        PMPI_Comm_delete_attr(comm, ctx_keyval);
+    int found = 0, rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
+    return rc == MPI_SUCCESS && found ? PMPI_Comm_delete_attr(comm, ctx_keyval) : rc;
 }
 
-void ctx_finalize(void)
+int ctx_finalize(void)
 {
-    if (ctx_keyval == MPI_KEYVAL_INVALID) return;
-    ctx_drop(MPI_COMM_WORLD);
-    ctx_drop(MPI_COMM_SELF);
-    PMPI_Comm_free_keyval(&ctx_keyval);
+    int rc, rc_self, rc_keyval;
+    if (ctx_keyval == MPI_KEYVAL_INVALID) return MPI_SUCCESS;
+    rc = ctx_drop(MPI_COMM_WORLD);
+    rc_self = ctx_drop(MPI_COMM_SELF);
+    rc_keyval = PMPI_Comm_free_keyval(&ctx_keyval);
+    return rc != MPI_SUCCESS ? rc : rc_self != MPI_SUCCESS ? rc_self : rc_keyval;
 }
 
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)

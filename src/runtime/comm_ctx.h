@@ -89,12 +89,12 @@ int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
 int ctx_get_started(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
 void *ctx_setup_contribution(sparcml_ctx *ctx);
 void *ctx_setup_all(sparcml_ctx *ctx);
-void ctx_setup_done(sparcml_ctx *ctx);
+int ctx_setup_done(sparcml_ctx *ctx);
 
 /* At MPI_Finalize, once no call is pending: free the contexts of
  * MPI_COMM_WORLD and MPI_COMM_SELF (other communicators' go when the
  * application frees them) and the keyval. */
-void ctx_finalize(void);
+int ctx_finalize(void);
 
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
  * out of memory.  The contents are not preserved when it grows. */

@@ -34,10 +34,7 @@ int call_deliver(sparcml_call *c, const sv *result)
     }
     /* Every rank holds the same result and the same capacity, so every rank
      * takes the same branch here. */
-    if (bytes > c->recv_bytes) {
-        c->reason = SPARCML_R_CAPACITY;
-        return MPI_SUCCESS;
-    }
+    if (!call_result_fits(c, bytes)) return MPI_SUCCESS;
     if (dense && !result->dense) return deliver_dense(c, result);
     c->result_nnz = result->nnz;
     c->result_dense = result->dense;
@@ -151,9 +148,12 @@ static char *receive_buffer(sparcml_call *c, p2p_recv *r, const MPI_Status *st, 
     if (*rc != MPI_SUCCESS) return NULL;
     buf = ctx_buffer(c->ctx, r->raw_pool, (uint64_t)r->bytes);
     if (!buf) {
+        /* A zero-byte receive takes the message off the queue: its
+         * truncation is expected, any other error is the one to report. */
         char drain;
-        flv_mrecv_bytes(&drain, 0, msg);
-        *rc = CALL_NOMEM(c);
+        int drc = flv_mrecv_bytes(&drain, 0, msg), cls = MPI_ERR_TRUNCATE;
+        if (drc != MPI_SUCCESS && PMPI_Error_class(drc, &cls) != MPI_SUCCESS) cls = MPI_ERR_OTHER;
+        *rc = drc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE ? CALL_NOMEM(c) : drc;
     }
     return buf;
 }

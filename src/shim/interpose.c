@@ -33,7 +33,7 @@ static void check_settings(void)
     const sparcml_settings *s = settings_get();
     const char *differs = NULL;
     int rank = 0, level = MPI_THREAD_SINGLE;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) rank = -1;
     if (s->error[0]) {
         fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
         fflush(stderr);
@@ -96,8 +96,8 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
-    sparcml_finalize();
-    return PMPI_Finalize();
+    int rc = sparcml_finalize(), rc_vendor = PMPI_Finalize();
+    return rc_vendor != MPI_SUCCESS ? rc_vendor : rc;
 }
 
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)

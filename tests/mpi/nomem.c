@@ -1,0 +1,80 @@
+/* nomem.c -- one rank runs out of memory in a call.
+ *
+ * Under tests/support/failalloc_preload.c, the last rank arms a failure of
+ * its next large allocation right before a transparent-mode sum of a
+ * mostly-zero buffer (the library reserves its scratch there: a dense-size
+ * result buffer).  Every rank must return MPI_ERR_NO_MEM from that call --
+ * none may hang (the script's timeout) or succeed alone -- and the next
+ * call must give the right sum, the same bits on every rank.  argv[1]
+ * picks the call: blocking, wait (MPI_Iallreduce + MPI_Wait) or
+ * persistent. */
+#include <string.h>
+
+#include "testlib.h"
+
+enum { N = 1 << 20 };
+
+static int rank, size, failures;
+
+static void expect(int cond, const char *what)
+{
+    if (cond) return;
+    failures++;
+    fprintf(stderr, "FAIL rank %d: %s\n", rank, what);
+}
+
+static int call(const char *how, const float *send, float *recv)
+{
+    MPI_Request req;
+    int rc;
+    if (strcmp(how, "blocking") == 0) return MPI_Allreduce(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (strcmp(how, "wait") == 0) {
+        rc = MPI_Iallreduce(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    }
+#if MPI_VERSION >= 4
+    rc = MPI_Allreduce_init(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+#else
+    rc = MPIX_Allreduce_init(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+#endif
+    if (rc == MPI_SUCCESS) rc = MPI_Start(&req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Request_free(&req);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *how = argc > 1 ? argv[1] : "blocking";
+    float *send, *recv;
+    int rc, cls = MPI_SUCCESS, ok = 1;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    send = calloc(N, sizeof *send);
+    recv = calloc(N, sizeof *recv);
+    /* Rank r holds r + 1 at every 1000th index from r: the sum at index i
+     * is the sum of r + 1 over the ranks r with i % 1000 == r. */
+    for (int i = rank; i < N; i += 1000) send[i] = (float)(rank + 1);
+    if (rank == size - 1) setenv("FAILALLOC_ARM", "1", 1);
+    rc = call(how, send, recv);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    expect(rc != MPI_SUCCESS && cls == MPI_ERR_NO_MEM, "the call with one rank out of memory did not fail "
+                                                       "with MPI_ERR_NO_MEM");
+    expect(getenv("FAILALLOC_ARM") == NULL, "no allocation failed (the injection did not take place)");
+    unsetenv("FAILALLOC_ARM");
+    memset(recv, 0, N * sizeof *recv);
+    rc = call(how, send, recv);
+    expect(rc == MPI_SUCCESS, "the next call failed");
+    for (int i = 0; i < N && rc == MPI_SUCCESS; i++)
+        ok &= recv[i] == (i % 1000 < size ? (float)(i % 1000 + 1) : 0.0f);
+    expect(ok, "the next call's sum is wrong");
+    expect(t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD), "the sum differs between ranks");
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("nomem %s: P=%d failures=%d\n", how, size, failures);
+    free(send);
+    free(recv);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
