@@ -107,7 +107,7 @@ int sparcml_dense_allreduce(sched *s)
     stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
     c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * bytes / (uint64_t)c->ctx->size;
     sched_next(s, union_known);
-    return sched_allreduce(s, st->present, (MPI_Count)(bytes / 8), MPI_UINT64_T, MPI_BOR);
+    return sched_allreduce(s, st->present, (MPI_Count)(bytes / sizeof(uint64_t)), MPI_UINT64_T, MPI_BOR);
 }
 
 /* The dense vector must fit the recv buffer: it is never expanded anywhere

@@ -17,7 +17,6 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -89,20 +88,4 @@ double placement_of(const void *contributions, int P)
         }
     }
     return out;
-}
-
-int placement_ranks_per_core(MPI_Comm comm, double *out)
-{
-    where mine, *all;
-    int P, rc;
-    *out = 1;
-    placement_mine(&mine);
-    rc = PMPI_Comm_size(comm, &P);
-    if (rc != MPI_SUCCESS) return rc;
-    all = malloc((size_t)P * sizeof *all);
-    if (!all) return MPI_ERR_NO_MEM;
-    rc = PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, comm);
-    if (rc == MPI_SUCCESS) *out = placement_of(all, P);
-    free(all);
-    return rc;
 }

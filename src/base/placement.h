@@ -9,18 +9,12 @@
 #ifndef SPARCML_PLACEMENT_H
 #define SPARCML_PLACEMENT_H
 
-#include <mpi.h>
 
-/* The largest ratio, over the machines the ranks of comm run on, of ranks
- * on that machine to the CPUs they may use there (the union of their
- * affinity masks); at least 1.  Collective over comm, called by every rank
- * whatever its settings; the same value on every rank.  MPI errors are
- * returned, *out is 1 then. */
-int placement_ranks_per_core(MPI_Comm comm, double *out);
-
-/* The same in two halves, for a set-up that must not block (comm_ctx.c):
- * this rank's contribution (PLACEMENT_BYTES bytes, to be allgathered), and
- * the ratio from every rank's contributions. */
+/* This rank's contribution (PLACEMENT_BYTES bytes, to be allgathered by
+ * the communicator's set-up, runtime/comm_ctx.h), and from every rank's
+ * contributions the largest ratio, over the machines the ranks run on, of
+ * ranks on that machine to the CPUs they may use there (the union of their
+ * affinity masks); at least 1, the same on every rank. */
 enum { PLACEMENT_BYTES = 8 + 128 };
 void placement_mine(void *buf);
 double placement_of(const void *all, int P);

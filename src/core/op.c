@@ -35,9 +35,9 @@ static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, i
     if (count < 0) return SPARCML_R_NEGATIVE_COUNT;
     if (!recvbuf || !in) return SPARCML_R_NULL_BUFFER;
     if (sendbuf == recvbuf) return SPARCML_R_ALIASED;
-    if ((uintptr_t)recvbuf % 8) return SPARCML_R_UNALIGNED;
-    if ((uint64_t)count > UINT64_MAX / 8) return SPARCML_R_STREAM_OVERFLOW;
-    reason = stream_parse(in, (uint64_t)count * 8, vtype, input, &where);
+    if ((uintptr_t)recvbuf % SPARCML_WORD_BYTES) return SPARCML_R_UNALIGNED;
+    if ((uint64_t)count > UINT64_MAX / SPARCML_WORD_BYTES) return SPARCML_R_STREAM_OVERFLOW;
+    reason = stream_parse(in, (uint64_t)count * SPARCML_WORD_BYTES, vtype, input, &where);
     switch (reason) {
     case SPARCML_R_OK: break;
     case SPARCML_R_INDEX_GE_DIM: case SPARCML_R_UNSORTED: case SPARCML_R_DUPLICATE:
@@ -117,7 +117,7 @@ int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
 {
     static const ctx_extension policy = {.bytes = sizeof(op_policy), .init = policy_init,
                                          .freeing = policy_freeing};
-    return blocking ? ctx_get(comm, &policy, out) : ctx_get_started(comm, &policy, out);
+    return ctx_get(comm, &policy, blocking, out);
 }
 
 static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
@@ -147,7 +147,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         same.reason_rank = -1;
         snprintf(detail, sizeof detail, "algorithm %s%s, count %lld words (need %lld for any result)",
                  sparcml_algorithm_name(alg), s->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
-                 (long long)(c->recv_bytes / 8), (long long)sparcml_capacity(c->dim, c->vtype));
+                 (long long)(c->recv_bytes / SPARCML_WORD_BYTES), (long long)sparcml_capacity(c->dim, c->vtype));
         return op_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
@@ -156,7 +156,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
      * messages, and a separate agreement costs little beside rounds long
      * enough to pipeline. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / 8, c->vtype, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
@@ -284,8 +284,10 @@ int op_agree(sched *s, sched_step then)
     return sparcml_ssar_recursive_double(s);
 }
 
-/* A context that a non-blocking call created is set up as the first steps
- * of that call (comm_ctx.h): its duplicate, then the ranks per core. */
+/* A new context is set up as the first steps of its first call
+ * (runtime/comm_ctx.h): its duplicate, then the ranks per core (one
+ * allgather, made on every rank whatever its settings: ranks whose
+ * settings differ must still meet in the agreement, which reports it). */
 static int op_placed(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -339,7 +341,7 @@ static int tagged_begin(sched *s)
      * the communicator's previous calls left, the same on every rank only
      * once they have all completed. */
     op->local.piggyback = op->set->piggyback
-                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / 8, c->vtype);
+                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype);
     c->piggybacked = op->local.piggyback;
     return op_agree(s, tagged_agreed);
 }
@@ -361,7 +363,7 @@ static void tagged_fill(sparcml_op *op, int vtype)
         local->nnz = c->input.nnz;
     }
     c->recvbuf = op->recvbuf;
-    c->recv_bytes = (uint64_t)op->count * 8;
+    c->recv_bytes = (uint64_t)op->count * SPARCML_WORD_BYTES;
     c->dim = c->input.dim;
     c->vtype = vtype;
 }

@@ -160,7 +160,7 @@ static void transparent_fill(sparcml_op *op, int vtype)
     sparcml_call *c = &op->c;
     c->dim = (uint64_t)op->count;
     c->vtype = vtype;
-    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * 8;
+    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
 }
 
 const sparcml_op_kind sparcml_op_transparent = {.fill = transparent_fill, .begin = transparent_begin};

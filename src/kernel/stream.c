@@ -101,7 +101,7 @@ int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint6
     int reason;
     *where = 0;
     if (!buf) return SPARCML_R_NULL_BUFFER;
-    if ((uintptr_t)buf % 8) return SPARCML_R_UNALIGNED;
+    if ((uintptr_t)buf % SPARCML_WORD_BYTES) return SPARCML_R_UNALIGNED;
     if (avail < SPARCML_HEADER_BYTES) return SPARCML_R_SHORT_BUFFER;
     memcpy(&h, buf, sizeof h);
     reason = header_reason(&h, want_vtype);

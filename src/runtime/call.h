@@ -29,7 +29,7 @@ typedef struct sparcml_call {
     sparcml_ctx *ctx;
     sv input;            /* validated; lives in recvbuf under MPI_IN_PLACE */
     void *recvbuf;
-    uint64_t recv_bytes; /* capacity of recvbuf: count * 8, equal on all ranks */
+    uint64_t recv_bytes; /* capacity of recvbuf: count words, equal on all ranks */
     uint64_t dim;
     int vtype;
     uint64_t k_max, k_sum;

@@ -72,12 +72,8 @@ static int ctx_create(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
     rc = blocking ? PMPI_Comm_dup(comm, &ctx->comm) : PMPI_Comm_idup(comm, &ctx->comm, &ctx->setup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &ctx->rank);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(comm, &ctx->size);
-    /* Collective like the dup, so done on every rank even where the
-     * setting makes it moot: ranks whose settings differ must still meet
-     * in the agreement step, which reports the mismatch. */
-    if (rc == MPI_SUCCESS && blocking) rc = placement_ranks_per_core(ctx->comm, &ctx->ranks_per_core);
     if (rc == MPI_SUCCESS) rc = ctx_alloc(ctx);
-    if (rc == MPI_SUCCESS && !blocking) {
+    if (rc == MPI_SUCCESS) {
         ctx->placement = malloc(((size_t)ctx->size + 1) * PLACEMENT_BYTES);
         if (!ctx->placement) rc = MPI_ERR_NO_MEM;
     }
@@ -89,9 +85,8 @@ static int ctx_create(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
         ctx_destroy(ctx); /* the first error is the one to report */
         return rc;
     }
-    if (blocking) rc = ctx_setup_done(ctx);
     *out = ctx;
-    return rc;
+    return MPI_SUCCESS;
 }
 
 void *ctx_setup_contribution(sparcml_ctx *ctx)
@@ -108,7 +103,7 @@ void *ctx_setup_all(sparcml_ctx *ctx)
 
 int ctx_setup_done(sparcml_ctx *ctx)
 {
-    if (ctx->placement) ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
+    ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
     free(ctx->placement);
     ctx->placement = NULL;
     ctx->ready = 1;
@@ -117,7 +112,7 @@ int ctx_setup_done(sparcml_ctx *ctx)
     return PMPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 }
 
-static int ctx_lookup(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
+int ctx_get(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
 {
     int found = 0, rc;
     void *attr = NULL;
@@ -129,15 +124,7 @@ static int ctx_lookup(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
     return ctx_create(comm, ext, blocking, out);
 }
 
-int ctx_get_started(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out)
-{
-    return ctx_lookup(comm, ext, 0, out);
-}
 
-int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out)
-{
-    return ctx_lookup(comm, ext, 1, out);
-}
 
 /* Open MPI treats deleting an attribute that was never set as an error
  * (fatal on MPI_COMM_SELF), MPICH does not: delete only what is there. */

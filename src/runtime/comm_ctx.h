@@ -39,7 +39,7 @@ enum {
 
 typedef struct sparcml_ctx {
     MPI_Comm comm; /* the private duplicate */
-    int ready;            /* 0 while a non-blocking set-up is under way (ctx_get_started) */
+    int ready;            /* 0 until the first call's set-up steps have run */
     MPI_Request setup;    /* its MPI_Comm_idup */
     char *placement;      /* its allgather: (size + 1) contributions, this rank's last */
     int rank, size;
@@ -75,18 +75,15 @@ static inline int ctx_send_slots(const sparcml_ctx *ctx)
     return ctx->size > SPARCML_PIPELINE_CHUNKS_MAX ? ctx->size : SPARCML_PIPELINE_CHUNKS_MAX;
 }
 
-/* The context of comm, created on first use (collective over comm) with
- * the extension `ext` (every call passes the same). */
-int ctx_get(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
-
-/* The same without blocking, for a non-blocking call: a context created
- * here is not ready yet: its duplicate is being made (ctx->setup, from
- * MPI_Comm_idup) and its ranks per core are unknown until the call's
- * schedule has completed the set-up (allreduce.c): it waits for
- * ctx->setup, allgathers ctx_setup_contribution into ctx_setup_all, and
- * calls ctx_setup_done.  Calls on the context after it run once that call
- * has (request.h). */
-int ctx_get_started(MPI_Comm comm, const ctx_extension *ext, sparcml_ctx **out);
+/* The context of comm, created on first use with the extension `ext`
+ * (every call passes the same).  A context created here is not ready:
+ * its duplicate is made (blocking: MPI_Comm_dup, collective over comm) or
+ * under way (MPI_Comm_idup, ctx->setup), and its ranks per core are
+ * unknown until the call's schedule has run the set-up steps (core/op.c):
+ * wait for ctx->setup, allgather ctx_setup_contribution into
+ * ctx_setup_all, call ctx_setup_done.  Calls on the context after it run
+ * once that call has (the progress engine's lanes). */
+int ctx_get(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out);
 void *ctx_setup_contribution(sparcml_ctx *ctx);
 void *ctx_setup_all(sparcml_ctx *ctx);
 int ctx_setup_done(sparcml_ctx *ctx);

@@ -5,9 +5,11 @@
  * non-blocking or persistent.  Nothing else lives here. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <time.h>
 
+#include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
 #include "core/iallreduce.h"
 #include "core/op.h"
 #include "core/settings.h"
@@ -24,25 +26,39 @@ static void stop_job(void)
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* This rank's objection to its settings ("" when none). */
+static void settings_problem(const sparcml_settings *s, char *msg, size_t len)
+{
+    int level = MPI_THREAD_SINGLE;
+    msg[0] = '\0';
+    if (s->error[0]) snprintf(msg, len, "%s", s->error);
+    else if (s->progress_us > 0 && (PMPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_MULTIPLE))
+        snprintf(msg, len, "SPARCML_PROGRESS_US needs MPI_THREAD_MULTIPLE (MPI_Init_thread granted level %d); "
+                           "unset it or initialise MPI with MPI_THREAD_MULTIPLE", level);
+}
+
 /* A bad SPARCML_* value stops the job at start-up with a message, rather
  * than running with a setting the user did not ask for; so do settings
- * that must be equal on all ranks and are not (one line, from rank 0: all
- * ranks know it).  Every rank takes part, SPARCML_DISABLE or not. */
+ * that must be equal on all ranks and are not.  One line per job: the
+ * lowest rank with an objection prints it (the ranks learn it in one
+ * allreduce), rank 0 a difference all ranks know.  Every rank takes part,
+ * SPARCML_DISABLE or not. */
 static void check_settings(void)
 {
     const sparcml_settings *s = settings_get();
     const char *differs = NULL;
-    int rank = 0, level = MPI_THREAD_SINGLE;
+    char msg[sizeof s->error + 128];
+    int rank = 0, mine, first;
     if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) rank = -1;
-    if (s->error[0]) {
-        fprintf(stderr, "sparcml: rank %d: %s\n", rank, s->error);
-        fflush(stderr);
-        stop_job();
-    }
-    if (s->progress_us > 0 && (PMPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_MULTIPLE)) {
-        fprintf(stderr, "sparcml: rank %d: SPARCML_PROGRESS_US needs MPI_THREAD_MULTIPLE (MPI_Init_thread "
-                        "granted level %d); unset it or initialise MPI with MPI_THREAD_MULTIPLE\n", rank, level);
-        fflush(stderr);
+    settings_problem(s, msg, sizeof msg);
+    mine = msg[0] ? rank : INT_MAX;
+    if (PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        first = mine; /* each rank speaks for itself */
+    if (first != INT_MAX) {
+        if (first == rank) {
+            fprintf(stderr, "sparcml: rank %d: %s\n", rank, msg);
+            fflush(stderr);
+        }
         stop_job();
     }
     if (settings_first_difference(s, MPI_COMM_WORLD, &differs) != MPI_SUCCESS) {

@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "testlib.h"
+#if MPI_VERSION < 4
+#include <mpi-ext.h> /* Open MPI 4.1: MPIX_Allreduce_init */
+#endif
 
 enum { N = 1 << 20 };
 

@@ -30,6 +30,9 @@
 #include <string.h>
 
 #include "testlib.h"
+#if MPI_VERSION < 4
+#include <mpi-ext.h> /* Open MPI 4.1: MPIX_Allreduce_init */
+#endif
 
 enum { N = 20000, SMALL = 100 };
 enum { PAT_IDENTICAL, PAT_DISJOINT, PAT_SKEWED, PAT_COUNT };

@@ -10,6 +10,8 @@ for bad in SPARCML_ALGORITHM=ring SPARCML_VERBOSE=yes SPARCML_DISABLE=2 SPARCML_
     rc=$?
     check "$bad stops the job with a message naming it" \
         '[ "$rc" -ne 0 ] && grep -q "sparcml: rank [0-9]*: .*${bad%%=*}" "$err"'
+    check "$bad: the message is printed once per job (2 ranks)" \
+        '[ "$(occurrences "sparcml: rank [0-9]*: .*${bad%%=*}" "$err")" -eq 1 ]'
 done
 run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 -- "$prog" shim
 check "SPARCML_VERBOSE=1: one line per call on rank 0" \
