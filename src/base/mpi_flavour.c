@@ -6,9 +6,14 @@
 #endif
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/mpi_flavour.h"
 
@@ -377,4 +382,159 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
     }
     return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
 #endif
+}
+
+/* --- the MPI the process runs ---------------------------------------------
+ *
+ * An MPI library is a loaded object that itself defines PMPI_Init; its kind
+ * is Open MPI when it (or its dependencies) define ompi_mpi_comm_world, the
+ * object Open MPI's MPI_COMM_WORLD points to, MPICH when it defines
+ * MPIR_Err_create_code (MPICH and its derivatives), else unknown.  Every
+ * loaded object is looked at, not only the global scope: mpi4py loads its
+ * MPI with RTLD_LOCAL.  That some symbol resolves is not enough: the
+ * preloaded library brings its own MPI along as a dependency, so the
+ * question is whether an MPI of the OTHER kind is loaded too -- only the
+ * program can have brought it. */
+
+enum family { FAM_OPEN_MPI, FAM_MPICH, FAM_OTHER };
+static const char *const family_name[] = {"Open MPI", "MPICH", "another MPI"};
+/* Where scripts/setup.sh builds the library for each kind. */
+static const char *const family_build[] = {
+    "scripts/setup.sh builds it as build-openmpi/src/.libs/libsparcml.so",
+    "scripts/setup.sh builds it as build/src/.libs/libsparcml.so",
+    "configure MPICC=<that MPI's mpicc>",
+};
+
+#if defined(OPEN_MPI)
+static const enum family built_for = FAM_OPEN_MPI;
+#elif defined(MPICH_VERSION)
+static const enum family built_for = FAM_MPICH;
+#else
+static const enum family built_for = FAM_OTHER;
+#endif
+
+/* Open MPI's handles are its own; an MPICH build cannot tell an unknown MPI
+ * from an MPICH-ABI one (Intel MPI, MVAPICH), so only Open MPI is foreign
+ * to it; a build for an unknown MPI checks nothing. */
+static int foreign(enum family f)
+{
+    switch (built_for) {
+    case FAM_OPEN_MPI: return f != FAM_OPEN_MPI;
+    case FAM_MPICH: return f == FAM_OPEN_MPI;
+    default: return 0;
+    }
+}
+
+typedef struct loaded {
+    const char *name; /* "" for the program */
+    ElfW(Addr) base;
+    const ElfW(Phdr) *phdr;
+    ElfW(Half) phnum;
+} loaded;
+
+typedef struct loaded_list {
+    loaded *obj;
+    size_t n, cap;
+} loaded_list;
+
+/* The objects are listed first and opened afterwards: dlopen is not called
+ * while dl_iterate_phdr holds the loader's lock. */
+static int list_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    loaded_list *l = data;
+    (void)size;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        loaded *obj = realloc(l->obj, cap * sizeof *obj);
+        if (!obj) return 1; /* look at the objects listed so far */
+        l->obj = obj;
+        l->cap = cap;
+    }
+    l->obj[l->n++] = (loaded){info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, info->dlpi_phdr,
+                              info->dlpi_phnum};
+    return 0;
+}
+
+/* Whether address p lies in one of the object's segments, i.e. the symbol
+ * found from its handle is its own and not a dependency's. */
+static int defines(const loaded *o, const void *p)
+{
+    ElfW(Addr) a = (ElfW(Addr))p;
+    for (ElfW(Half) i = 0; i < o->phnum; i++) {
+        const ElfW(Phdr) *ph = &o->phdr[i];
+        if (ph->p_type == PT_LOAD && a >= o->base + ph->p_vaddr && a < o->base + ph->p_vaddr + ph->p_memsz)
+            return 1;
+    }
+    return 0;
+}
+
+/* The first loaded MPI library of a foreign kind: its kind and file name;
+ * 0 when there is none. */
+static int find_foreign(enum family *kind, char *name, size_t len)
+{
+    loaded_list l = {NULL, 0, 0};
+    int found = 0;
+    dl_iterate_phdr(list_object, &l);
+    for (size_t i = 0; i < l.n && !found; i++) {
+        void *h = dlopen(l.obj[i].name[0] ? l.obj[i].name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+        void *init;
+        if (!h) continue; /* the vDSO */
+        init = dlsym(h, "PMPI_Init");
+        if (init && defines(&l.obj[i], init)) {
+            enum family f = dlsym(h, "ompi_mpi_comm_world")    ? FAM_OPEN_MPI
+                            : dlsym(h, "MPIR_Err_create_code") ? FAM_MPICH
+                                                               : FAM_OTHER;
+            if (foreign(f)) {
+                const char *slash = strrchr(l.obj[i].name, '/');
+                snprintf(name, len, "%s", slash ? slash + 1 : l.obj[i].name[0] ? l.obj[i].name : "the program");
+                *kind = f;
+                found = 1;
+            }
+        }
+        dlclose(h);
+    }
+    free(l.obj);
+    return found;
+}
+
+/* This process's rank as the launcher tells it before MPI_Init (either
+ * MPI's launcher, PMIx, Slurm), -1 when none says. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r;
+        if (!v || !*v) continue;
+        r = strtol(v, &end, 10);
+        if (*end == '\0' && r >= 0 && r <= INT_MAX) return (int)r;
+    }
+    return -1;
+}
+
+void flv_require_own_mpi(void)
+{
+    enum family kind = FAM_OTHER;
+    char lib[256];
+    Dl_info self;
+    if (!find_foreign(&kind, lib, sizeof lib)) return;
+    if (launcher_rank() <= 0) {
+        fprintf(stderr, "sparcml: %s is built for %s but the program runs %s (%s): preload the libsparcml.so "
+                        "built for %s instead (%s)\n",
+                dladdr((void *)flv_require_own_mpi, &self) && self.dli_fname ? self.dli_fname : "libsparcml.so",
+                family_name[built_for], family_name[kind], lib, kind == FAM_OTHER ? "that MPI" : family_name[kind],
+                family_build[kind]);
+        fflush(stderr);
+    } else {
+        /* Rank 0 speaks for the job; the launcher stops the other ranks
+         * when the first one ends, so they give its line time to arrive. */
+        nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+    }
+    /* Not MPI_Abort: neither MPI is initialised, and the program's MPI
+     * cannot be given a communicator (the library only has its own MPI's
+     * handles).  Not exit(): atexit handlers and both MPIs' destructors
+     * would run in a process that holds two MPIs.  The launcher sees a rank
+     * end with status 1 before MPI_Init and ends the job. */
+    _exit(1);
 }

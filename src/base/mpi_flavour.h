@@ -17,6 +17,19 @@
 #include <mpi-ext.h> /* Open MPI's MPIX_Allreduce_init */
 #endif
 
+/* The library is built for one MPI, and its compiled-in handles
+ * (MPI_COMM_WORLD, MPI_BYTE, ...) mean something to that MPI only: MPICH's
+ * are integers, Open MPI's addresses of its objects.  Preloaded into a
+ * program of the other MPI, the process holds both libraries, the shim's
+ * PMPI_* calls reach the program's MPI, and the first handle it passes
+ * crashes there or is rejected.  Called when the shim is loaded and first
+ * in its MPI_Init and MPI_Init_thread, before any handle reaches any MPI:
+ * when an MPI library of the other kind is loaded in the process, prints
+ * one line naming both MPIs and the library to preload instead (from the
+ * launcher's rank 0 only) and ends the process with status 1; otherwise it
+ * returns (a look at the loaded objects, well under a millisecond). */
+void flv_require_own_mpi(void);
+
 /* PMPI_Allreduce with an elementwise op. */
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm);

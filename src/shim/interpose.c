@@ -94,9 +94,22 @@ static void register_transparent(void)
     }
 }
 
+/* The library must run with the MPI it is built for (mpi_flavour.h): with
+ * the other, every handle below would be wrong.  A program linked to the
+ * other MPI has it loaded before main, and not all of its calls pass
+ * through MPI_Init here (Open MPI's Fortran library calls PMPI_Init
+ * itself), so the library looks when it is loaded; a program that loads
+ * its MPI later (mpi4py) is caught in MPI_Init and MPI_Init_thread. */
+__attribute__((constructor)) static void require_own_mpi_at_load(void)
+{
+    flv_require_own_mpi();
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
+    int rc;
+    flv_require_own_mpi();
+    rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) check_settings();
     if (rc == MPI_SUCCESS) register_transparent();
     return rc;
@@ -104,7 +117,9 @@ int MPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int rc;
+    flv_require_own_mpi();
+    rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) check_settings();
     if (rc == MPI_SUCCESS) register_transparent();
     return rc;
