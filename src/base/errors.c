@@ -1,7 +1,9 @@
 /* errors.c -- reason texts, their MPI error classes, and reporting. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/errors.h"
 
@@ -55,19 +57,65 @@ int sparcml_reason_class(int reason)
     return reasons[reason].mpi_class;
 }
 
+/* "sparcml: MPI_Allreduce: [rank R: ]<text>[: detail]" */
+static void error_line(char *buf, size_t len, int rank, int reason, const char *detail)
+{
+    int n = snprintf(buf, len, "sparcml: MPI_Allreduce: ");
+    if (rank >= 0 && n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, "rank %d: ", rank);
+    if (n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, "%s", sparcml_reason_text(reason));
+    if (detail && *detail && n >= 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ": %s", detail);
+}
+
 void sparcml_print_error(int rank, int reason, const char *detail)
 {
+    char line[MPI_MAX_ERROR_STRING];
+    error_line(line, sizeof line, rank, reason, detail);
     /* One write per line so that lines of different ranks do not interleave. */
-    if (detail && *detail)
-        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s: %s\n", rank, sparcml_reason_text(reason), detail);
-    else
-        fprintf(stderr, "sparcml: MPI_Allreduce: rank %d: %s\n", rank, sparcml_reason_text(reason));
+    fprintf(stderr, "%s\n", line);
     fflush(stderr);
 }
 
-int sparcml_raise(MPI_Comm comm, int reason)
+/* One error code per reason, added to the MPI under the reason's class on
+ * its first use; its string is the latest line of that reason, so that
+ * MPI_Error_string (and what a language binding shows) says what happened.
+ * Where the MPI does not give the string back for such a code (MPICH 4.0.2
+ * answers with an unrelated message for codes added to a predefined
+ * class), the first use finds out and the library returns the bare class.
+ * Under `lock`: codes are added and strings replaced by any thread. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int codes[SPARCML_R_COUNT_];
+static int strings_work = -1; /* unknown until the first code is added */
+
+/* Whether MPI_Error_string of code gives line back. */
+static int string_comes_back(int code, const char *line)
 {
-    int cls = sparcml_reason_class(reason);
-    if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, cls);
-    return cls;
+    char got[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    return PMPI_Error_string(code, got, &len) == MPI_SUCCESS && strcmp(got, line) == 0;
+}
+
+static int code_of(int reason, const char *line)
+{
+    int cls = sparcml_reason_class(reason), code = 0;
+    if (reason <= 0 || reason >= SPARCML_R_COUNT_) return cls;
+    pthread_mutex_lock(&lock);
+    if (strings_work != 0) {
+        if (!codes[reason] && PMPI_Add_error_code(cls, &code) == MPI_SUCCESS) codes[reason] = code;
+        code = codes[reason];
+        if (code && PMPI_Add_error_string(code, line) != MPI_SUCCESS) code = 0;
+        if (code && strings_work < 0) strings_work = string_comes_back(code, line);
+        if (!strings_work) code = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return code ? code : cls;
+}
+
+int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail)
+{
+    char line[MPI_MAX_ERROR_STRING];
+    int code;
+    error_line(line, sizeof line, rank, reason, detail);
+    code = code_of(reason, line);
+    if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, code);
+    return code;
 }

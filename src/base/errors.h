@@ -57,8 +57,12 @@ int sparcml_reason_class(int reason);
  * found a problem prints it (sparcml(7), ERRORS). */
 void sparcml_print_error(int rank, int reason, const char *detail);
 
-/* Invoke comm's error handler with the reason's class and return that
- * class (what MPI_Allreduce returns when the handler returns). */
-int sparcml_raise(MPI_Comm comm, int reason);
+/* Invoke comm's error handler with the library's error code for the
+ * reason and return that code (what MPI_Allreduce returns when the handler
+ * returns).  The code belongs to the reason's class (MPI_Error_class), and
+ * MPI_Error_string gives the line of the problem: the rank at fault (rank
+ * < 0: none, a mismatch every rank finds), the reason, the detail if this
+ * rank knows it. */
+int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail);
 
 #endif

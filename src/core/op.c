@@ -68,7 +68,7 @@ static int op_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_r
      * fit) from rank 0; every rank returns the agreed class. */
     if (local_reason != SPARCML_R_OK) sparcml_print_error(rank, local_reason, detail);
     else if (a->reason_rank < 0 && rank == 0) sparcml_print_error(rank, a->reason, detail);
-    return sparcml_raise(comm, a->reason);
+    return sparcml_raise(comm, a->reason, a->reason_rank, rank == a->reason_rank || a->reason_rank < 0 ? detail : NULL);
 }
 
 /* The selector's overlap estimate follows the size of each result's union
@@ -384,7 +384,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
     if (rc == MPI_SUCCESS && inter) {
         stats_record_error(op->rank, SPARCML_R_INTERCOMM);
         if (op->rank == 0) sparcml_print_error(op->rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
-        op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM);
+        op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM, -1, NULL);
         return SPARCML_OP_DONE;
     }
     if (rc == MPI_SUCCESS) rc = op_ctx_get(comm, blocking, &op->c.ctx);

@@ -92,7 +92,7 @@ static int start(persistent *p)
                                   p->comm, &p->running);
     if (PMPI_Comm_rank(p->comm, &rank) != MPI_SUCCESS) rank = -1;
     sparcml_print_error(rank, SPARCML_R_ACTIVE_REQUEST, NULL);
-    return sparcml_raise(p->comm, SPARCML_R_ACTIVE_REQUEST);
+    return sparcml_raise(p->comm, SPARCML_R_ACTIVE_REQUEST, rank, NULL);
 }
 
 int sparcml_start(MPI_Request *request)

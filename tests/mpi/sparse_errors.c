@@ -9,6 +9,7 @@
  * under SPARCML_ALGORITHM=ssar_recursive_double most of them take the path
  * where data travels with the agreement records (errors.sh checks that).  The script runs this under `timeout`: a hang is a
  * failure. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "testlib.h"
@@ -161,6 +162,28 @@ static void expect(const char *name, const char *mode, int cond, const char *wha
     fprintf(stderr, "FAIL rank %d: %s (%s): %s\n", rank, name, mode, what);
 }
 
+/* With EXPECT_ERROR_STRINGS=1 (an MPI that gives added error strings
+ * back: errors.sh sets it for Open MPI), the code's string says what
+ * happened, on every rank: the library's line, naming the rank at fault
+ * when one rank's own input is at fault.  Otherwise the code is the bare
+ * class. */
+static void check_error_string(const struct row *r, const char *mode, int rc, int only_last)
+{
+    char s[MPI_MAX_ERROR_STRING], at[32];
+    int len = 0;
+    const char *expect_strings = getenv("EXPECT_ERROR_STRINGS");
+    if (!expect_strings || !*expect_strings) {
+        expect(r->name, mode, rc == r->expect_class, "the code is not the bare class");
+        return;
+    }
+    MPI_Error_string(rc, s, &len);
+    snprintf(at, sizeof at, "rank %d: ", size - 1);
+    expect(r->name, mode, strncmp(s, "sparcml: MPI_Allreduce: ", 24) == 0, "the error string is not the library's line");
+    /* Mismatches (rows meaningful on one rank only) have no rank at fault. */
+    if (only_last && r->all_ranks && r->expect_class != MPI_ERR_TRUNCATE)
+        expect(r->name, mode, strstr(s, at) != NULL, "the error string does not name the rank at fault");
+}
+
 static void run_row(const struct row *r, int only_last)
 {
     const char *mode = only_last ? "one rank" : "all ranks";
@@ -174,6 +197,7 @@ static void run_row(const struct row *r, int only_last)
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
     expect(r->name, mode, rc != MPI_SUCCESS, "the call succeeded");
     expect(r->name, mode, rc == MPI_SUCCESS || cls == r->expect_class, "unexpected error class");
+    if (rc != MPI_SUCCESS) check_error_string(r, mode, rc, only_last);
     for (int g = 0; g < 4; g++) {
         expect(r->name, mode, sendw[cap + g] == GUARD, "wrote past sendbuf");
         expect(r->name, mode, recvw[cap + g] == GUARD, "wrote past recvbuf");

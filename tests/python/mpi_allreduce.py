@@ -105,6 +105,9 @@ def malformed_on_last_rank():
     except MPI.Exception as e:
         if e.Get_error_class() != MPI.ERR_ARG:
             fail("malformed stream: error class %d, not MPI_ERR_ARG" % e.Get_error_class())
+        want = "sparcml: MPI_Allreduce: rank %d: bad magic" % (P - 1)
+        if not str(e).startswith(want):
+            fail("malformed stream: the exception says %r, not %r..." % (str(e), want))
 
 
 def no_shim():
