@@ -19,13 +19,15 @@ on="SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096"
 sparse_calls() { sed -n 's/.*transparent calls: \([0-9]*\) sparse.*/\1/p' "$out"; }
 learnt_calls() { sed -n 's/.*, learnt: \([0-9]*\)).*/\1/p' "$out"; }
 vendor_calls() { sed -n 's/.*sparse (in the table above), \([0-9]*\) to the vendor.*/\1/p' "$out"; }
-for p in 1 2 3 4 5 6 7 8; do
-    run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums
-    rc=$?
-    check "sums, auto, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls), vendor $(vendor_calls)" \
-        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
-    [ "$p" -eq 4 ] && check "auto at P=4 routes calls both ways" \
-        '[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -gt 0 ]'
+for how in blocking wait test persistent; do
+    for p in 1 2 3 4 5 6 7 8; do
+        run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums $how
+        rc=$?
+        check "sums, auto, $how, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls), vendor $(vendor_calls)" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
+        [ "$p" -eq 4 ] && check "auto, $how, at P=4 routes calls sparse, to the vendor and by the learnt choice" \
+            '[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -gt 0 ] && [ "$(learnt_calls)" -gt 0 ]'
+    done
 done
 for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
     for p in 3 4; do
@@ -60,14 +62,6 @@ for p in 1 2 4; do
         '[ "$rc" -eq 0 ] && [ "$(cat "$out")" = "passthrough: failures=0" ] && [ ! -s "$err" ]'
 done
 for how in wait test persistent; do
-    for p in 1 2 3 4 5 6 7 8; do
-        run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums $how
-        rc=$?
-        check "sums, $how, P=$p: $(grep '^transparent' "$out"), sparse $(sparse_calls), vendor $(vendor_calls)" \
-            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]'
-        [ "$p" -eq 4 ] && check "$how at P=4 routes calls sparse, to the vendor and by the learnt choice" \
-            '[ "$(sparse_calls)" -gt 0 ] && [ "$(vendor_calls)" -gt 0 ] && [ "$(learnt_calls)" -gt 0 ]'
-    done
     run_mpi 4 "$with_shim" $on SPARCML_VERBOSE=1 -- "$TESTBIN/transparent" nonqualifying $how
     rc=$?
     check "non-qualifying calls, $how, equal the vendor's and stay with it, P=4" \
