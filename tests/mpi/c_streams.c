@@ -1,6 +1,6 @@
 /* c_streams.c -- test support: writes one stream with the C builders of
  * include/sparcml.h, so that tests/python/test_c_builders.py can compare
- * python/sparcml.py with them byte for byte.  It calls no MPI function
+ * python/sparcml/ with them byte for byte.  It calls no MPI function
  * (the header needs mpi.h for MPI_Count, hence an MPI compiler).
  *
  * usage: c_streams pairs|sorted|dense VALUE_TYPE DIM CAPACITY_WORDS < input

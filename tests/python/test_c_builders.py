@@ -1,4 +1,4 @@
-"""python/sparcml.py against the C builders of include/sparcml.h: for the same
+"""python/sparcml/ against the C builders of include/sparcml.h: for the same
 input both write the same bytes, accept the same buffers and reject the
 same inputs.  The C side runs in tests/mpi/c_streams (path in argv[1]).
 

@@ -1,7 +1,9 @@
-"""Unit tests of python/sparcml.py (no MPI processes): the byte layout is
+"""Unit tests of python/sparcml/ (no MPI processes): the byte layout is
 checked against layouts written here independently with struct.pack, from
 sparcml-stream(7)."""
+import inspect
 import os
+import re
 import struct
 import sys
 import unittest
@@ -140,6 +142,58 @@ class Errors(unittest.TestCase):
         buf.view(np.uint8)[16] = 11  # nnz 11 > dim 10
         with self.assertRaisesRegex(ValueError, "malformed"):
             sparcml.header(buf)
+
+
+class Package(unittest.TestCase):
+    def test_version_is_configure_ac_version(self):
+        ac = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configure.ac")
+        with open(ac) as f:
+            m = re.search(r"AC_INIT\(\[sparcml\], \[([^]]+)\]", f.read())
+        self.assertIsNotNone(m, "no AC_INIT([sparcml], [VERSION]) in configure.ac")
+        self.assertEqual(sparcml.__version__, m.group(1))
+
+    def test_public_functions_have_type_hints(self):
+        for name in sparcml.__all__:
+            obj = getattr(sparcml, name)
+            if inspect.isfunction(obj):
+                sig = inspect.signature(obj)
+                self.assertIsNot(sig.return_annotation, inspect.Signature.empty, name)
+                for p in sig.parameters.values():
+                    self.assertIsNot(p.annotation, inspect.Parameter.empty, "%s(%s)" % (name, p.name))
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(sparcml.__file__), "py.typed")))
+
+    @unittest.skipIf("libsparcml" in os.environ.get("LD_PRELOAD", ""), "the library is preloaded")
+    def test_without_the_library_inactive_and_calls_say_so(self):
+        self.assertIs(sparcml.active(), False)
+        buf = sparcml.from_sorted([1], np.ones(1, np.float32), 10)
+        for call in (sparcml.allreduce, sparcml.iallreduce):
+            # comm is never used: the check comes before any MPI call
+            with self.assertRaisesRegex(RuntimeError, r"libsparcml\.so is not loaded.*LD_PRELOAD="):
+                call(None, buf)
+
+
+class Torch(unittest.TestCase):
+    """CPU tensors through their NumPy view (tensor.numpy()), zero-copy."""
+
+    def setUp(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch (python3-torch)")
+        self.torch = torch
+
+    def test_tensor_views_in_and_out_without_copies(self):
+        torch = self.torch
+        grad = torch.zeros(100, dtype=torch.float32)
+        grad[[3, 50]] = torch.tensor([1.5, -2.0])
+        buf = sparcml.from_dense(grad.numpy())
+        idx, vals = sparcml.to_pairs(buf)
+        self.assertEqual(idx.tolist(), [3, 50])
+        tv = torch.from_numpy(vals)  # shares buf's memory
+        self.assertEqual(tv.data_ptr(), vals.ctypes.data)
+        dense = torch.empty(100, dtype=torch.float32)
+        sparcml.to_dense(buf, out=dense.numpy())  # writes the tensor's memory
+        self.assertTrue(torch.equal(dense, grad))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
 #!/bin/bash
-# Python users (python/sparcml.py: NumPy + mpi4py, nothing compiled), run
+# Python users (python/sparcml/: NumPy + mpi4py, nothing compiled), run
 # against the Open MPI build only: Debian's mpi4py is built for Open MPI.
-#  - unit tests of the stream helpers (tests/python/test_sparcml.py);
+#  - unit tests of the stream helpers, __version__ against configure.ac,
+#    type hints, the calls refused without the library
+#    (tests/python/test_sparcml.py);
 #  - the same streams and errors as the C builders of sparcml.h
 #    (tests/python/test_c_builders.py, C side tests/mpi/c_streams);
-#  - MPI tests at P = 1..4 with the shim preloaded: every value type, in
-#    place, sparse and dense results, a malformed stream on one rank
-#    (tests/python/mpi_allreduce.py);
-#  - without the shim the tagged call raises MPI.Exception (MPI_ERR_OP);
+#  - MPI tests at P = 1..4 with the shim preloaded: sparcml.active(), every
+#    value type, in place, sparse and dense results, iallreduce, a reused
+#    recvbuf allocating nothing of the dense size, a malformed stream on one
+#    rank (tests/python/mpi_allreduce.py);
+#  - without the shim, and with SPARCML_DISABLE=1, active() is False and
+#    the calls raise RuntimeError saying why;
+#  - pip installs the package from a copy of python/ into a venv (skipped
+#    without pip, setuptools or venv);
 #  - python/examples/topk_sgd.py: dense and sparse runs reach the same loss.
 . "$(dirname "$0")/common.sh"
 py=/usr/bin/python3
@@ -28,8 +34,28 @@ for p in 1 2 3 4; do
 done
 run_mpi 2 "" -- "$py" "$SRCDIR/tests/python/mpi_allreduce.py" --expect-no-shim
 rc=$?
-check "Python, no shim: the tagged call raises MPI_ERR_OP: $(tail -1 "$out")" \
+check "Python, no shim: inactive, the calls name libsparcml.so and LD_PRELOAD: $(tail -1 "$out")" \
     '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
+run_mpi 2 "$SHIM" SPARCML_DISABLE=1 -- "$py" "$SRCDIR/tests/python/mpi_allreduce.py" --expect-disabled
+rc=$?
+check "Python, SPARCML_DISABLE=1: inactive, the calls name it: $(tail -1 "$out")" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
+# pip from the source tree, offline, into a venv that sees the system's
+# NumPy; a copy of python/, as the build writes next to pyproject.toml.
+if "$py" -c "import setuptools" 2>/dev/null && "$py" -c "import pip, venv, ensurepip" 2>/dev/null; then
+    tmp=$(mktemp -d)
+    cp -R "$SRCDIR/python" "$tmp/src" && chmod -R u+w "$tmp/src"
+    "$py" -m venv --system-site-packages "$tmp/venv" >"$out" 2>"$err" &&
+        "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index "$tmp/src" >>"$out" 2>>"$err" &&
+        (cd "$tmp" && "$tmp/venv/bin/python" -c 'import sparcml, os; print(sparcml.__version__, os.path.dirname(sparcml.__file__))') >>"$out" 2>>"$err"
+    rc=$?
+    want=$(sed -n 's/^AC_INIT(\[sparcml\], \[\([^]]*\)\].*/\1/p' "$SRCDIR/configure.ac")
+    check "Python: pip installs the package from the source tree ($(tail -1 "$out"))" \
+        '[ "$rc" -eq 0 ] && tail -1 "$out" | grep -q "^$want $tmp/venv/lib/python[0-9.]*/site-packages/sparcml\$" && [ -f "$tmp"/venv/lib/python*/site-packages/sparcml/py.typed ]'
+    rm -rf "$tmp"
+else
+    echo "# skip: pip install (no pip, setuptools or venv for $py)"
+fi
 loss() { sed -n 's/^summary .*final_loss=\([^ ]*\).*/\1/p' "$out"; }
 run_mpi 3 "" -- "$py" "$SRCDIR/python/examples/topk_sgd.py" --sync=dense --epochs=2
 dense=$(loss)

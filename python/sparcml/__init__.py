@@ -1,6 +1,6 @@
 """sparcml -- sparse allreduce for mpi4py + NumPy programs.
 
-Pure Python, nothing compiled: this module mirrors ``include/sparcml.h``.
+Pure Python, nothing compiled: this package mirrors ``include/sparcml.h``.
 It builds and reads *sparse streams* (the wire format of sparcml-stream(7))
 in NumPy buffers and creates the *tagged datatype* with plain
 ``MPI.Datatype.Set_name``.  The speed comes from ``libsparcml.so``
@@ -10,9 +10,10 @@ Debian that is Open MPI)::
     mpirun.openmpi -n 4 -x LD_PRELOAD=/path/to/build-openmpi/src/.libs/libsparcml.so \\
         /usr/bin/python3 app.py
 
-Without the library the tagged ``Allreduce`` raises ``MPI.Exception``
-(``MPI_SUM`` is undefined on the derived datatype); it never computes
-garbage.
+``active()`` tells whether the library is there.  Without it ``allreduce``
+and ``iallreduce`` raise ``RuntimeError`` before calling the MPI (which
+would fail with ``MPI_ERR_OP``: ``MPI_SUM`` is undefined on the derived
+datatype); they never compute garbage.
 
 A stream lives in a ``numpy.ndarray`` of ``uint64`` words (8-byte aligned),
 ``capacity(dim, vt)`` words long when it must hold any result::
@@ -29,7 +30,27 @@ stream), ``TypeError`` for wrong types (an unsupported dtype, a buffer that
 is not a uint64 array).
 """
 
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:  # mpi4py is imported when a call needs it
+    from mpi4py import MPI
+
+__version__ = "0.1.0"  # configure.ac's AC_INIT version (checked by tests/python/test_sparcml.py)
+
+__all__ = ["__version__", "FLOAT", "DOUBLE", "INT32", "INT64", "SPARSE", "DENSE",
+           "active", "value_type_of", "dtype_of", "index_width", "sparse_bytes", "dense_bytes",
+           "prefers_dense", "capacity", "sparse_capacity", "empty", "from_sorted", "from_pairs",
+           "from_dense", "header", "to_pairs", "to_dense", "tagged_type", "allreduce", "iallreduce"]
+
+Words = npt.NDArray[np.uint64]
+"""A stream buffer: a contiguous 1-D uint64 array."""
 
 FLOAT, DOUBLE, INT32, INT64 = 1, 2, 3, 4
 SPARSE, DENSE = 0, 1
@@ -49,7 +70,7 @@ _HEADER = np.dtype([("magic", "=u4"), ("version", "u1"), ("value_type", "u1"),
 assert _HEADER.itemsize == HEADER_BYTES
 
 
-def value_type_of(dtype):
+def value_type_of(dtype: npt.DTypeLike) -> int:
     """The value type (FLOAT, DOUBLE, INT32, INT64) of a NumPy dtype."""
     dt = np.dtype(dtype)
     for vt, d in _DTYPES.items():
@@ -58,61 +79,61 @@ def value_type_of(dtype):
     raise TypeError("sparcml: unsupported dtype %s (float32, float64, int32 or int64)" % dt)
 
 
-def dtype_of(vt):
+def dtype_of(vt: int) -> np.dtype:
     """The NumPy dtype of a value type."""
     if vt not in _DTYPES:
         raise ValueError("sparcml: unknown value type %r (FLOAT, DOUBLE, INT32 or INT64)" % (vt,))
     return _DTYPES[vt]
 
 
-def _check_dim(dim, vt):
+def _check_dim(dim: int, vt: int) -> int:
     dtype_of(vt)
     if not 0 <= int(dim) <= MAX_DIM:
         raise ValueError("sparcml: dim %d out of range [0, 2^56]" % dim)
     return int(dim)
 
 
-def index_width(dim):
+def index_width(dim: int) -> int:
     """4 when dim <= 2^32, else 8 (no other width is valid)."""
     return 4 if dim <= (1 << 32) else 8
 
 
-def _round8(n):
+def _round8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def sparse_bytes(dim, vt, nnz):
+def sparse_bytes(dim: int, vt: int, nnz: int) -> int:
     """Bytes of a sparse stream of nnz entries."""
     return HEADER_BYTES + _round8(nnz * index_width(dim)) + nnz * dtype_of(vt).itemsize
 
 
-def dense_bytes(dim, vt):
+def dense_bytes(dim: int, vt: int) -> int:
     """Bytes of a dense stream."""
     return HEADER_BYTES + dim * dtype_of(vt).itemsize
 
 
-def prefers_dense(dim, vt, nnz):
+def prefers_dense(dim: int, vt: int, nnz: int) -> bool:
     """The library's size rule: dense when nnz (iw + vs) >= dim vs."""
     vs = dtype_of(vt).itemsize
     return nnz * (index_width(dim) + vs) >= dim * vs
 
 
-def capacity(dim, vt):
+def capacity(dim: int, vt: int) -> int:
     """Words (8 bytes) that always suffice for a stream of dimension dim."""
     return (dense_bytes(_check_dim(dim, vt), vt) + 8 + 7) // 8
 
 
-def sparse_capacity(dim, vt, nnz):
+def sparse_capacity(dim: int, vt: int, nnz: int) -> int:
     """Words that hold a sparse stream of nnz entries."""
     return (sparse_bytes(_check_dim(dim, vt), vt, nnz) + 7) // 8
 
 
-def empty(dim, vt):
+def empty(dim: int, vt: int) -> Words:
     """A zeroed uint64 buffer of capacity(dim, vt) words."""
     return np.zeros(capacity(dim, vt), dtype=np.uint64)
 
 
-def _words(buf, what):
+def _words(buf: Any, what: str) -> Words:
     if not isinstance(buf, np.ndarray) or buf.dtype != np.uint64 or buf.ndim != 1:
         raise TypeError("sparcml: %s must be a 1-D numpy uint64 array (sparcml.empty())" % what)
     if not buf.flags.c_contiguous:
@@ -120,7 +141,7 @@ def _words(buf, what):
     return buf
 
 
-def _out_buffer(out, words):
+def _out_buffer(out: Optional[Words], words: int) -> Words:
     if out is None:
         return np.zeros(words, dtype=np.uint64)
     out = _words(out, "out")
@@ -129,7 +150,7 @@ def _out_buffer(out, words):
     return out
 
 
-def _write_header(buf, dim, vt, nnz, fmt):
+def _write_header(buf: Words, dim: int, vt: int, nnz: int, fmt: int) -> None:
     h = np.zeros(1, dtype=_HEADER)
     h["magic"], h["version"], h["value_type"] = MAGIC, VERSION, vt
     h["index_width"], h["format"], h["dim"] = index_width(dim), fmt, dim
@@ -137,7 +158,7 @@ def _write_header(buf, dim, vt, nnz, fmt):
     buf.view(np.uint8)[:HEADER_BYTES] = h.view(np.uint8)
 
 
-def _values(values, vt):
+def _values(values: npt.ArrayLike, vt: Optional[int]) -> Tuple[np.ndarray, int]:
     values = np.asarray(values)
     if vt is None:
         vt = value_type_of(values.dtype)
@@ -146,7 +167,8 @@ def _values(values, vt):
     return values.ravel(), vt
 
 
-def from_sorted(indices, values, dim, vt=None, out=None):
+def from_sorted(indices: npt.ArrayLike, values: npt.ArrayLike, dim: int,
+                vt: Optional[int] = None, out: Optional[Words] = None) -> Words:
     """Stream of strictly increasing indices (each < dim) and their values.
 
     Sparse while that is smaller, else dense with zeros elsewhere (the
@@ -187,7 +209,8 @@ def from_sorted(indices, values, dim, vt=None, out=None):
     return buf
 
 
-def from_pairs(indices, values, dim, vt=None, out=None):
+def from_pairs(indices: npt.ArrayLike, values: npt.ArrayLike, dim: int,
+               vt: Optional[int] = None, out: Optional[Words] = None) -> Words:
     """Stream of (index, value) pairs in any order: sorted, the values of a
     repeated index summed in their input order; sparse or dense as
     from_sorted."""
@@ -209,7 +232,7 @@ def from_pairs(indices, values, dim, vt=None, out=None):
     return from_sorted(uniq, summed, dim, vt, out)
 
 
-def from_dense(array, out=None):
+def from_dense(array: npt.ArrayLike, out: Optional[Words] = None) -> Words:
     """Stream of a dense NumPy vector: its bitwise non-zero entries (-0.0 is
     kept, so the round trip is exact), sparse or dense as from_sorted."""
     array = np.ascontiguousarray(array).ravel()
@@ -218,7 +241,7 @@ def from_dense(array, out=None):
     return from_sorted(nz, array[nz], array.size, vt, out)
 
 
-def header(buf):
+def header(buf: Words) -> Dict[str, int]:
     """The header of a stream as a dict (magic, version, value_type,
     index_width, format, dim, nnz), checked for consistency."""
     buf = _words(buf, "buffer")
@@ -240,7 +263,7 @@ def header(buf):
     return out
 
 
-def to_pairs(buf):
+def to_pairs(buf: Words) -> Tuple[npt.NDArray[np.int64], np.ndarray]:
     """(indices, values) of a stream's stored entries (a dense stream: every
     index).  Views into buf where possible: copy them to keep them."""
     h = header(buf)
@@ -257,7 +280,7 @@ def to_pairs(buf):
     return idx, raw[start:start + nnz * dt.itemsize].view(dt)
 
 
-def to_dense(buf, out=None):
+def to_dense(buf: Words, out: Optional[np.ndarray] = None) -> np.ndarray:
     """The stream as a dense NumPy vector of its dim values."""
     h = header(buf)
     dt = dtype_of(h["value_type"])
@@ -272,10 +295,10 @@ def to_dense(buf, out=None):
     return out
 
 
-_types = {}
+_types: Dict[int, "MPI.Datatype"] = {}
 
 
-def tagged_type(vt):
+def tagged_type(vt: int) -> "MPI.Datatype":
     """The committed MPI datatype (8 x MPI.BYTE) named 'sparcml:v1:<type>',
     one per value type and process."""
     from mpi4py import MPI
@@ -287,37 +310,118 @@ def tagged_type(vt):
     return _types[vt]
 
 
-def allreduce(comm, sendbuf, recvbuf=None):
-    """Sum a stream over comm.  sendbuf is a stream buffer, or MPI.IN_PLACE
-    with the stream in recvbuf.  recvbuf (allocated with capacity(dim, vt)
-    words when None) receives the sum, sparse or dense; it is returned.
-    The count is recvbuf's length in words: it must be the same on every
-    rank (as MPI requires); a shorter sendbuf is copied into a buffer of
-    that length first (build it with out=sparcml.empty(dim, vt) to avoid
-    the copy)."""
+# The library's entry point for tagged sums: a symbol of libsparcml.so only.
+_LIBRARY_SYMBOL = "sparcml_allreduce"
+_loaded: Optional[bool] = None
+
+
+def _library_loaded() -> bool:
+    global _loaded
+    if _loaded is None:
+        try:  # dlsym over the process's global scope, where LD_PRELOAD puts the library
+            _loaded = hasattr(ctypes.CDLL(None), _LIBRARY_SYMBOL)
+        except OSError:
+            _loaded = False
+    return _loaded
+
+
+def active() -> bool:
+    """True when libsparcml.so is loaded into this process (LD_PRELOAD) and
+    not switched off (SPARCML_DISABLE=1), so that the tagged calls reach it.
+
+    Looks up the library's symbol once (dlsym over the process) and reads
+    SPARCML_DISABLE, which the library reads the same way; silent, and cheap
+    enough to call before every allreduce.  It answers for this process
+    only: the library checks at MPI_Init that SPARCML_DISABLE is equal on
+    every rank, the launcher's LD_PRELOAD gives every rank the same
+    library."""
+    return _library_loaded() and os.environ.get("SPARCML_DISABLE", "0") != "1"
+
+
+def _require_active(call: str) -> None:
+    if active():
+        return
+    if _library_loaded():
+        raise RuntimeError("sparcml.%s: SPARCML_DISABLE=1 leaves tagged calls to the MPI, which cannot sum "
+                           "them; unset SPARCML_DISABLE" % call)
+    raise RuntimeError("sparcml.%s: libsparcml.so is not loaded into this process, so the MPI cannot sum "
+                       "the tagged datatype; start the job with LD_PRELOAD=/path/to/libsparcml.so (the "
+                       "build for the MPI mpi4py uses: on Debian build-openmpi/src/.libs/libsparcml.so, "
+                       "mpirun.openmpi -x LD_PRELOAD=...)" % call)
+
+
+def _prepare(comm: "MPI.Comm", sendbuf: Any, recvbuf: Optional[Words],
+             call: str) -> Tuple[Any, Words, "MPI.Datatype", int]:
+    """The arguments of the tagged call: (sendbuf or MPI.IN_PLACE, recvbuf,
+    datatype, count).  A sendbuf shorter than recvbuf is not padded: its
+    stream is copied into recvbuf and the call made in place."""
+    _require_active(call)  # before mpi4py initialises MPI
     from mpi4py import MPI
-    data = recvbuf if sendbuf is MPI.IN_PLACE else sendbuf
+    inplace = sendbuf is MPI.IN_PLACE
+    data = recvbuf if inplace else sendbuf
     if data is None:
         raise ValueError("sparcml: MPI.IN_PLACE needs the stream in recvbuf")
     data = _words(data, "the stream buffer")
     try:
         h = header(data)
         vt, words = h["value_type"], capacity(h["dim"], h["value_type"])
+        used = (sparse_bytes(h["dim"], vt, h["nnz"]) if h["format"] == SPARSE else dense_bytes(h["dim"], vt))
+        used = (used + 7) // 8
     except ValueError:
         # A malformed stream still takes part in the call: the library then
         # reports it on every rank (MPI_ERR_ARG) instead of leaving the
         # other ranks waiting.
-        vt, words = FLOAT, data.size
+        vt, words, used = FLOAT, data.size, data.size
     if recvbuf is None:
         recvbuf = np.zeros(words, dtype=np.uint64)
     recvbuf = _words(recvbuf, "recvbuf")
-    t, count = tagged_type(vt), recvbuf.size
+    count = recvbuf.size
+    if not inplace:
+        if sendbuf is recvbuf:
+            inplace = True
+        elif np.shares_memory(sendbuf, recvbuf):
+            raise ValueError("sparcml: sendbuf and recvbuf overlap (use MPI.IN_PLACE)")
+        elif sendbuf.size < count:  # MPI reads count words of both: send from recvbuf instead
+            n = min(used, sendbuf.size, count)
+            recvbuf[:n] = sendbuf[:n]
+            inplace = True
+    return (MPI.IN_PLACE if inplace else sendbuf), recvbuf, tagged_type(vt), count
+
+
+def allreduce(comm: "MPI.Comm", sendbuf: Union[Words, Any], recvbuf: Optional[Words] = None) -> Words:
+    """Sum a stream over comm (a blocking MPI_Allreduce of the tagged type).
+
+    sendbuf is a stream buffer, or MPI.IN_PLACE with the stream in recvbuf.
+    recvbuf receives the sum, sparse or dense, and is returned; pass one of
+    capacity(dim, vt) words (sparcml.empty) to reuse it across calls, so
+    that a call allocates nothing of the dense size.  Without it each call
+    allocates a new buffer of capacity(dim, vt) words.  The count is
+    recvbuf's length in words: it must be the same on every rank (as MPI
+    requires).  A sendbuf shorter than that (from_sorted without out=) is
+    copied into recvbuf, stream bytes only, and summed in place.
+
+    Raises RuntimeError, before any MPI call, when the library is not
+    active() in this process."""
+    sendbuf, recvbuf, t, count = _prepare(comm, sendbuf, recvbuf, "allreduce")
+    from mpi4py import MPI
     if sendbuf is MPI.IN_PLACE:
         comm.Allreduce(MPI.IN_PLACE, [recvbuf, count, t], op=MPI.SUM)
     else:
-        if _words(sendbuf, "sendbuf").size < count:  # MPI reads count words of both
-            padded = np.zeros(count, dtype=np.uint64)
-            padded[:sendbuf.size] = sendbuf
-            sendbuf = padded
         comm.Allreduce([sendbuf, count, t], [recvbuf, count, t], op=MPI.SUM)
     return recvbuf
+
+
+def iallreduce(comm: "MPI.Comm", sendbuf: Union[Words, Any],
+               recvbuf: Optional[Words] = None) -> Tuple["MPI.Request", Words]:
+    """The non-blocking allreduce (MPI_Iallreduce of the tagged type):
+    returns (request, recvbuf); recvbuf holds the sum once the request is
+    complete (request.Wait(), MPI.Request.Waitall, ...).  Arguments and
+    errors as allreduce; sendbuf and recvbuf must stay untouched until
+    then."""
+    sendbuf, recvbuf, t, count = _prepare(comm, sendbuf, recvbuf, "iallreduce")
+    from mpi4py import MPI
+    if sendbuf is MPI.IN_PLACE:
+        req = comm.Iallreduce(MPI.IN_PLACE, [recvbuf, count, t], op=MPI.SUM)
+    else:
+        req = comm.Iallreduce([sendbuf, count, t], [recvbuf, count, t], op=MPI.SUM)
+    return req, recvbuf
