@@ -75,6 +75,9 @@ def main():
     comm_s = compute_s = 0.0
     sent = 0
     scale = 1.0 / (a.batch * P)
+    # One stream buffer for the whole run: each step builds its gradient in
+    # it and sums in place, so a step allocates nothing of the model's size.
+    stream = sparcml.empty(a.features, sparcml.FLOAT) if a.sync == "sparse" else None
     if rank == 0:
         print("# topk_sgd.py: sync=%s P=%d N=%d samples=%d batch/rank=%d steps/epoch=%d"
               % (a.sync, P, a.features, a.samples, a.batch, steps), flush=True)
@@ -95,9 +98,10 @@ def main():
                 t2 = time.perf_counter()
                 w -= np.float32(a.lr) * g
             else:
-                out = sparcml.allreduce(comm, sparcml.from_sorted(idx, vals, a.features))
+                sparcml.from_sorted(idx, vals, a.features, out=stream)
+                sparcml.allreduce(comm, MPI.IN_PLACE, stream)
                 sent += 8 * sparcml.sparse_capacity(a.features, sparcml.FLOAT, idx.size)
-                gi, gv = sparcml.to_pairs(out)
+                gi, gv = sparcml.to_pairs(stream)
                 t2 = time.perf_counter()
                 w[gi] -= np.float32(a.lr) * gv
             compute_s += (t1 - t0) + (time.perf_counter() - t2)
