@@ -5,6 +5,13 @@
 # non-blocking and persistent.
 . "$(dirname "$0")/common.sh"
 TIMEOUT=120
+# Under the sanitizers libasan comes first in the preload list and serves
+# aligned_alloc itself, so the failing allocation cannot be injected there;
+# the plain builds run this test.
+if [ "${SANITIZE:-0}" = 1 ]; then
+    echo "ok - one rank out of memory # SKIP under the sanitizers (libasan serves aligned_alloc)"
+    exit 77
+fi
 for how in blocking wait persistent; do
     for p in 1 2 3 4; do
         run_mpi "$p" "$YIELD:$FAILALLOC:$SHIM" SPARCML_TRANSPARENT=1 -- "$TESTBIN/nomem" "$how"
