@@ -35,7 +35,7 @@
  * same two quantized operands.  The final fold-out message is exact.
  *
  * The agreement stage runs this schedule with the records riding on its
- * messages (allreduce.c, p2p.c): then a rank may have no stream
+ * messages (core/op.c, runtime/p2p.c): then a rank may have no stream
  * (sv_absent), and any sum with an absent stream, or of streams that do
  * not match, is absent: the records, complete at the end, report why, and
  * nothing is delivered. */

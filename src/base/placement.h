@@ -4,7 +4,7 @@
  * Where ranks share cores (8 ranks on a 2-core machine, or more ranks than
  * cores on a node), CPU work takes proportionally longer and a message
  * waits for its receiver to be scheduled: the model scales both by the
- * number of ranks per core (select.c).  It is detected once per
+ * number of ranks per core (core/select.c).  It is detected once per
  * communicator, collectively and identically on every rank. */
 #ifndef SPARCML_PLACEMENT_H
 #define SPARCML_PLACEMENT_H

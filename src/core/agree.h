@@ -5,7 +5,7 @@
  * it piggybacks its data on the agreement -- in a
  * fixed record.  The records of all ranks are combined (maxima, minima and
  * sums) along the recursive-doubling schedule, riding on the messages of
- * ssar_recursive_double.c (allreduce.c explains when data comes along).
+ * ssar_recursive_double.c (core/op.c explains when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
  * same algorithm, and a failure on any rank is known to all ranks together:
  * nobody is left waiting in an exchange the others abandoned. */
@@ -27,7 +27,7 @@ typedef struct sparcml_local {
     int piggyback; /* this rank sends its data along with the record */
     /* Nonzero values in this rank's 1/P of the previous call's result, when
      * that result was dense (0 otherwise): their sum is the previous union
-     * size, for the selector's overlap estimate (allreduce.c). */
+     * size, for the selector's overlap estimate (core/op.c). */
     uint64_t union_part;
 } sparcml_local;
 

@@ -59,7 +59,7 @@ static const struct var {
      18446744073709551615.0},
     {"SPARCML_QSGD_SPARSE", SCOPE_CALL, KIND_BOOL, "0", offsetof(sparcml_settings, qsgd_sparse), 0, 0, 0},
     {"SPARCML_PIGGYBACK", SCOPE_CALL, KIND_BOOL, "1", offsetof(sparcml_settings, piggyback), 0, 0, 0},
-    /* "auto" is stored as 0: detected per communicator (placement.c). */
+    /* "auto" is stored as 0: detected per communicator (base/placement.c). */
     {"SPARCML_RANKS_PER_CORE", SCOPE_CALL, KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
      1, 4096},
     /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
@@ -72,7 +72,7 @@ static const struct var {
      * on (bench/RESULTS.md, "Non-blocking calls"). */
     {"SPARCML_PROGRESS_US", SCOPE_RANK, KIND_UINT, "0", offsetof(sparcml_settings, progress_us), 0, 0, 1000000},
     /* 0: the cost model picks the chunks of pipelined recursive doubling
-     * (select.c); 1 turns pipelining off; 2..8 force that many chunks. */
+     * (core/select.c); 1 turns pipelining off; 2..8 force that many chunks. */
     {"SPARCML_PIPELINE_CHUNKS", SCOPE_CALL, KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
      SPARCML_PIPELINE_CHUNKS_MAX},
 };

@@ -121,7 +121,7 @@ int sparcml_test(MPI_Request *request, int *flag, MPI_Status *status)
 }
 
 /* The array as the vendor is to see it (see the top of the file), and the
- * library's requests in it, held (request.h) until their statuses are
+ * library's requests in it, held (core/iallreduce.h) until their statuses are
  * written. */
 typedef struct view {
     MPI_Request *reqs;
@@ -258,7 +258,7 @@ int sparcml_testsome(int n, MPI_Request requests[], int *outcount, int indices[]
 }
 
 /* A running call goes on (its peers wait for it): the library completes
- * it, as any request freed while pending (request.h). */
+ * it, as any request freed while pending (core/iallreduce.h). */
 int sparcml_request_free_handle(MPI_Request *request)
 {
     persistent *p = NULL;

@@ -5,7 +5,7 @@
  * consequence (a receive from MPI_PROC_NULL that is never started): a
  * valid handle that the vendor may see anywhere.  The library keeps the
  * call's arguments with it; each start begins a non-blocking call
- * (request.h) whose request stands in for the handle in the completion
+ * (core/iallreduce.h) whose request stands in for the handle in the completion
  * calls: they see the running request instead, and the application gets
  * its handle back, inactive, when that completes.  What persists across
  * starts: the arguments and the communicator's context and scratch; the
