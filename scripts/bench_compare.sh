@@ -100,27 +100,9 @@ trap 'rm -rf "$tmp"' EXIT
 raw=$tmp/raw.csv   # case,lib,round,value
 : >"$raw"
 
-# CPU idle percentage over one second, from /proc/stat
-idle_pct() {
-    local a b
-    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
-    sleep 1
-    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
-    echo "$a $b" | awk '{ d = $4 - $2; print (d > 0 ? int(100 * ($3 - $1) / d) : 100) }'
-}
-wait_quiet() {
-    local t0=$SECONDS idle
-    [ "$quiet_max" -gt 0 ] || return 0
-    while :; do
-        idle=$(idle_pct)
-        [ "$idle" -ge 80 ] && return 0
-        if [ $((SECONDS - t0)) -ge "$quiet_max" ]; then
-            log "machine busy (idle ${idle}%) after ${quiet_max}s: measuring anyway"
-            return 0
-        fi
-        sleep 4
-    done
-}
+quiet_idle=80
+quiet_note() { log "$*"; }
+. "$(dirname "${BASH_SOURCE[0]}")/quiet.sh"
 
 # run LIB ENV... -- ARGS...: rank 0's stdout; stderr to the run log
 runlog=$tmp/run.log

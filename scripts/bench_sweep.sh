@@ -215,29 +215,11 @@ rm -f "$out/environment.$$.txt"
 # disables the wait.  Every wait is logged in commands.log.
 quiet_max=${BENCH_QUIET_MAX:-600}
 quiet_idle=${BENCH_QUIET_IDLE:-80}
-idle_pct() { # CPU idle percentage over one second, from /proc/stat
-    local a b
-    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
-    sleep 1
-    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
-    echo "$a $b" | awk '{ d = $4 - $2; print (d > 0 ? int(100 * ($3 - $1) / d) : 100) }'
+quiet_note() {
+    echo "#   $*" >>"$cmdlog"
+    log "$*"
 }
-wait_quiet() {
-    [ "$quiet_max" -gt 0 ] || return 0
-    local t0=$SECONDS idle
-    while :; do
-        idle=$(idle_pct)
-        [ "$idle" -ge "$quiet_idle" ] && break
-        if [ $((SECONDS - t0)) -ge "$quiet_max" ]; then
-            echo "#   machine still busy (idle ${idle}%) after ${quiet_max}s: measuring anyway" >>"$cmdlog"
-            log "machine busy (idle ${idle}%), measuring anyway"
-            return 0
-        fi
-        sleep 4
-    done
-    [ $((SECONDS - t0)) -gt 2 ] && echo "#   waited $((SECONDS - t0))s for an idle machine" >>"$cmdlog"
-    return 0
-}
+. "$top/scripts/quiet.sh"
 
 # Both print rank 0's stdout; stderr goes to the run log.
 runlog="$work/logs/run.log"
