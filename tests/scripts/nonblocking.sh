@@ -92,6 +92,13 @@ for p in 1 2 3 4 8; do
         fi
     done
 done
+# The report at MPI_Finalize counts every call, also one whose request was
+# freed right before it (free mode makes 7 tagged calls: A..G).
+run_mpi 2 "$with_shim" SPARCML_STATS=1 -- "$TESTBIN/nonblocking" free
+rc=$?
+calls=$(awk '/^sparcml: [a-z_]+ +[0-9]+ / { s += $3 } END { print s + 0 }' "$out")
+check "SPARCML_STATS counts the call completed at MPI_Finalize ($calls of 7 calls)" \
+    '[ "$rc" -eq 0 ] && [ "$calls" -eq 7 ]'
 for p in 2 4; do
     run_mpi "$p" "$with_shim" -- "$TESTBIN/nonblocking" threads 4 40
     rc=$?
