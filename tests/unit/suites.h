@@ -6,5 +6,6 @@ Suite *settings_suite(void);
 Suite *registry_suite(void);
 Suite *select_suite(void);
 Suite *qsgd_suite(void);
+Suite *topk_suite(void);
 Suite *agree_suite(void);
 #endif

@@ -1,0 +1,45 @@
+/* topk.h -- the k entries of largest magnitude of a dense float or double
+ * vector, in O(n): the selection of a top-k sparsified allreduce (error
+ * feedback keeps what is not sent).
+ *
+ * Order: an entry's magnitude is |v| compared on its bits (the value bits
+ * without the sign, which order as |v| does); every NaN, whatever its sign
+ * and payload, ranks above +-Inf and all NaNs rank equal.  Zeros (+0.0 and
+ * -0.0) are never selected.  Among equal magnitudes the lower index comes
+ * first, so the result is a pure function of (vals, n, k).
+ *
+ * Cost: one pass over the n values (a vectorised compare against a
+ * threshold estimated from a fixed sample of at most TOPK_SAMPLE values),
+ * plus O(k) work on the entries that pass it; a second pass only when the
+ * estimate proves too high (fewer than k entries passed).  Memory: the
+ * caller's scratch of topk_scratch_bytes, O(k), never O(n). */
+#ifndef SPARCML_TOPK_H
+#define SPARCML_TOPK_H
+
+#include <stdint.h>
+
+#include "sparcml.h"
+
+/* Bytes of scratch topk_select needs for n values of vtype and k entries
+ * (0 when it needs none: k == 0 or k >= n). */
+uint64_t topk_scratch_bytes(uint64_t n, uint64_t k, int vtype);
+
+/* The min(k, nonzeros) entries of largest magnitude among vals[0..n)
+ * (vtype SPARCML_FLOAT or SPARCML_DOUBLE): their indices, strictly
+ * ascending, to idx (iw bytes each, 4 or 8; 4 needs n <= 2^32) and their
+ * values, bit for bit, to out_vals, both in the order of the indices.
+ * Returns how many.  scratch holds topk_scratch_bytes(n, k, vtype) bytes,
+ * 8-byte aligned; idx and out_vals need room for min(k, n) entries. */
+uint64_t topk_select(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch,
+                     void *idx, unsigned iw, void *out_vals);
+
+/* Tests (not thread-safe; the result is the same whatever they say):
+ * topk_force_portable(nonzero) makes topk_select run its portable C pass
+ * even where the CPU has AVX2, 0 restores the runtime choice;
+ * topk_force_start(key) starts the first pass at threshold `key` (the bits
+ * of a magnitude, as in the order above) instead of the sample's estimate,
+ * 0 restores the estimate. */
+void topk_force_portable(int on);
+void topk_force_start(uint64_t key);
+
+#endif
