@@ -427,6 +427,17 @@ static inline int sparcml_stream_to_dense(const void *buf, void *dense, uint64_t
     return SPARCML_OK;
 }
 
+/* Compression (SPARCML_COMPRESS, sparcml(7)): what this rank holds back of
+ * a gradient buffer -- the buffer's count values of its datatype, copied to
+ * out -- for checkpoints and tests.  libsparcml.so exports it; a program,
+ * never linked to the library, looks it up:
+ *     sparcml_compress_residual_fn *f =
+ *         (sparcml_compress_residual_fn *)dlsym(RTLD_DEFAULT, "sparcml_compress_residual");
+ * (NULL: the library is not loaded).  Returns MPI_SUCCESS, or MPI_ERR_ARG
+ * when nothing is held for that buffer on comm. */
+typedef int sparcml_compress_residual_fn(MPI_Comm comm, const void *recvbuf, MPI_Count count,
+                                         MPI_Datatype datatype, void *out);
+
 #ifdef __cplusplus
 }
 #endif

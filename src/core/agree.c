@@ -15,6 +15,7 @@ enum {
     F_NNZ_MAX,
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
+    F_EXACT_MAX, F_SEQUENCE_MAX,
     F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
@@ -39,6 +40,8 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_NNZ_MAX] = (int64_t)l->nnz;
     v[F_HASH_MAX] = (int64_t)l->settings_hash; v[F_HASH_NEG] = -(int64_t)l->settings_hash;
     v[F_PIGGYBACK_MAX] = l->piggyback;     v[F_PIGGYBACK_NEG] = -l->piggyback;
+    v[F_EXACT_MAX] = l->exact;
+    v[F_SEQUENCE_MAX] = (int64_t)l->sequence;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
 }
@@ -68,6 +71,8 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->k_max = (uint64_t)v[F_NNZ_MAX];
     out->k_sum = (uint64_t)v[F_NNZ_SUM];
     out->union_sum = (uint64_t)v[F_UNION_SUM];
+    out->exact = (int)v[F_EXACT_MAX];
+    out->sequence = (uint64_t)v[F_SEQUENCE_MAX];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The
      * piggyback decision follows from count, value type, settings and the

@@ -29,6 +29,12 @@ typedef struct sparcml_local {
      * that result was dense (0 otherwise): their sum is the previous union
      * size, for the selector's overlap estimate (core/op.c). */
     uint64_t union_part;
+    /* Compressed calls (core/compress.c): this rank keeps no error feedback
+     * for the buffer (its memory cap), so the call is summed exactly; and
+     * how many calls its feedback for the buffer has seen (the largest
+     * names the CLT-k leader). */
+    int exact;
+    uint64_t sequence;
 } sparcml_local;
 
 typedef struct sparcml_agreed {
@@ -39,11 +45,13 @@ typedef struct sparcml_agreed {
     MPI_Count count;
     uint64_t k_max, k_sum;
     uint64_t union_sum; /* sum of union_part */
+    int exact;          /* some rank's */
+    uint64_t sequence;  /* the largest */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 14 };
+enum { AGREE_FIELDS = 16 };
 
-/* The record on the wire: 112 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 128 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

@@ -111,6 +111,7 @@ static void policy_init(void *extension)
 static void policy_freeing(sparcml_ctx *ctx)
 {
     progress_drain(&ctx->pending_calls);
+    feedback_table_free(&op_policy_of(ctx)->feedback);
 }
 
 int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)

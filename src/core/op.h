@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "core/agree.h"
+#include "core/feedback.h"
 #include "core/select.h"
 #include "core/settings.h"
 #include "runtime/schedule.h"
@@ -34,6 +35,9 @@ typedef struct op_policy {
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
+    /* Compression: what this rank held back of each buffer (its own; the
+     * agreed part is each entry's sequence). */
+    feedback_table feedback;
 } op_policy;
 
 static inline op_policy *op_policy_of(sparcml_ctx *ctx) { return (op_policy *)ctx->extension; }
@@ -48,8 +52,9 @@ typedef struct sparcml_op_kind {
     sched_step begin;
 } sparcml_op_kind;
 
-/* Tagged calls (op.c) and transparent mode's (transparent.c). */
-extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent;
+/* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
+ * calls (compress.c). */
+extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent, sparcml_op_compressed;
 
 struct sparcml_op {
     sched s;
@@ -75,8 +80,11 @@ struct sparcml_op {
     MPI_Count count;
     MPI_Datatype datatype;
     MPI_Op mop;
-    int route;                 /* transparent mode's (core/stats.h) */
+    int route;                 /* transparent mode's and compression's (core/stats.h) */
     double scan_seconds;
+    feedback_entry *feedback;  /* compression: the buffer's residual (NULL: none kept) */
+    double acc_norm2;          /* compression: ||eps + g||^2 on this rank */
+    double held_norm2;         /* compression: ||eps||^2 after the call */
 };
 
 /* Start: fill in the op (the kind's fill) and prepare its schedule, or say

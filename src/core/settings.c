@@ -14,7 +14,7 @@
 
 extern char **environ;
 
-typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER } kind;
+typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER, KIND_COMPRESS } kind;
 
 /* Where a setting must have the same value (as MPICH's MPI_T scopes):
  *  SCOPE_RANK  may differ between ranks;
@@ -75,6 +75,21 @@ static const struct var {
      * (core/select.c); 1 turns pipelining off; 2..8 force that many chunks. */
     {"SPARCML_PIPELINE_CHUNKS", SCOPE_CALL, KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
      SPARCML_PIPELINE_CHUNKS_MAX},
+    /* Compression decides which untagged calls the library takes over: a
+     * job-wide choice, as transparent mode's.  The density's default is the
+     * densest measured to keep both example programs' final loss within the
+     * targets at the fewest bytes (bench/RESULTS.md, "Compression").  The
+     * feedback memory may differ between ranks: whether a call is summed
+     * exactly when a rank reaches it is agreed per call. */
+    {"SPARCML_COMPRESS", SCOPE_JOB, KIND_COMPRESS, "off", offsetof(sparcml_settings, compress), 0, 0, 0},
+    {"SPARCML_COMPRESS_DENSITY", SCOPE_CALL, KIND_POSITIVE, "0.01", offsetof(sparcml_settings, compress_density), 1,
+     1e-9, 1},
+    {"SPARCML_COMPRESS_MIN_BYTES", SCOPE_JOB, KIND_UINT, "1048576", offsetof(sparcml_settings, compress_min_bytes),
+     0, 1, 18446744073709551615.0},
+    {"SPARCML_COMPRESS_FEEDBACK", SCOPE_CALL, KIND_BOOL, "1", offsetof(sparcml_settings, compress_feedback), 0, 0,
+     0},
+    {"SPARCML_COMPRESS_MAX_BYTES", SCOPE_RANK, KIND_UINT, "4294967296",
+     offsetof(sparcml_settings, compress_max_bytes), 0, 0, 18446744073709551615.0},
 };
 #define NVARS (sizeof vars / sizeof vars[0])
 
@@ -100,6 +115,15 @@ static const char *algorithm_choices(char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", a == 0 ? "" : a + 1 < SPARCML_ALG_COUNT_ ? ", " : " or ",
                                  sparcml_algorithms[a].name);
     return buf;
+}
+
+static const char *const compress_names[] = {"off", "topk", "cltk"};
+
+static int parse_compress(const char *v, int *out)
+{
+    for (int m = 0; m < (int)(sizeof compress_names / sizeof compress_names[0]); m++)
+        if (strcmp(v, compress_names[m]) == 0) { *out = m; return 0; }
+    return -1;
 }
 
 static int parse_number(const char *v, double min, double max, double *out)
@@ -171,6 +195,10 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         }
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0, 2, 4 or 8)", v->name, text);
         return -1;
+    case KIND_COMPRESS:
+        if (parse_compress(text, (int *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected off, topk or cltk)", v->name, text);
+        return -1;
     case KIND_UINT:
         if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected an integer in [%.0f, %s])",
@@ -191,7 +219,7 @@ static int known_name(const char *name)
 static size_t field_bytes(kind k)
 {
     switch (k) {
-    case KIND_BOOL: case KIND_QBITS: return sizeof(int);
+    case KIND_BOOL: case KIND_QBITS: case KIND_COMPRESS: return sizeof(int);
     case KIND_ALGORITHM: return sizeof(sparcml_algorithm);
     case KIND_POSITIVE: case KIND_AUTO_OR_NUMBER: return sizeof(double);
     case KIND_UINT: return sizeof(uint64_t);

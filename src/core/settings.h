@@ -14,6 +14,8 @@
 #include "runtime/comm_ctx.h" /* SPARCML_PIPELINE_CHUNKS_MAX */
 
 
+/* SPARCML_COMPRESS: which lossy compression untagged gradient sums get. */
+typedef enum { COMPRESS_OFF, COMPRESS_TOPK, COMPRESS_CLTK } sparcml_compress;
 
 typedef struct sparcml_settings {
     int disable;                 /* SPARCML_DISABLE: 0/1 */
@@ -33,6 +35,11 @@ typedef struct sparcml_settings {
     uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */
     uint64_t progress_us;        /* SPARCML_PROGRESS_US: progress thread's period, 0: no thread */
     uint64_t pipeline_chunks;    /* SPARCML_PIPELINE_CHUNKS: 0 (the model), 1 (off), 2..MAX */
+    int compress;                /* SPARCML_COMPRESS: sparcml_compress */
+    double compress_density;     /* SPARCML_COMPRESS_DENSITY: k / N, in (0, 1] */
+    uint64_t compress_min_bytes; /* SPARCML_COMPRESS_MIN_BYTES: smallest compressed call */
+    int compress_feedback;       /* SPARCML_COMPRESS_FEEDBACK: 0/1, error feedback */
+    uint64_t compress_max_bytes; /* SPARCML_COMPRESS_MAX_BYTES: error-feedback memory per rank */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;

@@ -20,6 +20,13 @@ static atomic_uint_fast64_t piggybacked, piggybacked_failed, pipelined;
 /* Transparent calls by route, and the scans' time. */
 static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
 
+/* Compressed calls (rank 0 of each call's communicator counts calls) and
+ * their bytes, the held-back fractions (in 1e-9) with how many there are,
+ * resets and full-memory events (every rank counts its own). */
+static atomic_uint_fast64_t compressed_calls, compressed_exact;
+static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, held_back_n, feedback_resets,
+    feedback_full;
+
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
 {
@@ -72,6 +79,44 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
     }
 }
 
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back)
+{
+    if (c->ctx->rank == 0) atomic_fetch_add(exact ? &compressed_exact : &compressed_calls, 1);
+    if (!exact) {
+        atomic_fetch_add(&compressed_bytes, c->bytes_sent);
+        atomic_fetch_add(&compressed_dense, dense_equivalent(c));
+    }
+    if (!exact && held_back >= 0) {
+        atomic_fetch_add(&held_back_nano, (uint64_t)(held_back * 1e9));
+        atomic_fetch_add(&held_back_n, 1);
+    }
+    if (s->verbose && c->ctx->rank == 0) {
+        printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%.4f\n",
+               s->compress == COMPRESS_CLTK ? "cltk" : "topk", c->ctx->size, (unsigned long long)c->dim,
+               sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max, exact ? "exact" : "selected",
+               exact || held_back < 0 ? 0.0 : held_back);
+        fflush(stdout);
+    }
+}
+
+void stats_record_feedback_reset(const sparcml_settings *s, int rank, const void *buf, MPI_Count count)
+{
+    atomic_fetch_add(&feedback_resets, 1);
+    if (!s->verbose) return;
+    printf("sparcml: rank %d: error feedback of the buffer at %p (%lld values) dropped: its calls came at "
+           "another rhythm\n", rank, buf, (long long)count);
+    fflush(stdout);
+}
+
+void stats_record_feedback_full(const sparcml_settings *s, int rank, const void *buf, MPI_Count count, int tell)
+{
+    atomic_fetch_add(&feedback_full, 1);
+    if (!s->verbose || !tell) return;
+    printf("sparcml: rank %d: no error feedback for the buffer at %p (%lld values): SPARCML_COMPRESS_MAX_BYTES "
+           "reached; calls without it are summed exactly\n", rank, buf, (long long)count);
+    fflush(stdout);
+}
+
 void stats_record_piggybacked_failure(int rank)
 {
     if (rank == 0) atomic_fetch_add(&piggybacked_failed, 1);
@@ -104,31 +149,12 @@ static void gather_counts(uint64_t c[COUNTS])
     for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
 }
 
-void stats_report(void)
+/* The report's lines (rank 0): calls and bytes per algorithm, then the
+ * lines of what happened at all. */
+static void print_report(int size, const uint64_t *calls, const uint64_t *bysum, const uint64_t *nsr)
 {
-    MPI_Comm world;
-    int rank, size;
-    uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
-    uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
-    uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
-    int rc;
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
-    rc = PMPI_Comm_rank(world, &rank);
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(world, &size);
-    gather_counts(cnt);
-    for (int a = 0; a < N; a++) {
-        by[a] = atomic_load(&per_alg[a].bytes);
-        by[N + a] = atomic_load(&per_alg[a].dense_bytes);
-        ns[a] = atomic_load(&per_alg[a].nanoseconds);
-    }
-    ns[N] = atomic_load(&scan_nanoseconds);
-    /* Every rank makes the same collective calls whatever failed before
-     * (a rank that stopped early would leave the others waiting). */
-    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    if (PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    if (PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    if (PMPI_Comm_free(&world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    if (rc != MPI_SUCCESS || rank != 0) return;
+    const uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
+    const uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
     printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls: each collective call once; bytes: sum over ranks) ----\n",
            size);
     printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",
@@ -164,5 +190,57 @@ void stats_report(void)
         if (errs[r])
             printf("sparcml: failed calls: %-40s %llu\n", sparcml_reason_text(r),
                    (unsigned long long)errs[r]);
+}
+
+/* Compression's counters, in the order of print_compressed. */
+enum { COMPRESSION_COUNTERS = 8 };
+static void gather_compressed(uint64_t c[COMPRESSION_COUNTERS])
+{
+    atomic_uint_fast64_t *const from[COMPRESSION_COUNTERS] = {
+        &compressed_calls, &compressed_exact, &compressed_bytes, &compressed_dense,
+        &held_back_nano, &held_back_n, &feedback_resets, &feedback_full};
+    for (int i = 0; i < COMPRESSION_COUNTERS; i++) c[i] = atomic_load(from[i]);
+}
+
+static void print_compressed(const uint64_t *c)
+{
+    if (c[0] + c[1] == 0) return;
+    printf("sparcml: compressed calls: %llu (bytes_sent %llu against dense_equiv %llu, ratio %.4f; "
+           "held back ||eps||/||acc|| %.4f on average over ranks and calls), summed exactly: %llu; "
+           "feedback dropped: %llu, feedback memory full: %llu (events over ranks)\n",
+           (unsigned long long)c[0], (unsigned long long)c[2], (unsigned long long)c[3],
+           c[3] ? (double)c[2] / (double)c[3] : 0.0, c[5] ? (double)c[4] * 1e-9 / (double)c[5] : 0.0,
+           (unsigned long long)c[1], (unsigned long long)c[6], (unsigned long long)c[7]);
+}
+
+void stats_report(void)
+{
+    MPI_Comm world;
+    int rank, size;
+    uint64_t cnt[COUNTS], calls[COUNTS], by[2 * N], bysum[2 * N], ns[N + 1], nsr[N + 1];
+    uint64_t comp[COMPRESSION_COUNTERS], compsum[COMPRESSION_COUNTERS];
+    int rc;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
+    rc = PMPI_Comm_rank(world, &rank);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(world, &size);
+    gather_counts(cnt);
+    for (int a = 0; a < N; a++) {
+        by[a] = atomic_load(&per_alg[a].bytes);
+        by[N + a] = atomic_load(&per_alg[a].dense_bytes);
+        ns[a] = atomic_load(&per_alg[a].nanoseconds);
+    }
+    ns[N] = atomic_load(&scan_nanoseconds);
+    gather_compressed(comp);
+    /* Every rank makes the same collective calls whatever failed before
+     * (a rank that stopped early would leave the others waiting). */
+    if (PMPI_Reduce(cnt, calls, COUNTS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Reduce(by, bysum, 2 * N, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Reduce(ns, nsr, N + 1, MPI_UINT64_T, MPI_MAX, 0, world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (PMPI_Reduce(comp, compsum, COMPRESSION_COUNTERS, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS)
+        rc = MPI_ERR_OTHER;
+    if (PMPI_Comm_free(&world) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (rc != MPI_SUCCESS || rank != 0) return;
+    print_report(size, calls, bysum, nsr);
+    print_compressed(compsum);
     fflush(stdout);
 }

@@ -35,6 +35,19 @@ typedef enum stats_route {
 void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
                               stats_route route, uint64_t k_max, double scan_seconds);
 
+/* Compression: a call summed from the ranks' selections of k_max values
+ * each (bytes_sent: this rank's; held_back: ||eps|| / ||eps + g|| on this
+ * rank, negative when no residual is kept), or exactly, because some
+ * rank's feedback memory is full. */
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back);
+
+/* Compression on any rank: a buffer's residual was dropped (its rhythm
+ * changed, core/feedback.h), or it was summed exactly because the feedback
+ * memory is full here (with SPARCML_VERBOSE, the first such call on the
+ * communicator prints a line: `tell`). */
+void stats_record_feedback_reset(const sparcml_settings *s, int rank, const void *buf, MPI_Count count);
+void stats_record_feedback_full(const sparcml_settings *s, int rank, const void *buf, MPI_Count count, int tell);
+
 /* At MPI_Finalize: print the report on rank 0 of MPI_COMM_WORLD (collective
  * over a private duplicate of it). */
 void stats_report(void);

@@ -42,6 +42,7 @@ enum { TRANSPARENT_SKIP = 15 };
 int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
     int inter = 0;
+    if (!settings_get()->transparent) return 0; /* the types are marked for compression */
     if (op != MPI_SUM || count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
     if ((uint64_t)count * sparcml_value_size(vtype) < settings_get()->transparent_min_bytes) return 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
@@ -125,8 +126,8 @@ static int transparent_agreed(sched *s)
     }
     /* Both pools were reserved at these sizes before the agreement. */
     c->input = stream_from_values(&c->input, op->local.nnz,
-                                  ctx_buffer(c->ctx, POOL_TRANSPARENT_IN, input_bytes(c, op->local.nnz)));
-    c->recvbuf = ctx_buffer(c->ctx, POOL_TRANSPARENT_OUT, c->recv_bytes);
+                                  ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, op->local.nnz)));
+    c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes);
     return op_run(s, &p, sparse_done);
 }
 
@@ -149,8 +150,8 @@ static int transparent_begin(sched *s)
     c->input = stream_dense_view(in, c->dim, c->vtype);
     local->nnz = stream_count_nonzero(&c->input, 0, c->dim);
     op->scan_seconds = PMPI_Wtime() - t0;
-    if (!ctx_buffer(c->ctx, POOL_TRANSPARENT_IN, input_bytes(c, local->nnz))
-        || !ctx_buffer(c->ctx, POOL_TRANSPARENT_OUT, c->recv_bytes))
+    if (!ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, local->nnz))
+        || !ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes))
         local->reason = SPARCML_R_NOMEM;
     return op_agree(s, transparent_agreed);
 }

@@ -112,15 +112,22 @@ int ctx_setup_done(sparcml_ctx *ctx)
     return PMPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 }
 
-int ctx_get(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
+int ctx_find(MPI_Comm comm, sparcml_ctx **out)
 {
     int found = 0, rc;
     void *attr = NULL;
+    *out = NULL;
     pthread_once(&keyval_once, keyval_create);
     if (keyval_rc != MPI_SUCCESS) return keyval_rc;
     rc = PMPI_Comm_get_attr(comm, ctx_keyval, &attr, &found);
-    if (rc != MPI_SUCCESS) return rc;
-    if (found) { *out = attr; return MPI_SUCCESS; }
+    if (rc == MPI_SUCCESS && found) *out = attr;
+    return rc;
+}
+
+int ctx_get(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out)
+{
+    int rc = ctx_find(comm, out);
+    if (rc != MPI_SUCCESS || *out) return rc;
     return ctx_create(comm, ext, blocking, out);
 }
 

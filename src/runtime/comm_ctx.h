@@ -30,8 +30,9 @@ enum {
     POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
     POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
     POOL_SLOT,  /* that message padded to the common slot (split_phases.c) */
-    POOL_TRANSPARENT_IN,  /* transparent mode: the stream of the dense input */
-    POOL_TRANSPARENT_OUT, /* transparent mode: the result stream */
+    POOL_DENSE_IN,  /* transparent mode and compression: the stream of the dense input */
+    POOL_DENSE_OUT, /* their result stream */
+    POOL_TOPK,      /* compression: the top-k selection's scratch */
     POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
     POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
     POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
@@ -84,6 +85,8 @@ static inline int ctx_send_slots(const sparcml_ctx *ctx)
  * ctx_setup_all, call ctx_setup_done.  Calls on the context after it run
  * once that call has (the progress engine's lanes). */
 int ctx_get(MPI_Comm comm, const ctx_extension *ext, int blocking, sparcml_ctx **out);
+/* The context of comm if the library has made one (*out NULL if not). */
+int ctx_find(MPI_Comm comm, sparcml_ctx **out);
 void *ctx_setup_contribution(sparcml_ctx *ctx);
 void *ctx_setup_all(sparcml_ctx *ctx);
 int ctx_setup_done(sparcml_ctx *ctx);

@@ -82,6 +82,19 @@ int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI
     return rc;
 }
 
+int sched_bcast_words(sched *s, void *buf, uint64_t words, int root)
+{
+    MPI_Comm comm = s->c->ctx->comm;
+    MPI_Request *req = coll_slot(s);
+    int rc;
+    if (words > INT_MAX) return MPI_ERR_COUNT;
+    if (s->blocking) return PMPI_Bcast(buf, (int)words, MPI_UINT64_T, root, comm);
+    if (!req) return MPI_ERR_INTERN;
+    rc = PMPI_Ibcast(buf, (int)words, MPI_UINT64_T, root, comm, req);
+    if (rc == MPI_SUCCESS) s->nreqs++;
+    return rc;
+}
+
 int sched_vendor_allreduce(sched *s, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                            MPI_Op op)
 {

@@ -103,6 +103,9 @@ int sched_allgather(sched *s, const void *mine, int bytes, void *all);
 int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
                            const MPI_Count *counts, const MPI_Aint *displs);
 int sched_allreduce(sched *s, void *buf, MPI_Count count, MPI_Datatype type, MPI_Op op);
+/* Broadcast `words` 8-byte words at buf from rank root (at most INT_MAX
+ * words, else MPI_ERR_COUNT on every rank alike). */
+int sched_bcast_words(sched *s, void *buf, uint64_t words, int root);
 /* The vendor's allreduce of the application's buffers (any datatype and
  * op the vendor takes), over the private duplicate. */
 int sched_vendor_allreduce(sched *s, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,

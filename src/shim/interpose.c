@@ -1,8 +1,9 @@
 /* interpose.c -- the PMPI layer.  It only dispatches: untagged calls go
  * straight to the vendor after one atomic load and a branch; tagged ones,
- * and in transparent mode the qualifying calls on the predefined types the
- * registry marks, to the op of their kind (core/op.h), blocking,
- * non-blocking or persistent.  Nothing else lives here. */
+ * and with compression or in transparent mode the qualifying calls on the
+ * predefined types the registry marks, to the op of their kind
+ * (core/op.h), blocking, non-blocking or persistent.  Nothing else lives
+ * here. */
 #include "config.h"
 
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
+#include "core/compress.h"
 #include "core/iallreduce.h"
 #include "core/op.h"
 #include "core/settings.h"
@@ -75,22 +77,25 @@ static void check_settings(void)
     stop_job();
 }
 
-/* SPARCML_TRANSPARENT: mark the predefined types whose sums it may take
- * over: C's float, double and exact integers, and Fortran's REAL, DOUBLE
- * PRECISION and INTEGER at the size the vendor gives them (4 or 8 bytes). */
-static void register_transparent(void)
+/* SPARCML_TRANSPARENT and SPARCML_COMPRESS: mark the predefined types
+ * whose sums they may take over: C's float, double and (transparent mode
+ * only) exact integers, and Fortran's REAL, DOUBLE PRECISION and INTEGER
+ * at the size the vendor gives them (4 or 8 bytes). */
+static void register_predefined(void)
 {
     const struct { MPI_Datatype type; int is_float; } types[] = {
         {MPI_FLOAT, 1}, {MPI_DOUBLE, 1}, {MPI_REAL, 1}, {MPI_DOUBLE_PRECISION, 1},
         {MPI_INT, 0}, {MPI_INT32_T, 0}, {MPI_INT64_T, 0}, {MPI_LONG, 0}, {MPI_INTEGER, 0},
     };
-    if (!settings_get()->transparent || settings_get()->disable) return;
+    const sparcml_settings *s = settings_get();
+    if ((!s->transparent && s->compress == COMPRESS_OFF) || s->disable) return;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         int size = 0;
+        if (!types[i].is_float && !s->transparent) continue;
         if (types[i].type == MPI_DATATYPE_NULL || PMPI_Type_size(types[i].type, &size) != MPI_SUCCESS)
             continue; /* a vendor built without Fortran */
-        if (size == 4) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_FLOAT : SPARCML_INT32);
-        if (size == 8) registry_add_transparent(types[i].type, types[i].is_float ? SPARCML_DOUBLE : SPARCML_INT64);
+        if (size == 4) registry_add_predefined(types[i].type, types[i].is_float ? SPARCML_FLOAT : SPARCML_INT32);
+        if (size == 8) registry_add_predefined(types[i].type, types[i].is_float ? SPARCML_DOUBLE : SPARCML_INT64);
     }
 }
 
@@ -111,7 +116,7 @@ int MPI_Init(int *argc, char ***argv)
     flv_require_own_mpi();
     rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) check_settings();
-    if (rc == MPI_SUCCESS) register_transparent();
+    if (rc == MPI_SUCCESS) register_predefined();
     return rc;
 }
 
@@ -121,7 +126,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     flv_require_own_mpi();
     rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) check_settings();
-    if (rc == MPI_SUCCESS) register_transparent();
+    if (rc == MPI_SUCCESS) register_predefined();
     return rc;
 }
 
@@ -150,8 +155,9 @@ static const sparcml_op_kind *kind_of(MPI_Datatype datatype, MPI_Count count, MP
 {
     int v = registry_value_type(datatype);
     if (v == 0) return NULL;
-    *vtype = v & ~REGISTRY_TRANSPARENT;
-    if (!(v & REGISTRY_TRANSPARENT)) return &sparcml_op_tagged;
+    *vtype = v & ~REGISTRY_PREDEFINED;
+    if (!(v & REGISTRY_PREDEFINED)) return &sparcml_op_tagged;
+    if (compress_qualifies(count, *vtype, op, comm)) return &sparcml_op_compressed;
     return transparent_qualifies(count, *vtype, op, comm) ? &sparcml_op_transparent : NULL;
 }
 
@@ -222,6 +228,14 @@ int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
 }
 #endif
+
+/* The library's own entry point (sparcml.h, sparcml(7) COMPRESSION): a
+ * program finds it with dlsym, as it is never linked to the library. */
+sparcml_compress_residual_fn sparcml_compress_residual;
+int sparcml_compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
+{
+    return compress_residual(comm, recvbuf, count, datatype, out);
+}
 
 /* The calls that take requests: the library's persistent handles stand for
  * running calls (persistent.h); none live, straight to the vendor. */

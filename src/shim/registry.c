@@ -110,12 +110,12 @@ static int reserve_locked(void)
     return 0;
 }
 
-/* Unregister k unless it is one of transparent mode's predefined types. */
+/* Unregister k unless it is one of the predefined types (registry.h). */
 static void remove_locked(uint64_t k)
 {
     table *t = atomic_load_explicit(&current, memory_order_relaxed);
     slot *s = t ? lookup(t, k) : NULL;
-    if (!s || (atomic_load_explicit(&s->vtype, memory_order_relaxed) & REGISTRY_TRANSPARENT)) return;
+    if (!s || (atomic_load_explicit(&s->vtype, memory_order_relaxed) & REGISTRY_PREDEFINED)) return;
     atomic_store_explicit(&s->key, KEY_DELETED, memory_order_release);
     atomic_fetch_sub_explicit(&registry_live, 1, memory_order_release);
 }
@@ -171,12 +171,12 @@ int registry_set_name(MPI_Datatype type, const char *name)
     return rc;
 }
 
-int registry_add_transparent(MPI_Datatype type, int vtype)
+int registry_add_predefined(MPI_Datatype type, int vtype)
 {
     int rc;
     pthread_mutex_lock(&writer_lock);
     rc = reserve_locked();
-    if (rc == 0) insert_locked(key_of(type), vtype | REGISTRY_TRANSPARENT);
+    if (rc == 0) insert_locked(key_of(type), vtype | REGISTRY_PREDEFINED);
     pthread_mutex_unlock(&writer_lock);
     return rc;
 }

@@ -30,12 +30,13 @@ int registry_parse_name(const char *name);
  * printing why; on an error the name and the tag are unchanged. */
 int registry_set_name(MPI_Datatype type, const char *name);
 
-/* Transparent mode (SPARCML_TRANSPARENT): the predefined types whose sums
- * the library may take over are registered with this bit on their value
- * type, so that the untagged fast path stays one load and a branch when
- * the mode is off.  Renaming or freeing them does not unregister them. */
-#define REGISTRY_TRANSPARENT 0x100
-int registry_add_transparent(MPI_Datatype type, int vtype);
+/* Transparent mode and compression (SPARCML_TRANSPARENT, SPARCML_COMPRESS):
+ * the predefined types whose sums the library may take over are registered
+ * with this bit on their value type, so that the untagged fast path stays
+ * one load and a branch when both are off.  Renaming or freeing them does
+ * not unregister them. */
+#define REGISTRY_PREDEFINED 0x100
+int registry_add_predefined(MPI_Datatype type, int vtype);
 
 /* Called before PMPI_Type_free. */
 void registry_on_free(MPI_Datatype type);
@@ -43,8 +44,8 @@ void registry_on_free(MPI_Datatype type);
 extern atomic_uint registry_live; /* registered types: 0 = the fast path */
 int registry_find(MPI_Datatype type);
 
-/* Value type of a tagged datatype (with REGISTRY_TRANSPARENT for the
- * predefined types of transparent mode), 0 for any other. */
+/* Value type of a tagged datatype (with REGISTRY_PREDEFINED for the
+ * predefined types of transparent mode and compression), 0 for any other. */
 static inline int registry_value_type(MPI_Datatype type)
 {
     return atomic_load_explicit(&registry_live, memory_order_acquire) == 0 ? 0 : registry_find(type);

@@ -14,7 +14,8 @@
 #    the calls raise RuntimeError saying why;
 #  - pip installs the package from a copy of python/ into a venv (skipped
 #    without pip, setuptools or venv);
-#  - python/examples/topk_sgd.py: dense and sparse runs reach the same loss.
+#  - python/examples/topk_sgd.py: dense and sparse runs reach the same loss;
+#  - SPARCML_COMPRESS on an unmodified loop (tests/python/compress_allreduce.py).
 . "$(dirname "$0")/common.sh"
 py=/usr/bin/python3
 if ! "$py" -c "import mpi4py, numpy" 2>/dev/null; then
@@ -40,6 +41,14 @@ run_mpi 2 "$SHIM" SPARCML_DISABLE=1 -- "$py" "$SRCDIR/tests/python/mpi_allreduce
 rc=$?
 check "Python, SPARCML_DISABLE=1: inactive, the calls name it: $(tail -1 "$out")" \
     '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
+# Compression of an unmodified mpi4py loop (in place on a reused array).
+for p in 1 3 4; do
+    run_mpi "$p" "$SHIM" SPARCML_COMPRESS=topk SPARCML_COMPRESS_MIN_BYTES=4096 -- \
+        "$py" "$SRCDIR/tests/python/compress_allreduce.py"
+    rc=$?
+    check "Python: comm.Allreduce(MPI.IN_PLACE, grad) compressed with no change, P=$p: $(tail -1 "$out")" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
+done
 # pip from the source tree, offline, into a venv that sees the system's
 # NumPy; a copy of python/, as the build writes next to pyproject.toml.
 if "$py" -c "import setuptools" 2>/dev/null && "$py" -c "import pip, venv, ensurepip" 2>/dev/null; then

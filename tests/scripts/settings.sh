@@ -5,7 +5,9 @@
 prog="$TESTBIN/no_shim"
 for bad in SPARCML_ALGORITHM=ring SPARCML_VERBOSE=yes SPARCML_DISABLE=2 SPARCML_ALPHA_US=-3 \
            SPARCML_BETA_NS_PER_BYTE=fast SPARCML_STATS= SPARCML_ALGORITM=dense \
-           SPARCML_RANKS_PER_CORE=0 SPARCML_PIGGYBACK=yes; do
+           SPARCML_RANKS_PER_CORE=0 SPARCML_PIGGYBACK=yes SPARCML_COMPRESS=top1 SPARCML_COMPRESS=on \
+           SPARCML_COMPRESS_DENSITY=0 SPARCML_COMPRESS_DENSITY=1.5 SPARCML_COMPRESS_DENSITY=1e-3x \
+           SPARCML_COMPRESS_MIN_BYTES=-1 SPARCML_COMPRESS_FEEDBACK=on SPARCML_COMPRESS_MAX_BYTES=1G; do
     run_mpi 2 "$with_shim" "$bad" -- "$prog" shim
     rc=$?
     check "$bad stops the job with a message naming it" \
@@ -74,7 +76,7 @@ check "settings differing between ranks are an error on every rank" \
 # The same for the settings that change what the first call on a
 # communicator does (ranks per core, detected collectively unless set) or
 # how the agreement travels.
-for var in SPARCML_RANKS_PER_CORE=2 SPARCML_PIGGYBACK=0; do
+for var in SPARCML_RANKS_PER_CORE=2 SPARCML_PIGGYBACK=0 SPARCML_COMPRESS_DENSITY=0.5 SPARCML_COMPRESS_FEEDBACK=0; do
     timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" "$var" "$prog" shim : \
         -n 2 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
     rc=$?
@@ -85,7 +87,8 @@ done
 # call (the report's at MPI_Finalize, whether tags are registered, which
 # untagged calls transparent mode takes) are compared at MPI_Init: one line
 # naming the variable, the job stops, no hang.
-for var in SPARCML_STATS=1 SPARCML_DISABLE=1 SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096; do
+for var in SPARCML_STATS=1 SPARCML_DISABLE=1 SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096 \
+           SPARCML_COMPRESS=topk SPARCML_COMPRESS_MIN_BYTES=4096; do
     timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" "$var" "$prog" shim : \
         -n 2 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
     rc=$?

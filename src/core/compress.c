@@ -1,0 +1,323 @@
+/* compress.c -- SPARCML_COMPRESS: untagged MPI_SUM allreduces of dense
+ * float and double gradients, sparsified with error feedback (SparCML,
+ * SC'19, section 2.2; CLT-k from ScaleCom, NeurIPS'20), with no change to
+ * the program.  Lossy by design, and only when asked for.
+ *
+ * Contract (sparcml(7), COMPRESSION):
+ *  - A call qualifies on arguments MPI requires to be equal on all ranks
+ *    (op MPI_SUM, predefined float or double type, count at or above
+ *    SPARCML_COMPRESS_MIN_BYTES, an intracommunicator), so every rank takes
+ *    the same branch.  Everything else stays exact.
+ *  - Each rank forms acc = eps + g (eps: what it held back of this buffer
+ *    before, core/feedback.h) and contributes S(acc): topk, the k entries
+ *    of largest magnitude of its own acc; cltk, its acc at the k indices
+ *    the leader picked from the leader's acc (the leader rotates with the
+ *    buffer's agreed call number), so the sum stays k-sparse for any P.
+ *    k = ceil(SPARCML_COMPRESS_DENSITY * count).  With SPARCML_QSGD_BITS
+ *    the contribution is quantized before it leaves the rank.  Then
+ *    eps = acc - S(acc), so nothing is lost, only delayed: over T calls,
+ *    sum of results + sum over ranks of eps = sum of every input.
+ *  - The result, the exact sum of the contributions (a sparse algorithm
+ *    the selector picks), is written dense into recvbuf on every rank,
+ *    bitwise alike.
+ *  - Everything that could differ between ranks is decided through the
+ *    agreement: argument checks, scratch memory (reserved before it),
+ *    whether every rank keeps feedback for the buffer (when one does not,
+ *    its memory cap reached, every rank sums the call exactly with the
+ *    vendor), and the CLT-k leader.  acc and eps change only after the
+ *    agreement succeeded, so a failed call leaves the residual as it was.
+ *  - It is a kind of op (op.h): blocking, non-blocking and persistent calls
+ *    run the same steps. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/compress.h"
+#include "core/stats.h"
+#include "kernel/topk.h"
+#include "runtime/progress.h"
+
+/* The random numbers of a contribution's QSGD: a message number of its
+ * own (the messages of compressed calls are never quantized). */
+enum { COMPRESS_QSGD_MESSAGE = 1 };
+
+int compress_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
+{
+    const sparcml_settings *s = settings_get();
+    int inter = 0;
+    if (s->compress == COMPRESS_OFF || op != MPI_SUM) return 0;
+    if (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE) return 0;
+    if (count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
+    if ((uint64_t)count * sparcml_value_size(vtype) < s->compress_min_bytes) return 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+    return !inter;
+}
+
+uint64_t compress_k(uint64_t n, double density)
+{
+    double k = ceil(density * (double)n);
+    return k < 1 ? 1 : k >= (double)n ? n : (uint64_t)k;
+}
+
+/* The application's gradient: sendbuf, or recvbuf in place. */
+static const void *gradient(const sparcml_op *op)
+{
+    return op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
+}
+
+/* The buffer's residual, NULL without feedback (its entry then only
+ * counts the calls). */
+static void *residual(const sparcml_op *op)
+{
+    return op->feedback ? op->feedback->eps : NULL;
+}
+
+static int cltk_leader(const sparcml_op *op)
+{
+    return (int)(op->agreed.sequence % (uint64_t)op->c.ctx->size);
+}
+
+/* --- acc = eps + g, and after the selection eps = acc - S(acc) ----------- */
+
+/* eps += g over n values; returns ||eps||^2 afterwards.  Four partial
+ * sums: one would make the pass wait on each addition's latency. */
+#define ACCUMULATE(type)                                                   \
+    do {                                                                   \
+        type *e = eps;                                                     \
+        const type *x = g;                                                 \
+        double part[4] = {0, 0, 0, 0};                                     \
+        for (uint64_t i = 0; i < n; i++) {                                 \
+            e[i] += x[i];                                                  \
+            part[i & 3] += (double)e[i] * (double)e[i];                    \
+        }                                                                  \
+        return (part[0] + part[1]) + (part[2] + part[3]);                  \
+    } while (0)
+
+static double accumulate_float(float *eps, const float *g, uint64_t n) { ACCUMULATE(float); }
+static double accumulate_double(double *eps, const double *g, uint64_t n) { ACCUMULATE(double); }
+
+static double accumulate(void *eps, const void *g, uint64_t n, int vtype)
+{
+    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n) : accumulate_double(eps, g, n);
+}
+
+/* eps at the contribution's indices: what acc kept beyond the value sent
+ * (zero when sent unchanged, even for an infinity).  Returns the change of
+ * ||eps||^2 (negative). */
+static double hold_back(void *eps, const sv *sent)
+{
+    double change = 0;
+    for (uint64_t j = 0; j < sent->nnz; j++) {
+        uint64_t i = sparcml_get_index(sent->idx, sent->iw, j);
+        if (sent->vtype == SPARCML_FLOAT) {
+            float *e = (float *)eps + i, v = ((const float *)sent->val)[j];
+            float rest = memcmp(e, &v, sizeof v) == 0 ? 0.0f : *e - v;
+            change += (double)rest * rest - (double)*e * *e;
+            *e = rest;
+        } else {
+            double *e = (double *)eps + i, v = ((const double *)sent->val)[j];
+            double rest = memcmp(e, &v, sizeof v) == 0 ? 0.0 : *e - v;
+            change += rest * rest - *e * *e;
+            *e = rest;
+        }
+    }
+    return change;
+}
+
+/* acc's values at the (broadcast) indices of s. */
+static void gather_values(sv *s, const void *acc)
+{
+    for (uint64_t j = 0; j < s->nnz; j++) {
+        uint64_t i = sparcml_get_index(s->idx, s->iw, j);
+        memcpy((char *)s->val + j * s->vs, (const char *)acc + i * s->vs, s->vs);
+    }
+}
+
+/* QSGD of the contribution's values, in place: they leave the rank as
+ * they will be summed, and eps keeps the quantization error too. */
+static void quantize(sparcml_op *op, sv *s)
+{
+    const sparcml_settings *set = op->set;
+    qsgd_params q = {.bits = set->qsgd_bits, .bucket = (uint32_t)set->qsgd_bucket, .seed = set->qsgd_seed};
+    qsgd_key key = {.seed = q.seed, .rank = (uint64_t)op->c.ctx->rank, .call = op->c.ctx->calls,
+                    .message = COMPRESS_QSGD_MESSAGE};
+    void *codes = ctx_buffer(op->c.ctx, POOL_QMSG, qsgd_block_bound(s->nnz, s->vtype, &q)); /* reserved */
+    qsgd_encode_block(s->val, s->nnz, s->vtype, &q, &key, codes);
+    qsgd_decode_block(codes, s->nnz, s->vtype, &q, s->val);
+}
+
+/* The k entries of largest magnitude of acc, as a sparse stream at buf. */
+static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *buf)
+{
+    const sparcml_call *c = &op->c;
+    sv s = stream_init(buf, c->dim, c->vtype, k, 0);
+    void *scratch = ctx_buffer(c->ctx, POOL_TOPK, topk_scratch_bytes(c->dim, k, c->vtype)); /* reserved */
+    uint64_t n = topk_select(acc, c->dim, c->vtype, k, scratch, s.idx, s.iw, s.val);
+    void *val_k = s.val;
+    if (n == k) return s;
+    /* Fewer nonzeros than k: the values move up behind fewer indices. */
+    s = stream_init(buf, c->dim, c->vtype, n, 0);
+    memmove(s.val, val_k, n * s.vs);
+    return s;
+}
+
+/* --- the steps ----------------------------------------------------------- */
+
+static int exact_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    stats_record_compressed(op->set, &op->c, 1, -1);
+    op->result = MPI_SUCCESS;
+    return MPI_SUCCESS;
+}
+
+static int compressed_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sv result;
+    double held_back = -1;
+    op_conclude(op);
+    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
+    result = stream_view(op->c.recvbuf);
+    stream_densify(&result, op->recvbuf);
+    if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
+    stats_record_compressed(op->set, &op->c, 0, held_back);
+    return MPI_SUCCESS;
+}
+
+/* This rank's contribution is in c->input: quantize it, hold back the
+ * rest, and run the sparse algorithm the selector picks. */
+static int contribute(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_problem p;
+    if (op->set->qsgd_bits) quantize(op, &c->input);
+    if (residual(op)) op->held_norm2 = op->acc_norm2 + hold_back(residual(op), &c->input);
+    c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
+    p = op_problem(op);
+    op->alg = select_algorithm(op->set, &p);
+    return op_run(s, &p, compressed_done);
+}
+
+/* CLT-k: the leader's indices have arrived; the others take their acc's
+ * values there. */
+static int cltk_indexed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    void *buf = ctx_buffer(c->ctx, POOL_DENSE_IN, 8); /* reserved, larger */
+    if (c->ctx->rank != cltk_leader(op)) {
+        sv view = stream_view(buf);
+        c->input = stream_init(buf, c->dim, c->vtype, view.nnz, 0);
+        gather_values(&c->input, residual(op) ? residual(op) : gradient(op));
+    }
+    return contribute(s);
+}
+
+static int compress_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    const void *acc = gradient(op);
+    uint64_t k = op->local.nnz;
+    void *buf;
+    if (op->agreed.exact) {
+        sched_next(s, exact_done);
+        return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
+    }
+    if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
+    if (residual(op)) {
+        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype);
+        acc = residual(op);
+    }
+    buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
+    if (op->set->compress == COMPRESS_TOPK) {
+        c->input = select_topk(op, acc, k, buf);
+        return contribute(s);
+    }
+    if (c->ctx->rank == cltk_leader(op)) c->input = select_topk(op, acc, k, buf);
+    sched_next(s, cltk_indexed);
+    /* The header and the indices: the broadcast's size is known to all. */
+    return sched_bcast_words(s, buf, (SPARCML_HEADER_BYTES + sparcml_round8(k * sparcml_index_width(c->dim))) / 8,
+                             cltk_leader(op));
+}
+
+/* This rank's entry for the buffer (without feedback, one that only
+ * counts its calls), or why it has none. */
+static void find_feedback(sparcml_op *op)
+{
+    sparcml_local *local = &op->local;
+    op_policy *pol = op_policy_of(op->c.ctx);
+    uint64_t bytes = op->set->compress_feedback ? op->c.dim * sparcml_value_size(op->c.vtype) : 0;
+    switch (feedback_lookup(&pol->feedback, op->recvbuf, op->count, op->datatype, bytes,
+                            op->set->compress_max_bytes, &op->feedback)) {
+    case FEEDBACK_RESET: stats_record_feedback_reset(op->set, op->rank, op->recvbuf, op->count); break;
+    case FEEDBACK_CAPPED:
+        local->exact = 1;
+        stats_record_feedback_full(op->set, op->rank, op->recvbuf, op->count, pol->feedback.capped == 1);
+        break;
+    case FEEDBACK_NOMEM: local->reason = SPARCML_R_NOMEM; break;
+    default: break;
+    }
+    local->sequence = op->feedback ? op->feedback->sequence : 0;
+}
+
+/* Scratch of the agreed path, reserved before the agreement: does this
+ * rank have it all? */
+static int reserve(sparcml_op *op, uint64_t k)
+{
+    sparcml_call *c = &op->c;
+    qsgd_params q = {.bits = op->set->qsgd_bits, .bucket = (uint32_t)op->set->qsgd_bucket};
+    return ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k))
+           && ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes)
+           && ctx_buffer(c->ctx, POOL_TOPK, topk_scratch_bytes(c->dim, k, c->vtype))
+           && (!q.bits || ctx_buffer(c->ctx, POOL_QMSG, qsgd_block_bound(k, c->vtype, &q)));
+}
+
+/* The prologue: this rank's checks, feedback entry and scratch, then the
+ * agreement.  Nothing changes before the agreement says every rank can. */
+static int compress_begin(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    sparcml_local *local = &op->local;
+    uint64_t k = compress_k(c->dim, op->set->compress_density);
+    /* The contribution is quantized here, never again on the wire. */
+    c->q.bits = 0;
+    c->q_sparse = 0;
+    /* The count is the dimension: a mismatch is named as a count's. */
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count, .nnz = k};
+    if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
+    else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
+    if (local->reason != SPARCML_R_OK) return op_agree(s, compress_agreed);
+    find_feedback(op);
+    if (local->reason == SPARCML_R_OK && !local->exact && !reserve(op, k)) local->reason = SPARCML_R_NOMEM;
+    return op_agree(s, compress_agreed);
+}
+
+static void compress_fill(sparcml_op *op, int vtype)
+{
+    sparcml_call *c = &op->c;
+    c->dim = (uint64_t)op->count;
+    c->vtype = vtype;
+    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
+}
+
+const sparcml_op_kind sparcml_op_compressed = {.fill = compress_fill, .begin = compress_begin};
+
+int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
+{
+    sparcml_ctx *ctx;
+    feedback_entry *e;
+    int rc = comm == MPI_COMM_NULL ? MPI_ERR_COMM : ctx_find(comm, &ctx);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!ctx) return MPI_ERR_ARG;
+    progress_drain(&ctx->pending_calls);
+    e = feedback_find(&op_policy_of(ctx)->feedback, recvbuf, count, datatype);
+    if (!e || !e->eps || !out) return MPI_ERR_ARG;
+    memcpy(out, e->eps, (size_t)e->bytes);
+    return MPI_SUCCESS;
+}

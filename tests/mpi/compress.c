@@ -1,0 +1,410 @@
+/* compress.c -- SPARCML_COMPRESS, checked against a model of it that this
+ * program computes on its own.
+ *
+ * Every rank can regenerate every rank's gradient (a counter-based
+ * generator), so every rank runs the whole reference: for each rank r its
+ * residual eps_r (zero at first), acc_r = eps_r + g_r, the contribution
+ * S_r (topk: the k entries of largest |acc_r|, lower index first on ties,
+ * found by sorting; cltk: acc_r at the indices the leader's top-k picks,
+ * the leader being rank t mod P at the buffer's t-th call), the expected
+ * sum and eps_r = acc_r - S_r.  Gradients are small integers, so every sum
+ * is exact in floating point and the comparisons are bitwise.
+ *
+ *   compress model [blocking|wait|test|persistent] [float|double]
+ *     two buffers of the same size, one reduced in place, one not, take
+ *     turns over STEPS steps.  Checks every call: the result equals the
+ *     model's sum and is bitwise the same on every rank; the residual the
+ *     library reports (sparcml_compress_residual) equals the model's.
+ *     With SPARCML_QSGD_BITS the values are random, so instead: the
+ *     result's support lies within the model's selections, the residual
+ *     equals acc outside them, and over all calls sum of results + sum of
+ *     the final residuals = sum of the inputs (within rounding); the model
+ *     goes on from the residuals the library reports.  With
+ *     SPARCML_COMPRESS_FEEDBACK=0 the model keeps no residual and the
+ *     library reports none.
+ *   compress nonqualifying: integer, MPI_MAX, small and derived-type calls
+ *     give the exact sums (small integers: any order gives the same bits).
+ *   compress fresh_comm: a communicator freed and made again starts with
+ *     no residual.
+ *   compress mismatch: run with settings that differ between ranks: the
+ *     call fails on every rank with MPI_ERR_OTHER, and the next call too.
+ *   compress capped: run where some rank's SPARCML_COMPRESS_MAX_BYTES
+ *     leaves no room for the buffer: every call is the exact sum on every
+ *     rank, and no residual changes.
+ * Prints "failures=N" on rank 0. */
+#include <dlfcn.h> /* RTLD_DEFAULT: the build defines _GNU_SOURCE */
+#include <math.h>
+#include <string.h>
+
+#include "testlib.h"
+#if MPI_VERSION < 4
+#include <mpi-ext.h> /* Open MPI 4.1: MPIX_Allreduce_init */
+#endif
+
+enum { N = 16384, STEPS = 8, BUFFERS = 2, SMALL = 512 };
+static int failures, rank, P;
+static sparcml_compress_residual_fn *residual_of;
+
+static struct {
+    int cltk, feedback, qsgd;
+    int single; /* float buffers: the model rounds acc as the library does */
+    double density;
+    uint64_t k;
+} cfg;
+
+static enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST, CALL_PERSISTENT } call_mode;
+
+#define FAIL(...) do { failures++; if (failures < 10) { fprintf(stderr, "rank %d: ", rank); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static void read_settings(void)
+{
+    const char *mode = getenv("SPARCML_COMPRESS"), *d = getenv("SPARCML_COMPRESS_DENSITY");
+    const char *fb = getenv("SPARCML_COMPRESS_FEEDBACK"), *q = getenv("SPARCML_QSGD_BITS");
+    cfg.cltk = mode && strcmp(mode, "cltk") == 0;
+    cfg.density = d ? atof(d) : 0.01;
+    cfg.feedback = !fb || strcmp(fb, "0") != 0;
+    cfg.qsgd = q && strcmp(q, "0") != 0;
+    cfg.k = (uint64_t)ceil(cfg.density * N);
+    if (cfg.k < 1) cfg.k = 1;
+    if (cfg.k > N) cfg.k = N;
+}
+
+/* Rank r's gradient at step t for buffer b: an integer in [-7, 7], zero
+ * about half the time. */
+static double grad(int b, int t, int r, uint64_t i)
+{
+    uint64_t x = t_rand(((uint64_t)b << 40) ^ ((uint64_t)t << 20) ^ (uint64_t)r, i);
+    return (x & 1) ? 0.0 : (double)((int)((x >> 8) % 15) - 7);
+}
+
+/* --- the reference ------------------------------------------------------- */
+
+typedef struct { double mag; uint64_t i; } entry;
+
+static int by_magnitude(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->mag != y->mag) return x->mag < y->mag ? 1 : -1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* sel[i] = 1 for the top-k entries of acc (nonzeros only). */
+static void reference_topk(const double *acc, char *sel)
+{
+    static entry e[N];
+    uint64_t n = 0;
+    memset(sel, 0, N);
+    for (uint64_t i = 0; i < N; i++)
+        if (acc[i] != 0) e[n++] = (entry){fabs(acc[i]), i};
+    qsort(e, n, sizeof e[0], by_magnitude);
+    for (uint64_t j = 0; j < n && j < cfg.k; j++) sel[e[j].i] = 1;
+}
+
+typedef struct model {
+    double eps[8][N];   /* each rank's residual */
+    double acc[8][N];
+    char sel[8][N];     /* each rank's selection */
+    double sum[N];      /* the expected result */
+    double inputs[N], results[N]; /* totals over the calls (the invariant) */
+    int calls;
+} model;
+
+/* One call of buffer b at step t: the model's selections and sum. */
+static void model_call(model *m, int b, int t)
+{
+    int leader = m->calls % P;
+    memset(m->sum, 0, sizeof m->sum);
+    for (int r = 0; r < P; r++)
+        for (uint64_t i = 0; i < N; i++) {
+            double g = grad(b, t, r, i);
+            m->acc[r][i] = (cfg.feedback ? m->eps[r][i] : 0) + g;
+            if (cfg.single) m->acc[r][i] = (float)m->acc[r][i];
+            m->inputs[i] += g;
+        }
+    if (cfg.cltk) reference_topk(m->acc[leader], m->sel[leader]);
+    for (int r = 0; r < P; r++) {
+        if (!cfg.cltk) reference_topk(m->acc[r], m->sel[r]);
+        else if (r != leader) memcpy(m->sel[r], m->sel[leader], N);
+        for (uint64_t i = 0; i < N; i++) {
+            m->sum[i] += m->sel[r][i] ? m->acc[r][i] : 0;
+            m->eps[r][i] = m->sel[r][i] ? 0 : m->acc[r][i];
+        }
+    }
+    m->calls++;
+}
+
+/* --- the library's side --------------------------------------------------- */
+
+static double get(const void *buf, MPI_Datatype type, uint64_t i)
+{
+    return type == MPI_FLOAT ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
+}
+
+static void put(void *buf, MPI_Datatype type, uint64_t i, double v)
+{
+    if (type == MPI_FLOAT) ((float *)buf)[i] = (float)v;
+    else ((double *)buf)[i] = v;
+}
+
+static int call(const void *send, void *recv, int count, MPI_Datatype type, MPI_Request *persistent)
+{
+    MPI_Request req;
+    int rc, flag = 0;
+    switch (call_mode) {
+    case CALL_BLOCKING: return MPI_Allreduce(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD);
+    case CALL_WAIT:
+        rc = MPI_Iallreduce(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
+        return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    case CALL_TEST:
+        rc = MPI_Iallreduce(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
+        while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        return rc;
+    case CALL_PERSISTENT:
+        rc = MPI_SUCCESS;
+        if (*persistent == MPI_REQUEST_NULL)
+#if MPI_VERSION >= 4
+            rc = MPI_Allreduce_init(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, persistent);
+#else
+            rc = MPIX_Allreduce_init(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, persistent);
+#endif
+        if (rc == MPI_SUCCESS) rc = MPI_Start(persistent);
+        return rc == MPI_SUCCESS ? MPI_Wait(persistent, MPI_STATUS_IGNORE) : rc;
+    }
+    return MPI_ERR_OTHER;
+}
+
+/* The checks of one call of buffer b (recv: the result). */
+static void check_call(const model *m, int b, MPI_Datatype type, const void *recv, void *eps)
+{
+    int rc = residual_of(MPI_COMM_WORLD, recv, N, type, eps);
+    int leader = (m->calls - 1) % P;
+    const char *sel = m->sel[cfg.cltk ? leader : rank];
+    if (!t_same_everywhere(t_fnv(recv, N * (type == MPI_FLOAT ? 4 : 8)), MPI_COMM_WORLD))
+        FAIL("buffer %d call %d: results differ between ranks", b, m->calls);
+    if (!cfg.feedback) {
+        if (rc != MPI_ERR_ARG) FAIL("feedback off, yet a residual is reported (rc %d)", rc);
+    } else if (rc != MPI_SUCCESS) {
+        FAIL("buffer %d: no residual reported (rc %d)", b, rc);
+        return;
+    }
+    for (uint64_t i = 0; i < N; i++) {
+        double got = get(recv, type, i);
+        int anywhere = 0;
+        for (int r = 0; r < P && !anywhere; r++) anywhere = m->sel[r][i];
+        if (!cfg.qsgd && got != m->sum[i]) {
+            FAIL("buffer %d call %d: result[%llu] = %g, expected %g", b, m->calls, (unsigned long long)i, got,
+                 m->sum[i]);
+            return;
+        }
+        if (cfg.qsgd && got != 0 && !anywhere) {
+            FAIL("buffer %d call %d: result[%llu] = %g outside every selection", b, m->calls,
+                 (unsigned long long)i, got);
+            return;
+        }
+        if (!cfg.feedback) continue;
+        if ((!cfg.qsgd || !sel[i]) && get(eps, type, i) != m->eps[rank][i]) {
+            FAIL("buffer %d call %d: residual[%llu] = %g, expected %g", b, m->calls, (unsigned long long)i,
+                 get(eps, type, i), m->eps[rank][i]);
+            return;
+        }
+    }
+}
+
+/* With QSGD the values sent are random: the model goes on from the
+ * residuals the library reports (every rank's, gathered). */
+static void adopt_residuals(model *m, MPI_Datatype type, const void *eps)
+{
+    static double mine[N];
+    for (uint64_t i = 0; i < N; i++) mine[i] = get(eps, type, i);
+    MPI_Allgather(mine, N, MPI_DOUBLE, m->eps, N, MPI_DOUBLE, MPI_COMM_WORLD);
+}
+
+/* With QSGD: sum of results + sum over ranks of the residuals = sum of the
+ * inputs, within rounding. */
+static void check_invariant(model *m, int b, MPI_Datatype type, const void *recv, void *eps)
+{
+    static double mine[N], all[N];
+    double worst = 0;
+    if (residual_of(MPI_COMM_WORLD, recv, N, type, eps) != MPI_SUCCESS) {
+        FAIL("buffer %d: no residual at the end", b);
+        return;
+    }
+    for (uint64_t i = 0; i < N; i++) mine[i] = get(eps, type, i);
+    /* MPI_Reduce: not an allreduce, so never compressed. */
+    MPI_Reduce(mine, all, N, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank != 0) return;
+    for (uint64_t i = 0; i < N; i++) {
+        double off = fabs(m->results[i] + all[i] - m->inputs[i]);
+        if (off > worst) worst = off;
+    }
+    if (worst > 1e-3) FAIL("buffer %d: sum of results + residuals misses the inputs by %g", b, worst);
+    printf("invariant buffer=%d calls=%d max_error=%g\n", b, m->calls, worst);
+}
+
+static void run_model(MPI_Datatype type)
+{
+    static model models[BUFFERS];
+    size_t vs = type == MPI_FLOAT ? 4 : 8;
+    void *recv[BUFFERS], *send = malloc(N * vs), *eps = malloc(N * vs);
+    MPI_Request persistent[BUFFERS] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    for (int b = 0; b < BUFFERS; b++) recv[b] = malloc(N * vs);
+    cfg.single = type == MPI_FLOAT;
+    for (int t = 0; t < STEPS; t++)
+        for (int b = 0; b < BUFFERS; b++) {
+            model *m = &models[b];
+            /* Buffer 0 in place, buffer 1 from a send buffer. */
+            void *in = b == 0 ? recv[b] : send;
+            int rc;
+            for (uint64_t i = 0; i < N; i++) put(in, type, i, grad(b, t, rank, i));
+            rc = call(b == 0 ? MPI_IN_PLACE : send, recv[b], N, type, &persistent[b]);
+            if (rc != MPI_SUCCESS) FAIL("buffer %d step %d: rc %d", b, t, rc);
+            model_call(m, b, t);
+            for (uint64_t i = 0; i < N; i++) m->results[i] += get(recv[b], type, i);
+            check_call(m, b, type, recv[b], eps);
+            if (cfg.qsgd && cfg.feedback) adopt_residuals(m, type, eps);
+        }
+    for (int b = 0; b < BUFFERS; b++) {
+        if (cfg.qsgd && cfg.feedback) check_invariant(&models[b], b, type, recv[b], eps);
+        if (persistent[b] != MPI_REQUEST_NULL) MPI_Request_free(&persistent[b]);
+        free(recv[b]);
+    }
+    free(send);
+    free(eps);
+}
+
+/* --- calls that stay exact ------------------------------------------------ */
+
+/* buf must hold, at each of its n entries, the sum (or with max, the
+ * maximum) over the ranks of grad(9, 0, r, i). */
+static void expect(const char *what, const void *buf, MPI_Datatype elem, int n, int max)
+{
+    for (int i = 0; i < n; i++) {
+        double want = max ? -INFINITY : 0, got = elem == MPI_INT ? ((const int *)buf)[i] : get(buf, elem, (uint64_t)i);
+        for (int r = 0; r < P; r++) want = max ? fmax(want, grad(9, 0, r, (uint64_t)i)) : want + grad(9, 0, r, (uint64_t)i);
+        if (got != want) {
+            FAIL("%s: [%d] = %g, expected %g", what, i, got, want);
+            return;
+        }
+    }
+}
+
+static void run_nonqualifying(void)
+{
+    static int ints[N];
+    static float floats[N];
+    MPI_Datatype dup;
+    int rc;
+    for (int i = 0; i < N; i++) ints[i] = (int)grad(9, 0, rank, (uint64_t)i);
+    MPI_Allreduce(MPI_IN_PLACE, ints, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    expect("MPI_INT sum", ints, MPI_INT, N, 0);
+    for (int i = 0; i < N; i++) floats[i] = (float)grad(9, 0, rank, (uint64_t)i);
+    MPI_Allreduce(MPI_IN_PLACE, floats, N, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    expect("MPI_MAX", floats, MPI_FLOAT, N, 1);
+    for (int i = 0; i < N; i++) floats[i] = (float)grad(9, 0, rank, (uint64_t)i);
+    MPI_Allreduce(MPI_IN_PLACE, floats, SMALL, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    expect("below SPARCML_COMPRESS_MIN_BYTES", floats, MPI_FLOAT, SMALL, 0);
+    for (int i = 0; i < N; i++) floats[i] = (float)grad(9, 0, rank, (uint64_t)i);
+    /* A derived type stays with the vendor: its sum, or its error where
+     * it defines MPI_SUM on predefined types only (MPICH). */
+    MPI_Type_dup(MPI_FLOAT, &dup);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Allreduce(MPI_IN_PLACE, floats, N, dup, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Type_free(&dup);
+    MPI_Error_class(rc, &rc);
+    if (rc == MPI_SUCCESS) expect("derived type", floats, MPI_FLOAT, N, 0);
+    else if (rc != MPI_ERR_OP) FAIL("derived type: error class %d, expected the vendor's MPI_ERR_OP", rc);
+    if (residual_of(MPI_COMM_WORLD, floats, N, MPI_FLOAT, floats) != MPI_ERR_ARG)
+        FAIL("a residual for a call that is not compressed");
+}
+
+/* A communicator freed and made again starts with no residual: its first
+ * call's residual is that of a zero start. */
+static void run_fresh_comm(void)
+{
+    static model m;
+    static float buf[N], eps[N];
+    for (int round = 0; round < 2; round++) {
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        if (residual_of(comm, buf, N, MPI_FLOAT, eps) != MPI_ERR_ARG)
+            FAIL("round %d: a residual before the first call", round);
+        memset(&m, 0, sizeof m);
+        for (uint64_t i = 0; i < N; i++) buf[i] = (float)grad(round, 0, rank, i);
+        MPI_Allreduce(MPI_IN_PLACE, buf, N, MPI_FLOAT, MPI_SUM, comm);
+        model_call(&m, round, 0);
+        if (residual_of(comm, buf, N, MPI_FLOAT, eps) != MPI_SUCCESS) FAIL("round %d: no residual", round);
+        for (uint64_t i = 0; i < N; i++)
+            if (buf[i] != m.sum[i] || eps[i] != m.eps[rank][i]) {
+                FAIL("round %d: [%llu] result %g residual %g, expected %g and %g", round, (unsigned long long)i,
+                     buf[i], eps[i], m.sum[i], m.eps[rank][i]);
+                break;
+            }
+        MPI_Comm_free(&comm);
+    }
+}
+
+static void run_mismatch(void)
+{
+    static float buf[N];
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int t = 0; t < 2; t++) {
+        int rc, cls;
+        for (uint64_t i = 0; i < N; i++) buf[i] = (float)grad(9, t, rank, i);
+        rc = MPI_Allreduce(MPI_IN_PLACE, buf, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Error_class(rc, &cls);
+        if (cls != MPI_ERR_OTHER) FAIL("call %d: error class %d, expected MPI_ERR_OTHER", t, cls);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+static void run_capped(void)
+{
+    static float buf[N], eps[N];
+    for (int t = 0; t < 3; t++) {
+        int rc;
+        for (uint64_t i = 0; i < N; i++) buf[i] = (float)grad(9, 0, rank, i);
+        MPI_Allreduce(MPI_IN_PLACE, buf, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        expect("capped", buf, MPI_FLOAT, N, 0);
+        rc = residual_of(MPI_COMM_WORLD, buf, N, MPI_FLOAT, eps);
+        for (uint64_t i = 0; rc == MPI_SUCCESS && i < N; i++)
+            if (eps[i] != 0) {
+                FAIL("capped: residual[%llu] = %g", (unsigned long long)i, eps[i]);
+                break;
+            }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "model", *how = argc > 2 ? argv[2] : "blocking";
+    const char *type = argc > 3 ? argv[3] : "float";
+    int total;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (P > 8) MPI_Abort(MPI_COMM_WORLD, 2);
+    read_settings();
+    residual_of = (sparcml_compress_residual_fn *)dlsym(RTLD_DEFAULT, "sparcml_compress_residual");
+    if (!residual_of) {
+        if (rank == 0) fprintf(stderr, "libsparcml.so is not loaded\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (strcmp(how, "wait") == 0) call_mode = CALL_WAIT;
+    else if (strcmp(how, "test") == 0) call_mode = CALL_TEST;
+    else if (strcmp(how, "persistent") == 0) call_mode = CALL_PERSISTENT;
+    if (strcmp(what, "model") == 0) run_model(strcmp(type, "double") == 0 ? MPI_DOUBLE : MPI_FLOAT);
+    else if (strcmp(what, "nonqualifying") == 0) run_nonqualifying();
+    else if (strcmp(what, "fresh_comm") == 0) run_fresh_comm();
+    else if (strcmp(what, "capped") == 0) run_capped();
+    else if (strcmp(what, "mismatch") == 0) run_mismatch();
+    else {
+        if (rank == 0) fprintf(stderr, "usage: compress [model|nonqualifying|fresh_comm|capped|mismatch] [blocking|wait|test|persistent] [float|double]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("failures=%d\n", total);
+    MPI_Finalize();
+    return 0;
+}

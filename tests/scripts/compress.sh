@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPARCML_COMPRESS: lossy compression of unmodified programs' gradient sums.
+#  - every call against the program's own model of top-k / CLT-k with error
+#    feedback (tests/mpi/compress.c): results exact and bitwise alike on all
+#    ranks, the library's residual equal to the model's, the CLT-k leader
+#    rotating; two buffers (one in place) keep separate residuals; P = 1..8,
+#    topk and cltk, with and without QSGD (then the invariant: results plus
+#    residuals add up to the inputs), blocking, MPI_Wait, MPI_Test loops and
+#    persistent calls, float and double;
+#  - without feedback the sum of each rank's top-k; at density 1 the exact sum;
+#  - calls that do not qualify stay exact and with the vendor;
+#  - a communicator freed and made again starts clean;
+#  - a rank whose feedback memory is full: every rank sums exactly, one line;
+#  - a density that differs between ranks fails the call on every rank;
+#  - off by default, and SPARCML_STATS reports the compressed calls.
+. "$(dirname "$0")/common.sh"
+prog="$TESTBIN/compress"
+on="SPARCML_COMPRESS_MIN_BYTES=4096"
+passed() { [ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ ! -s "$err" ]; }
+for mode in topk cltk; do
+    for q in 0 8; do
+        for p in 1 2 3 4 5 6 7 8; do
+            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_QSGD_BITS=$q -- "$prog" model
+            rc=$?
+            check "$mode, QSGD bits $q, P=$p: model and library agree on every call" passed
+        done
+    done
+    for how in wait test persistent; do
+        for p in 3 4; do
+            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode -- "$prog" model "$how" double
+            rc=$?
+            check "$mode, $how, double, P=$p" passed
+        done
+    done
+    run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_QSGD_BITS=4 -- "$prog" model test double
+    rc=$?
+    check "$mode, QSGD bits 4, MPI_Test loop, double, P=4: the invariant holds" \
+        'passed && [ "$(grep -c "^invariant" "$out")" -eq 2 ]'
+    run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_COMPRESS_FEEDBACK=0 -- "$prog" model
+    rc=$?
+    check "$mode without feedback, P=3: no residual, the sum of the selections" passed
+    run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_COMPRESS_DENSITY=1 -- "$prog" model wait
+    rc=$?
+    check "$mode at density 1, P=4: the exact sum" passed
+    run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode -- "$prog" fresh_comm
+    rc=$?
+    check "$mode: a communicator freed and made again starts clean, P=3" passed
+done
+for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
+    run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=topk SPARCML_ALGORITHM=$alg -- "$prog" model
+    rc=$?
+    check "topk with $alg forced, P=4" passed
+done
+run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=topk SPARCML_VERBOSE=1 -- "$prog" nonqualifying
+rc=$?
+check "integer, MPI_MAX, small and derived-type calls stay exact and print no compressed line" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && ! grep -q "compressed allreduce" "$out"'
+run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 -- "$prog" model
+check "off by default: no call is compressed" '! grep -q "compressed allreduce" "$out"'
+timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" $on SPARCML_COMPRESS=cltk SPARCML_STATS=1 \
+    SPARCML_VERBOSE=1 SPARCML_COMPRESS_MAX_BYTES=0 "$prog" capped : \
+    -n 2 env LD_PRELOAD="$with_shim" $on SPARCML_COMPRESS=cltk SPARCML_STATS=1 SPARCML_VERBOSE=1 "$prog" capped \
+    >"$out" 2>"$err"
+rc=$?
+check "feedback memory full on one rank of 3: all calls exact on every rank, one line" \
+    'passed && grep -q "summed exactly: 3;" "$out" && [ "$(occurrences "SPARCML_COMPRESS_MAX_BYTES reached" "$out")" -eq 1 ]'
+timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" $on SPARCML_COMPRESS=topk \
+    SPARCML_COMPRESS_DENSITY=0.5 "$prog" mismatch : -n 2 env LD_PRELOAD="$with_shim" $on SPARCML_COMPRESS=topk \
+    "$prog" mismatch >"$out" 2>"$err"
+rc=$?
+check "a density differing between ranks fails each call on every rank (MPI_ERR_OTHER), one line per call" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(occurrences "settings differ between ranks" "$err")" -eq 2 ]'
+run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=topk SPARCML_STATS=1 -- "$prog" model
+rc=$?
+check "SPARCML_STATS counts the 16 compressed calls and their bytes" \
+    'passed && grep -Eq "^sparcml: compressed calls: 16 \(bytes_sent [1-9][0-9]* against dense_equiv [1-9]" "$out"'
+finish
