@@ -10,9 +10,10 @@
  *    the same branch.  Everything else stays exact.
  *  - Each rank forms acc = eps + g (eps: what it held back of this buffer
  *    before, core/feedback.h) and contributes S(acc): topk, the k entries
- *    of largest magnitude of its own acc; cltk, its acc at the k indices
- *    the leader picked from the leader's acc (the leader rotates with the
- *    buffer's agreed call number), so the sum stays k-sparse for any P.
+ *    of largest magnitude of its own acc (its nonzeros only); cltk, its acc
+ *    at the k indices of largest magnitude of the leader's acc (zeros of
+ *    the leader's fill up, lowest index first), so the sum stays k-sparse
+ *    for any P; the leader rotates with the buffer's agreed call number.
  *    k = ceil(SPARCML_COMPRESS_DENSITY * count).  With SPARCML_QSGD_BITS
  *    the contribution is quantized before it leaves the rank.  Then
  *    eps = acc - S(acc), so nothing is lost, only delayed: over T calls,
@@ -148,7 +149,38 @@ static void quantize(sparcml_op *op, sv *s)
     qsgd_decode_block(codes, s->nnz, s->vtype, &q, s->val);
 }
 
-/* The k entries of largest magnitude of acc, as a sparse stream at buf. */
+/* The lowest index at or after which `extra` zeros of acc (indices not in
+ * the n selected, ascending in s) lie below; as an exclusive bound. */
+static uint64_t zeros_bound(const sv *s, uint64_t n, uint64_t extra)
+{
+    uint64_t i = 0, j = 0, zeros = 0;
+    for (; zeros < extra; i++) {
+        if (j < n && sparcml_get_index(s->idx, s->iw, j) == i) j++;
+        else zeros++;
+    }
+    return i;
+}
+
+/* CLT-k's leader picks k indices even when its acc has only n < k
+ * nonzeros (all selected): the lowest of its zeros fill up, since the
+ * other ranks' values there count (at density 1 the sum is exact).  A
+ * backward merge in place: the entry written at p never lies below the
+ * selected entry j still to be read. */
+static void fill_up_with_zeros(sv *s, uint64_t n, uint64_t k, const void *acc)
+{
+    uint64_t bound = zeros_bound(s, n, k - n), p = k, j = n;
+    for (uint64_t i = s->dim; i-- > 0 && p > 0;) {
+        int selected = j > 0 && sparcml_get_index(s->idx, s->iw, j - 1) == i;
+        if (!selected && i >= bound) continue;
+        p--;
+        if (selected) memmove((char *)s->val + p * s->vs, (char *)s->val + --j * s->vs, s->vs);
+        else memcpy((char *)s->val + p * s->vs, (const char *)acc + i * s->vs, s->vs);
+        sparcml_put_index(s->idx, s->iw, p, i);
+    }
+}
+
+/* The k entries of largest magnitude of acc, as a sparse stream at buf
+ * (topk: the nonzeros among them; cltk: k entries, see above). */
 static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *buf)
 {
     const sparcml_call *c = &op->c;
@@ -157,6 +189,10 @@ static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *b
     uint64_t n = topk_select(acc, c->dim, c->vtype, k, scratch, s.idx, s.iw, s.val);
     void *val_k = s.val;
     if (n == k) return s;
+    if (op->set->compress == COMPRESS_CLTK) {
+        fill_up_with_zeros(&s, n, k, acc);
+        return s;
+    }
     /* Fewer nonzeros than k: the values move up behind fewer indices. */
     s = stream_init(buf, c->dim, c->vtype, n, 0);
     memmove(s.val, val_k, n * s.vs);

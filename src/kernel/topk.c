@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -41,11 +42,13 @@
 #define TOPK_DIGIT 11    /* bits per radix select round */
 #define TOPK_HIST ((uint64_t)1 << TOPK_DIGIT)
 
-static int force_portable;
-static uint64_t force_start;
+/* The tests' switches: atomics, so that a test that flips them beside
+ * running selections is not a data race (topk.h). */
+static atomic_int force_portable;
+static atomic_uint_fast64_t force_start;
 
-void topk_force_portable(int on) { force_portable = on; }
-void topk_force_start(uint64_t key) { force_start = key; }
+void topk_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
+void topk_force_start(uint64_t key) { atomic_store_explicit(&force_start, key, memory_order_relaxed); }
 
 /* ---------------------------------------------------------------- scratch */
 
@@ -203,7 +206,8 @@ typedef uint64_t (*filter_f64_fn)(const uint64_t *, uint64_t, uint64_t, uint64_t
 static filter_f32_fn filter_for_f32(void)
 {
 #ifdef TOPK_X86
-    if (!force_portable && __builtin_cpu_supports("avx2")) return filter_f32_avx2;
+    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
+        return filter_f32_avx2;
 #endif
     return filter_f32;
 }
@@ -211,7 +215,8 @@ static filter_f32_fn filter_for_f32(void)
 static filter_f64_fn filter_for_f64(void)
 {
 #ifdef TOPK_X86
-    if (!force_portable && __builtin_cpu_supports("avx2")) return filter_f64_avx2;
+    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
+        return filter_f64_avx2;
 #endif
     return filter_f64;
 }
@@ -299,8 +304,9 @@ typedef struct cands {
                                    const layout *l, char *scratch)             \
     {                                                                          \
         uint64_t r = l->sample ? sample_rank(n, k, l->sample) : 0, eq;         \
+        uint64_t forced = atomic_load_explicit(&force_start, memory_order_relaxed); \
         BT *sv = (BT *)(scratch + l->sv), T;                                   \
-        if (force_start) return force_start < KNAN ? force_start : KNAN;       \
+        if (forced) return forced < KNAN ? forced : KNAN;                      \
         if (r == 0) return 1;                                                  \
         for (uint64_t j = 0; j < l->sample; j++) sv[j] = x[sample_pos(j, n, l->sample)]; \
         T = kth_##NAME(sv, l->sample, r, (uint64_t *)(scratch + l->hist), &eq); \

@@ -4,9 +4,10 @@
  * Every rank can regenerate every rank's gradient (a counter-based
  * generator), so every rank runs the whole reference: for each rank r its
  * residual eps_r (zero at first), acc_r = eps_r + g_r, the contribution
- * S_r (topk: the k entries of largest |acc_r|, lower index first on ties,
- * found by sorting; cltk: acc_r at the indices the leader's top-k picks,
- * the leader being rank t mod P at the buffer's t-th call), the expected
+ * S_r (topk: the k nonzeros of largest |acc_r|, lower index first on
+ * ties, found by sorting; cltk: acc_r at the k indices of largest
+ * magnitude in the leader's acc, zeros included, the leader being rank
+ * t mod P at the buffer's t-th call), the expected
  * sum and eps_r = acc_r - S_r.  Gradients are small integers, so every sum
  * is exact in floating point and the comparisons are bitwise.
  *
@@ -89,14 +90,16 @@ static int by_magnitude(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* sel[i] = 1 for the top-k entries of acc (nonzeros only). */
-static void reference_topk(const double *acc, char *sel)
+/* sel[i] = 1 for the top-k entries of acc: nonzeros only, or with
+ * `zeros` (the CLT-k leader's choice) k entries, zeros counting as the
+ * smallest magnitude (ties: lower index first). */
+static void reference_topk(const double *acc, char *sel, int zeros)
 {
     static entry e[N];
     uint64_t n = 0;
     memset(sel, 0, N);
     for (uint64_t i = 0; i < N; i++)
-        if (acc[i] != 0) e[n++] = (entry){fabs(acc[i]), i};
+        if (acc[i] != 0 || zeros) e[n++] = (entry){fabs(acc[i]), i};
     qsort(e, n, sizeof e[0], by_magnitude);
     for (uint64_t j = 0; j < n && j < cfg.k; j++) sel[e[j].i] = 1;
 }
@@ -106,6 +109,7 @@ typedef struct model {
     double acc[8][N];
     char sel[8][N];     /* each rank's selection */
     double sum[N];      /* the expected result */
+    double plain[N];    /* the exact sum of this call's gradients */
     double inputs[N], results[N]; /* totals over the calls (the invariant) */
     int calls;
 } model;
@@ -115,16 +119,18 @@ static void model_call(model *m, int b, int t)
 {
     int leader = m->calls % P;
     memset(m->sum, 0, sizeof m->sum);
+    memset(m->plain, 0, sizeof m->plain);
     for (int r = 0; r < P; r++)
         for (uint64_t i = 0; i < N; i++) {
             double g = grad(b, t, r, i);
+            m->plain[i] += g;
             m->acc[r][i] = (cfg.feedback ? m->eps[r][i] : 0) + g;
             if (cfg.single) m->acc[r][i] = (float)m->acc[r][i];
             m->inputs[i] += g;
         }
-    if (cfg.cltk) reference_topk(m->acc[leader], m->sel[leader]);
+    if (cfg.cltk) reference_topk(m->acc[leader], m->sel[leader], 1);
     for (int r = 0; r < P; r++) {
-        if (!cfg.cltk) reference_topk(m->acc[r], m->sel[r]);
+        if (!cfg.cltk) reference_topk(m->acc[r], m->sel[r], 0);
         else if (r != leader) memcpy(m->sel[r], m->sel[leader], N);
         for (uint64_t i = 0; i < N; i++) {
             m->sum[i] += m->sel[r][i] ? m->acc[r][i] : 0;
@@ -195,6 +201,11 @@ static void check_call(const model *m, int b, MPI_Datatype type, const void *rec
         if (!cfg.qsgd && got != m->sum[i]) {
             FAIL("buffer %d call %d: result[%llu] = %g, expected %g", b, m->calls, (unsigned long long)i, got,
                  m->sum[i]);
+            return;
+        }
+        if (!cfg.qsgd && cfg.k == N && got != m->plain[i]) {
+            FAIL("buffer %d call %d: density 1, result[%llu] = %g, not the exact sum %g", b, m->calls,
+                 (unsigned long long)i, got, m->plain[i]);
             return;
         }
         if (cfg.qsgd && got != 0 && !anywhere) {

@@ -42,6 +42,9 @@ for mode in topk cltk; do
     run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_COMPRESS_DENSITY=1 -- "$prog" model wait
     rc=$?
     check "$mode at density 1, P=4: the exact sum" passed
+    run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_COMPRESS_DENSITY=0.6 -- "$prog" model
+    rc=$?
+    check "$mode at density 0.6 (k above a rank's nonzeros), P=3" passed
     run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode -- "$prog" fresh_comm
     rc=$?
     check "$mode: a communicator freed and made again starts clean, P=3" passed
