@@ -104,6 +104,25 @@ static double accumulate(void *eps, const void *g, uint64_t n, int vtype)
     return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n) : accumulate_double(eps, g, n);
 }
 
+/* out = a + b over n values. */
+static void add_values(void *out, const void *a, const void *b, uint64_t n, int vtype)
+{
+    if (vtype == SPARCML_FLOAT)
+        for (uint64_t i = 0; i < n; i++) ((float *)out)[i] = ((const float *)a)[i] + ((const float *)b)[i];
+    else
+        for (uint64_t i = 0; i < n; i++) ((double *)out)[i] = ((const double *)a)[i] + ((const double *)b)[i];
+}
+
+/* The first call's residual, held aside until the rhythm is confirmed
+ * (core/feedback.h), joins the residual. */
+static void join_held(sparcml_op *op)
+{
+    feedback_entry *e = op->feedback;
+    if (!e || !e->held || !e->confirmed) return;
+    add_values(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
+    feedback_release_held(&op_policy_of(op->c.ctx)->feedback, e);
+}
+
 /* eps at the contribution's indices: what acc kept beyond the value sent
  * (zero when sent unchanged, even for an infinity).  Returns the change of
  * ||eps||^2 (negative). */
@@ -265,6 +284,7 @@ static int compress_agreed(sched *s)
         return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
     }
     if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
+    join_held(op);
     if (residual(op)) {
         op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype);
         acc = residual(op);
@@ -287,9 +307,8 @@ static void find_feedback(sparcml_op *op)
 {
     sparcml_local *local = &op->local;
     op_policy *pol = op_policy_of(op->c.ctx);
-    uint64_t bytes = op->set->compress_feedback ? op->c.dim * sparcml_value_size(op->c.vtype) : 0;
-    switch (feedback_lookup(&pol->feedback, op->recvbuf, op->count, op->datatype, bytes,
-                            op->set->compress_max_bytes, &op->feedback)) {
+    switch (feedback_lookup(&pol->feedback, op->recvbuf, op->count, op->datatype, op->c.vtype,
+                            op->set->compress_feedback, op->set->compress_max_bytes, &op->feedback)) {
     case FEEDBACK_RESET: stats_record_feedback_reset(op->set, op->rank, op->recvbuf, op->count); break;
     case FEEDBACK_CAPPED:
         local->exact = 1;
@@ -354,6 +373,7 @@ int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_D
     progress_drain(&ctx->pending_calls);
     e = feedback_find(&op_policy_of(ctx)->feedback, recvbuf, count, datatype);
     if (!e || !e->eps || !out) return MPI_ERR_ARG;
-    memcpy(out, e->eps, (size_t)e->bytes);
+    if (e->held) add_values(out, e->eps, e->held, (uint64_t)count, e->vtype);
+    else memcpy(out, e->eps, (size_t)e->bytes);
     return MPI_SUCCESS;
 }

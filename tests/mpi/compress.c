@@ -9,7 +9,9 @@
  * magnitude in the leader's acc, zeros included, the leader being rank
  * t mod P at the buffer's t-th call), the expected
  * sum and eps_r = acc_r - S_r.  Gradients are small integers, so every sum
- * is exact in floating point and the comparisons are bitwise.
+ * is exact in floating point and the comparisons are bitwise.  The model
+ * also follows the rhythm rule (model_rhythm): a buffer's first residual
+ * waits aside until its third call confirms the gap between its calls.
  *
  *   compress model [blocking|wait|test|persistent] [float|double]
  *     two buffers of the same size, one reduced in place, one not, take
@@ -23,6 +25,9 @@
  *     goes on from the residuals the library reports.  With
  *     SPARCML_COMPRESS_FEEDBACK=0 the model keeps no residual and the
  *     library reports none.
+ *   compress temporaries: two tensors take turns at one buffer with a third
+ *     between them; the model holds and drops residuals where sparcml(7)
+ *     says the library does (model_rhythm) and must match every call.
  *   compress nonqualifying: integer, MPI_MAX, small and derived-type calls
  *     give the exact sums (small integers: any order gives the same bits).
  *   compress fresh_comm: a communicator freed and made again starts with
@@ -106,6 +111,8 @@ static void reference_topk(const double *acc, char *sel, int zeros)
 
 typedef struct model {
     double eps[8][N];   /* each rank's residual */
+    double held[8][N];  /* its first call's, aside until the rhythm is known */
+    uint64_t last, gap; /* the buffer's previous call (clock) and gap */
     double acc[8][N];
     char sel[8][N];     /* each rank's selection */
     double sum[N];      /* the expected result */
@@ -113,6 +120,33 @@ typedef struct model {
     double inputs[N], results[N]; /* totals over the calls (the invariant) */
     int calls;
 } model;
+
+static double rounded(double v) { return cfg.single ? (double)(float)v : v; }
+
+/* The rhythm rule of sparcml(7) at the buffer's call at `clock`: its
+ * second call puts the first's residual aside; a later call with the same
+ * gap adds it back, one with another gap drops both.  Returns 1 on a drop. */
+static int model_rhythm(model *m, uint64_t clock)
+{
+    uint64_t gap = clock - m->last;
+    int first = m->last == 0, second = !first && m->gap == 0, drop = !first && !second && gap != m->gap;
+    m->last = clock;
+    if (first || !cfg.feedback) return 0;
+    m->gap = gap;
+    for (int r = 0; r < P; r++)
+        for (uint64_t i = 0; i < N; i++) {
+            if (second) m->held[r][i] = m->eps[r][i];
+            m->eps[r][i] = second || drop ? 0 : rounded(m->eps[r][i] + m->held[r][i]);
+            if (!second) m->held[r][i] = 0;
+        }
+    return drop;
+}
+
+/* What the library reports as rank r's residual at i. */
+static double model_residual(const model *m, int r, uint64_t i)
+{
+    return rounded(m->eps[r][i] + m->held[r][i]);
+}
 
 /* One call of buffer b at step t: the model's selections and sum. */
 static void model_call(model *m, int b, int t)
@@ -124,8 +158,7 @@ static void model_call(model *m, int b, int t)
         for (uint64_t i = 0; i < N; i++) {
             double g = grad(b, t, r, i);
             m->plain[i] += g;
-            m->acc[r][i] = (cfg.feedback ? m->eps[r][i] : 0) + g;
-            if (cfg.single) m->acc[r][i] = (float)m->acc[r][i];
+            m->acc[r][i] = rounded((cfg.feedback ? m->eps[r][i] : 0) + g);
             m->inputs[i] += g;
         }
     if (cfg.cltk) reference_topk(m->acc[leader], m->sel[leader], 1);
@@ -214,21 +247,23 @@ static void check_call(const model *m, int b, MPI_Datatype type, const void *rec
             return;
         }
         if (!cfg.feedback) continue;
-        if ((!cfg.qsgd || !sel[i]) && get(eps, type, i) != m->eps[rank][i]) {
+        if ((!cfg.qsgd || !sel[i]) && get(eps, type, i) != model_residual(m, rank, i)) {
             FAIL("buffer %d call %d: residual[%llu] = %g, expected %g", b, m->calls, (unsigned long long)i,
-                 get(eps, type, i), m->eps[rank][i]);
+                 get(eps, type, i), model_residual(m, rank, i));
             return;
         }
     }
 }
 
 /* With QSGD the values sent are random: the model goes on from the
- * residuals the library reports (every rank's, gathered). */
+ * residuals the library reports (every rank's, gathered; a residual held
+ * aside is in the report, which is what joining it gives). */
 static void adopt_residuals(model *m, MPI_Datatype type, const void *eps)
 {
     static double mine[N];
     for (uint64_t i = 0; i < N; i++) mine[i] = get(eps, type, i);
     MPI_Allgather(mine, N, MPI_DOUBLE, m->eps, N, MPI_DOUBLE, MPI_COMM_WORLD);
+    memset(m->held, 0, sizeof m->held);
 }
 
 /* With QSGD: sum of results + sum over ranks of the residuals = sum of the
@@ -259,6 +294,7 @@ static void run_model(MPI_Datatype type)
     size_t vs = type == MPI_FLOAT ? 4 : 8;
     void *recv[BUFFERS], *send = malloc(N * vs), *eps = malloc(N * vs);
     MPI_Request persistent[BUFFERS] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    uint64_t clock = 0;
     for (int b = 0; b < BUFFERS; b++) recv[b] = malloc(N * vs);
     cfg.single = type == MPI_FLOAT;
     for (int t = 0; t < STEPS; t++)
@@ -270,6 +306,7 @@ static void run_model(MPI_Datatype type)
             for (uint64_t i = 0; i < N; i++) put(in, type, i, grad(b, t, rank, i));
             rc = call(b == 0 ? MPI_IN_PLACE : send, recv[b], N, type, &persistent[b]);
             if (rc != MPI_SUCCESS) FAIL("buffer %d step %d: rc %d", b, t, rc);
+            if (model_rhythm(m, ++clock)) FAIL("buffer %d step %d: the model drops a residual", b, t);
             model_call(m, b, t);
             for (uint64_t i = 0; i < N; i++) m->results[i] += get(recv[b], type, i);
             check_call(m, b, type, recv[b], eps);
@@ -282,6 +319,33 @@ static void run_model(MPI_Datatype type)
     }
     free(send);
     free(eps);
+}
+
+/* Temporaries: tensors 0 and 2 take turns at buffer X, tensor 1 uses Y
+ * between them, every step.  X's gaps alternate (2, 1, 2, ...), so after
+ * its rhythm is known (its second use) each use drops the residual: the
+ * model applies the rule of sparcml(7) (a gap unlike the one before drops
+ * it) and must still match every call; at least one drop must happen. */
+static void run_temporaries(void)
+{
+    static model models[2];
+    static float buf[2][N], eps[N];
+    static const int key_of[3] = {0, 1, 0};
+    uint64_t clock = 0;
+    int drops = 0;
+    cfg.single = 1;
+    for (int t = 0; t < STEPS; t++)
+        for (int tensor = 0; tensor < 3; tensor++) {
+            int k = key_of[tensor];
+            model *m = &models[k];
+            drops += model_rhythm(m, ++clock);
+            for (uint64_t i = 0; i < N; i++) buf[k][i] = (float)grad(tensor, t, rank, i);
+            MPI_Allreduce(MPI_IN_PLACE, buf[k], N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            model_call(m, tensor, t);
+            check_call(m, k, MPI_FLOAT, buf[k], eps);
+        }
+    if (drops == 0) FAIL("the pattern dropped no residual");
+    if (rank == 0) printf("drops=%d\n", drops);
 }
 
 /* --- calls that stay exact ------------------------------------------------ */
@@ -409,9 +473,10 @@ int main(int argc, char **argv)
     else if (strcmp(what, "nonqualifying") == 0) run_nonqualifying();
     else if (strcmp(what, "fresh_comm") == 0) run_fresh_comm();
     else if (strcmp(what, "capped") == 0) run_capped();
+    else if (strcmp(what, "temporaries") == 0) run_temporaries();
     else if (strcmp(what, "mismatch") == 0) run_mismatch();
     else {
-        if (rank == 0) fprintf(stderr, "usage: compress [model|nonqualifying|fresh_comm|capped|mismatch] [blocking|wait|test|persistent] [float|double]\n");
+        if (rank == 0) fprintf(stderr, "usage: compress [model|temporaries|nonqualifying|fresh_comm|capped|mismatch] [blocking|wait|test|persistent] [float|double]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

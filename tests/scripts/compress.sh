@@ -9,7 +9,8 @@
 #    persistent calls, float and double;
 #  - without feedback the sum of each rank's top-k; at density 1 the exact sum;
 #  - calls that do not qualify stay exact and with the vendor;
-#  - a communicator freed and made again starts clean;
+#  - a communicator freed and made again starts clean; two tensors taking
+#    turns at one buffer have their residual dropped where sparcml(7) says;
 #  - a rank whose feedback memory is full: every rank sums exactly, one line;
 #  - a density that differs between ranks fails the call on every rank;
 #  - off by default, and SPARCML_STATS reports the compressed calls.
@@ -48,6 +49,12 @@ for mode in topk cltk; do
     run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode -- "$prog" fresh_comm
     rc=$?
     check "$mode: a communicator freed and made again starts clean, P=3" passed
+done
+for mode in topk cltk; do
+    run_mpi 3 "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_STATS=1 -- "$prog" temporaries
+    rc=$?
+    check "$mode: two tensors taking turns at one buffer between other calls lose their residual, never swap it" \
+        'passed && grep -q "feedback dropped: [1-9]" "$out"'
 done
 for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
     run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=topk SPARCML_ALGORITHM=$alg -- "$prog" model
