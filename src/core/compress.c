@@ -124,8 +124,8 @@ static void join_held(sparcml_op *op)
 }
 
 /* eps at the contribution's indices: what acc kept beyond the value sent
- * (zero when sent unchanged, even for an infinity).  Returns the change of
- * ||eps||^2 (negative). */
+ * (zero when sent unchanged, even for an infinity; with QSGD the
+ * quantization error).  Returns the change of ||eps||^2. */
 static double hold_back(void *eps, const sv *sent)
 {
     double change = 0;
