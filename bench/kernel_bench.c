@@ -7,13 +7,15 @@
  *                         memcpy_ns_per_entry,x_memcpy,x_baseline
  *                         (merge-add, scatter-add, densify, slicing, the
  *                         stream builders of include/sparcml.h, QSGD block
- *                         encode and decode)
+ *                         encode and decode, top-k selection)
+ *   kernel_bench --topk   the same CSV, top-k selection only
  *   kernel_bench --scan   CSV: transparent mode's scan (count the nonzeros)
  *                         and gather (build the stream) of dense floats
  *                         against a plain read of the same buffer
  *   kernel_bench --smoke  no timing: the library's merge-add must write the
  *                         same bytes as the baseline on the benchmark's
  *                         inputs (and small ones); exit 1 on any difference. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 #include "kernel/qsgd.h"
 #include "kernel/stream.h"
+#include "kernel/topk.h"
 
 /* ------------------------------------------------- the baseline merge-add */
 
@@ -253,6 +256,49 @@ static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *
     free(dense);
 }
 
+/* ----------------------------------------------------------------- top-k */
+
+/* n gradient-like values: normal with mean 0 (Box-Muller), scaled. */
+static void fill_normal(void *vals, int vtype, uint64_t n, uint64_t rng)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double u = ((double)(rng_next(&rng) >> 11) + 0.5) / 9007199254740992.0;
+        double v = (double)(rng_next(&rng) >> 11) / 9007199254740992.0;
+        double g = 1e-3 * sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+        if (vtype == SPARCML_FLOAT) ((float *)vals)[i] = (float)g;
+        else ((double *)vals)[i] = g;
+    }
+}
+
+/* topk_select of n = 16M values at k = d n, per input value, against a
+ * memcpy of the n values: the dispatched pass (AVX2 where the CPU has it)
+ * and the portable one. */
+static void bench_topk(int vtype)
+{
+    static const double ds[] = {1e-2, 1e-3, 1e-4};
+    uint64_t n = (uint64_t)1 << 24, vs = sparcml_value_size(vtype);
+    char *vals = aligned_alloc(64, n * vs), *copy = aligned_alloc(64, n * vs);
+    double lib, cpy;
+    if (!vals || !copy) { fprintf(stderr, "kernel_bench: out of memory\n"); exit(2); }
+    fill_normal(vals, vtype, n, 0x70b4 + (uint64_t)vtype);
+    for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) {
+        uint64_t k = (uint64_t)(ds[j] * (double)n), sb = topk_scratch_bytes(n, k, vtype);
+        char *scratch = aligned_alloc(64, (sb + 63) / 64 * 64), *idx = malloc(k * 4);
+        char *out = malloc(k * vs), cas[48];
+        if (!scratch || !idx || !out) { fprintf(stderr, "kernel_bench: out of memory\n"); exit(2); }
+        TIME_BEST(cpy, 2, (memcpy(copy, vals, n * vs), sink += (uint64_t)copy[n * vs - 1]));
+        for (int portable = 0; portable < 2; portable++) {
+            topk_force_portable(portable);
+            TIME_BEST(lib, 2, sink += topk_select(vals, n, vtype, k, scratch, idx, 4, out));
+            snprintf(cas, sizeof cas, "normal-d%g%s", ds[j], portable ? "-portable" : "");
+            row("topk_select", cas, vtype, 4, n, lib, cpy, 0);
+        }
+        topk_force_portable(0);
+        free(scratch); free(idx); free(out);
+    }
+    free(vals); free(copy);
+}
+
 /* ------------------------------------------------- transparent-mode scan */
 
 /* The plain read the scan is measured against: a sum the compiler
@@ -336,6 +382,9 @@ static int smoke(char *abuf, char *bbuf, char *o1, char *o2)
     return bad;
 }
 
+static const char csv_header[] = "kernel,case,vtype,index_bits,entries,ns_per_entry,"
+                                 "memcpy_ns_per_entry,x_memcpy,x_baseline";
+
 int main(int argc, char **argv)
 {
     static const uint64_t ks[] = {16384, 131072, 1048576};
@@ -348,9 +397,11 @@ int main(int argc, char **argv)
         rc = smoke(abuf, bbuf, obuf, cbuf);
     } else if (argc > 1 && strcmp(argv[1], "--scan") == 0) {
         scans(abuf, obuf);
+    } else if (argc > 1 && strcmp(argv[1], "--topk") == 0) {
+        printf("%s\n", csv_header);
+        for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++) bench_topk(vt);
     } else {
-        printf("kernel,case,vtype,index_bits,entries,ns_per_entry,memcpy_ns_per_entry,"
-               "x_memcpy,x_baseline\n");
+        printf("%s\n", csv_header);
         for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
             for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
                 for (unsigned iw = 4; iw <= 8; iw += 4)
@@ -359,6 +410,7 @@ int main(int argc, char **argv)
         for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
             for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
                 bench_builders(vt, ks[n], abuf, bbuf, obuf, cbuf);
+        for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++) bench_topk(vt);
     }
     free(abuf); free(bbuf); free(obuf); free(cbuf);
     return rc;
