@@ -49,9 +49,11 @@
 # "failed"; the exit status is then 1.
 #
 # SHIM overrides the library (default build/src/.libs/libsparcml.so, MPICH).
-# The machine should be otherwise idle: before each run the script waits (at
-# most BENCH_QUIET_MAX s, default 120; 0: no wait) for BENCH_QUIET_IDLE %
-# (default 80) idle CPUs.  A full run takes about 5 minutes on 2 cores.
+# The machine should be otherwise idle: before each of the 21 runs the script
+# waits (at most BENCH_QUIET_MAX s, default 60; 0: no wait) for
+# BENCH_QUIET_IDLE % (default 80) idle CPUs.  On an idle 2-core machine the
+# dense runs take about 3 s (topk_sgd) and 8 s (softmax_sgd), and the whole
+# script 5 to 10 minutes, plus those waits.
 set -uo pipefail
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -84,7 +86,7 @@ stats=$res/compress_stats.txt
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-quiet_max=${BENCH_QUIET_MAX:-120}
+quiet_max=${BENCH_QUIET_MAX:-60}
 quiet_idle=${BENCH_QUIET_IDLE:-80}
 quiet_note() { say "$*"; }
 . "$top/scripts/quiet.sh"
