@@ -9,7 +9,7 @@
  * first, so the result is a pure function of (vals, n, k).
  *
  * Cost: one pass over the n values (a vectorised compare against a
- * threshold estimated from a fixed sample of at most TOPK_SAMPLE values),
+ * threshold estimated from a fixed sample of at most 16384 values),
  * plus O(k) work on the entries that pass it; a second pass only when the
  * estimate proves too high (fewer than k entries passed).  Memory: the
  * caller's scratch of topk_scratch_bytes, O(k), never O(n). */
@@ -29,7 +29,8 @@ uint64_t topk_scratch_bytes(uint64_t n, uint64_t k, int vtype);
  * ascending, to idx (iw bytes each, 4 or 8; 4 needs n <= 2^32) and their
  * values, bit for bit, to out_vals, both in the order of the indices.
  * Returns how many.  scratch holds topk_scratch_bytes(n, k, vtype) bytes,
- * 8-byte aligned; idx and out_vals need room for min(k, n) entries. */
+ * 8-byte aligned (NULL when that is 0); idx and out_vals need room for
+ * min(k, n) entries. */
 uint64_t topk_select(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch,
                      void *idx, unsigned iw, void *out_vals);
 
