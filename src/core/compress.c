@@ -82,26 +82,41 @@ static int cltk_leader(const sparcml_op *op)
 
 /* --- acc = eps + g, and after the selection eps = acc - S(acc) ----------- */
 
-/* eps += g over n values; returns ||eps||^2 afterwards.  Four partial
- * sums: one would make the pass wait on each addition's latency. */
+/* eps += g over n values.  With `norm`, returns ||eps||^2 afterwards (for
+ * SPARCML_STATS; four partial sums, as one would make the pass wait on
+ * each addition's latency); without, the loop is a plain vectorised add. */
 #define ACCUMULATE(type)                                                   \
     do {                                                                   \
-        type *e = eps;                                                     \
-        const type *x = g;                                                 \
         double part[4] = {0, 0, 0, 0};                                     \
-        for (uint64_t i = 0; i < n; i++) {                                 \
-            e[i] += x[i];                                                  \
-            part[i & 3] += (double)e[i] * (double)e[i];                    \
+        if (!norm) {                                                       \
+            for (uint64_t i = 0; i < n; i++) eps[i] += g[i];               \
+            return 0;                                                      \
+        }                                                                  \
+        for (uint64_t i = 0; i + 4 <= n; i += 4)                           \
+            for (int j = 0; j < 4; j++) {                                  \
+                eps[i + j] += g[i + j];                                    \
+                part[j] += (double)eps[i + j] * (double)eps[i + j];        \
+            }                                                              \
+        for (uint64_t i = n & ~(uint64_t)3; i < n; i++) {                  \
+            eps[i] += g[i];                                                \
+            part[0] += (double)eps[i] * (double)eps[i];                    \
         }                                                                  \
         return (part[0] + part[1]) + (part[2] + part[3]);                  \
     } while (0)
 
-static double accumulate_float(float *eps, const float *g, uint64_t n) { ACCUMULATE(float); }
-static double accumulate_double(double *eps, const double *g, uint64_t n) { ACCUMULATE(double); }
-
-static double accumulate(void *eps, const void *g, uint64_t n, int vtype)
+static double accumulate_float(float *restrict eps, const float *restrict g, uint64_t n, int norm)
 {
-    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n) : accumulate_double(eps, g, n);
+    ACCUMULATE(float);
+}
+
+static double accumulate_double(double *restrict eps, const double *restrict g, uint64_t n, int norm)
+{
+    ACCUMULATE(double);
+}
+
+static double accumulate(void *eps, const void *g, uint64_t n, int vtype, int norm)
+{
+    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n, norm) : accumulate_double(eps, g, n, norm);
 }
 
 /* out = a + b over n values. */
@@ -286,7 +301,7 @@ static int compress_agreed(sched *s)
     if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
     if (residual(op)) {
-        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype);
+        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype, op->set->stats || op->set->verbose);
         acc = residual(op);
     }
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
