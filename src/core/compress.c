@@ -82,41 +82,35 @@ static int cltk_leader(const sparcml_op *op)
 
 /* --- acc = eps + g, and after the selection eps = acc - S(acc) ----------- */
 
-/* eps += g over n values.  With `norm`, returns ||eps||^2 afterwards (for
- * SPARCML_STATS; four partial sums, as one would make the pass wait on
- * each addition's latency); without, the loop is a plain vectorised add. */
+/* eps += g over n values; returns ||eps||^2 afterwards (SPARCML_STATS's
+ * held-back fraction).  Four named partial sums: one would make the pass
+ * wait on each addition's latency, an array of them stays in memory.  This
+ * unrolled pass measures faster than a plain add at -O2, so it always
+ * runs. */
 #define ACCUMULATE(type)                                                   \
     do {                                                                   \
-        double part[4] = {0, 0, 0, 0};                                     \
-        if (!norm) {                                                       \
-            for (uint64_t i = 0; i < n; i++) eps[i] += g[i];               \
-            return 0;                                                      \
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                             \
+        uint64_t i = 0;                                                    \
+        for (; i + 4 <= n; i += 4) {                                       \
+            type a = eps[i] + g[i], b = eps[i + 1] + g[i + 1];             \
+            type c = eps[i + 2] + g[i + 2], d = eps[i + 3] + g[i + 3];     \
+            eps[i] = a, eps[i + 1] = b, eps[i + 2] = c, eps[i + 3] = d;    \
+            s0 += (double)a * a, s1 += (double)b * b;                      \
+            s2 += (double)c * c, s3 += (double)d * d;                      \
         }                                                                  \
-        for (uint64_t i = 0; i + 4 <= n; i += 4)                           \
-            for (int j = 0; j < 4; j++) {                                  \
-                eps[i + j] += g[i + j];                                    \
-                part[j] += (double)eps[i + j] * (double)eps[i + j];        \
-            }                                                              \
-        for (uint64_t i = n & ~(uint64_t)3; i < n; i++) {                  \
+        for (; i < n; i++) {                                               \
             eps[i] += g[i];                                                \
-            part[0] += (double)eps[i] * (double)eps[i];                    \
+            s0 += (double)eps[i] * eps[i];                                 \
         }                                                                  \
-        return (part[0] + part[1]) + (part[2] + part[3]);                  \
+        return (s0 + s1) + (s2 + s3);                                      \
     } while (0)
 
-static double accumulate_float(float *restrict eps, const float *restrict g, uint64_t n, int norm)
-{
-    ACCUMULATE(float);
-}
+static double accumulate_float(float *restrict eps, const float *restrict g, uint64_t n) { ACCUMULATE(float); }
+static double accumulate_double(double *restrict eps, const double *restrict g, uint64_t n) { ACCUMULATE(double); }
 
-static double accumulate_double(double *restrict eps, const double *restrict g, uint64_t n, int norm)
+static double accumulate(void *eps, const void *g, uint64_t n, int vtype)
 {
-    ACCUMULATE(double);
-}
-
-static double accumulate(void *eps, const void *g, uint64_t n, int vtype, int norm)
-{
-    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n, norm) : accumulate_double(eps, g, n, norm);
+    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n) : accumulate_double(eps, g, n);
 }
 
 /* out = a + b over n values. */
@@ -238,7 +232,7 @@ static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *b
 static int exact_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    stats_record_compressed(op->set, &op->c, 1, -1);
+    stats_record_compressed(op->set, &op->c, 1, -1, 0);
     op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
 }
@@ -253,7 +247,7 @@ static int compressed_done(sched *s)
     result = stream_view(op->c.recvbuf);
     stream_densify(&result, op->recvbuf);
     if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
-    stats_record_compressed(op->set, &op->c, 0, held_back);
+    stats_record_compressed(op->set, &op->c, 0, held_back, op->bcast_bytes);
     return MPI_SUCCESS;
 }
 
@@ -292,7 +286,7 @@ static int compress_agreed(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     const void *acc = gradient(op);
-    uint64_t k = op->local.nnz;
+    uint64_t k = op->local.nnz, words;
     void *buf;
     if (op->agreed.exact) {
         sched_next(s, exact_done);
@@ -301,7 +295,7 @@ static int compress_agreed(sched *s)
     if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
     if (residual(op)) {
-        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype, op->set->stats || op->set->verbose);
+        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype);
         acc = residual(op);
     }
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
@@ -311,9 +305,11 @@ static int compress_agreed(sched *s)
     }
     if (c->ctx->rank == cltk_leader(op)) c->input = select_topk(op, acc, k, buf);
     sched_next(s, cltk_indexed);
-    /* The header and the indices: the broadcast's size is known to all. */
-    return sched_bcast_words(s, buf, (SPARCML_HEADER_BYTES + sparcml_round8(k * sparcml_index_width(c->dim))) / 8,
-                             cltk_leader(op));
+    /* The header and the indices: the broadcast's size is known to all.
+     * Its bytes, reaching P - 1 ranks, are counted as each rank's share. */
+    words = (SPARCML_HEADER_BYTES + sparcml_round8(k * sparcml_index_width(c->dim))) / 8;
+    op->bcast_bytes = words * 8 * (uint64_t)(c->ctx->size - 1) / (uint64_t)c->ctx->size;
+    return sched_bcast_words(s, buf, words, cltk_leader(op));
 }
 
 /* This rank's entry for the buffer (without feedback, one that only

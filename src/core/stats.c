@@ -79,11 +79,12 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
     }
 }
 
-void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back)
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
+                             uint64_t extra_bytes)
 {
     if (c->ctx->rank == 0) atomic_fetch_add(exact ? &compressed_exact : &compressed_calls, 1);
     if (!exact) {
-        atomic_fetch_add(&compressed_bytes, c->bytes_sent);
+        atomic_fetch_add(&compressed_bytes, c->bytes_sent + extra_bytes);
         atomic_fetch_add(&compressed_dense, dense_equivalent(c));
     }
     if (!exact && held_back >= 0) {

@@ -36,10 +36,12 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
                               stats_route route, uint64_t k_max, double scan_seconds);
 
 /* Compression: a call summed from the ranks' selections of k_max values
- * each (bytes_sent: this rank's; held_back: ||eps|| / ||eps + g|| on this
- * rank, negative when no residual is kept), or exactly, because some
- * rank's feedback memory is full. */
-void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back);
+ * each (bytes: the algorithm's c->bytes_sent and `extra_bytes`, this
+ * rank's share of CLT-k's index broadcast; held_back: ||eps|| /
+ * ||eps + g|| on this rank, negative when not known), or exactly, because
+ * some rank's feedback memory is full. */
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
+                             uint64_t extra_bytes);
 
 /* Compression on any rank: a buffer's residual was dropped (its rhythm
  * changed, core/feedback.h), or it was summed exactly because the feedback
