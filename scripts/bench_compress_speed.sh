@@ -1,0 +1,155 @@
+#!/bin/bash
+# bench_compress_speed.sh -- SPARCML_COMPRESS (topk, cltk) against the
+# vendor's dense MPI_Allreduce of the same gradient, side by side in one run
+# (bench/compress_bench.c: dense float gradient, every entry nonzero, fresh
+# on each rank at each call); results in bench/results/compress_*.
+#   1. speed on the emulated Gigabit cluster (scripts/netsim.sh, needs
+#      root), P = 8, N = 16M floats (64 MiB): topk and cltk at density 1e-3
+#      and 1e-2 -> compress_speed.csv;
+#   2. scale at density 1e-3: P = 2, 4 on the rig (P = 8 is step 1's row),
+#      N = 16M; P = 2 .. 64 on shared memory (yield preload), N = 4M floats
+#      (16 MiB: 64 ranks' buffers, residuals and scratch fit in memory and
+#      a run takes under a minute) -> compress_scale.csv and
+#      compress_scale.png (bytes per rank per call and time per call
+#      against P);
+#   3. where a compressed call's time goes: P = 1 (the rank's own passes
+#      alone: accumulate, selection, densify) and P = 8 on the rig with
+#      SPARCML_VERBOSE=1 (the sparse algorithm's time_us, rank 0) ->
+#      compress_breakdown.csv.
+# Every run has SPARCML_STATS=1 (a few counters per call): bytes per rank
+# per call = bytes_sent / (compressed calls x P), warm-up calls included
+# (they send as many).  bcast_bytes_per_rank_call is cltk's broadcast of
+# the leader's indices (32 + 4k bytes, rounded up to 8, received by P - 1
+# ranks), which SPARCML_STATS does not count; it is computed, not measured.
+# The rig's 8 ranks share this machine's 2 cores, and so do the shared-
+# memory runs' up to 64: the compressed times are CPU-bound there (each
+# rank's passes over its N values run 4 to 32 ranks per core), the
+# vendor's at P = 8 on the rig are network-bound.
+#   scripts/bench_compress_speed.sh [--no-rig]
+# Environment: COMPRESS_CALLS (timed pairs per run, default 10),
+# COMPRESS_QUIET_MAX (seconds to wait for an idle machine before each run,
+# default 60), COMPRESS_QUIET_IDLE (idle percentage, default 85).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+b="$top/build"
+res="$top/bench/results"
+export HYDRA_CONFIG_FILE=/dev/null
+make -C "$b" -s -j2 src/libsparcml.la bench/compress_bench tests/support/libyield.la >/dev/null \
+    || { echo "bench_compress_speed: build failed" >&2; exit 1; }
+shim="$b/src/.libs/libsparcml.so"
+yield="$b/tests/support/.libs/libyield.so"
+cb="$b/bench/compress_bench"
+calls=${COMPRESS_CALLS:-10}
+big=16777216 small=4194304
+say() { echo "bench_compress_speed: $*" >&2; }
+quiet_max=${COMPRESS_QUIET_MAX:-60}
+quiet_idle=${COMPRESS_QUIET_IDLE:-85}
+quiet_note() { say "$*"; }
+. "$top/scripts/quiet.sh"
+mkdir -p "$res"
+header=where,P,N,mode,density,k,calls,vendor_median_ms,vendor_mean_ms,compressed_median_ms,compressed_mean_ms,speedup,result_nnz,bytes_per_rank_call,bcast_bytes_per_rank_call,dense_bytes_per_rank_call,bytes_ratio
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# The CSV row of one compress_bench run (one N) joined with its STATS line:
+# WHERE on stdin's output.
+row() {
+    awk -F, -v where="$1" '
+        /^[0-9]/ { split($0, r, ","); have = 1 }
+        /^sparcml: compressed calls:/ {
+            c = $0; sub(/.*compressed calls: /, "", c); calls = c + 0
+            s = $0; sub(/.*bytes_sent /, "", s); sent = s + 0
+            d = $0; sub(/.*dense_equiv /, "", d); dense = d + 0
+        }
+        END {
+            if (!have || !calls) { print "no result" > "/dev/stderr"; exit 1 }
+            P = r[1]; N = r[2]; dens = r[4]
+            k = dens * N; k = (k == int(k)) ? k : int(k) + 1
+            bc = 0
+            if (r[3] == "cltk") { m = 32 + 4 * k; m = int((m + 7) / 8) * 8; bc = (P - 1) * m / P }
+            per = sent / (calls * P)
+            printf "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%.0f,%.5f\n", where, r[1], r[2], r[3], dens, k,
+                   r[5], r[6], r[7], r[8], r[9], r[10], r[11], per, bc, dense / (calls * P), sent / dense
+        }'
+}
+
+# shm P N MODE DENSITY [CALLS]
+shm() {
+    wait_quiet
+    timeout 900 mpiexec.mpich -n "$1" env LD_PRELOAD="$yield:$shim" SPARCML_COMPRESS="$3" \
+        SPARCML_COMPRESS_DENSITY="$4" SPARCML_STATS=1 "$cb" "$2" "${5:-$calls}" 2 | row shm
+}
+
+# rig P N MODE DENSITY
+rig() {
+    wait_quiet
+    env LD_PRELOAD="$shim" SPARCML_COMPRESS="$3" SPARCML_COMPRESS_DENSITY="$4" SPARCML_STATS=1 \
+        NETSIM_TIMEOUT=900 "$top/scripts/netsim.sh" run "$1" -- "$cb" "$2" "$calls" 2 | row rig
+}
+
+rig_up=0
+if [ "${1:-}" != --no-rig ]; then
+    "$top/scripts/netsim.sh" up 8 1gbit >&2 || { say "netsim up failed"; exit 1; }
+    rig_up=1
+    trap 'rm -f "$out"; "$top/scripts/netsim.sh" down >&2' EXIT
+    say "1/3 speed on the rig, P = 8, N = $big"
+    {
+        echo "$header"
+        for m in topk cltk; do
+            for d in 0.001 0.01; do rig 8 $big $m $d; done
+        done
+    } | tee "$res/compress_speed.csv"
+fi
+
+say "2/3 scale at density 1e-3"
+{
+    echo "$header"
+    if [ $rig_up = 1 ]; then
+        for p in 2 4; do
+            for m in topk cltk; do rig $p $big $m 0.001; done
+        done
+        grep ',0.001,' "$res/compress_speed.csv"
+    fi
+    for p in 2 4 8 16 32 64; do
+        for m in topk cltk; do shm $p $small $m 0.001; done
+    done
+} | tee "$out"
+# Rows in the order where, mode, P.
+{ head -1 "$out"; sed 1d "$out" | sort -t, -k1,1 -k4,4 -k2,2n; } >"$res/compress_scale.csv"
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    /usr/bin/python3 "$top/bench/compress_scale_plot.py" "$res/compress_scale.csv" "$res/compress_scale.png"
+else
+    say "no matplotlib (python3-matplotlib), no plot"
+fi
+
+say "3/3 where the time goes, N = $big, density 1e-3"
+# alg_median_ms: the median over the calls (warm-up included) of the sparse
+# algorithm's time_us that SPARCML_VERBOSE prints (rank 0); the rest of a
+# compressed call is the rank's passes over its N values and the agreement
+# (cltk: and the broadcast of the leader's indices).
+verbose_median() {
+    awk '/^sparcml: allreduce algorithm=/ { t = $0; sub(/.*time_us=/, "", t); v[n++] = t + 0 }
+         /^[0-9]/ { split($0, r, ","); cm = r[8] }
+         END {
+             for (i = 1; i < n; i++)
+                 for (j = i; j > 0 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+             printf "%.3f,%.3f\n", cm, n ? (n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) / 1e3 : -1
+         }'
+}
+{
+    echo "where,P,N,mode,density,compressed_median_ms,alg_median_ms"
+    for m in topk cltk; do
+        wait_quiet
+        echo "local,1,$big,$m,0.001,$(timeout 300 mpiexec.mpich -n 1 env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m \
+            SPARCML_COMPRESS_DENSITY=0.001 SPARCML_VERBOSE=1 "$cb" $big "$calls" 2 | verbose_median)"
+    done
+    if [ $rig_up = 1 ]; then
+        for m in topk cltk; do
+            wait_quiet
+            echo "rig,8,$big,$m,0.001,$(env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m SPARCML_COMPRESS_DENSITY=0.001 \
+                SPARCML_VERBOSE=1 NETSIM_TIMEOUT=900 "$top/scripts/netsim.sh" run 8 -- "$cb" $big 6 2 \
+                | verbose_median)"
+        done
+    fi
+} | tee "$res/compress_breakdown.csv"
+say "wrote $res/compress_speed.csv, compress_scale.csv, compress_scale.png, compress_breakdown.csv"
