@@ -12,10 +12,11 @@
 #      a run takes under a minute) -> compress_scale.csv and
 #      compress_scale.png (bytes per rank per call and time per call
 #      against P);
-#   3. where a compressed call's time goes: P = 1 (the rank's own passes
-#      alone: accumulate, selection, densify) and P = 8 on the rig with
-#      SPARCML_VERBOSE=1 (the sparse algorithm's time_us, rank 0) ->
-#      compress_breakdown.csv.
+#   3. where a compressed call's time goes, with the error feedback's
+#      passes and without them (SPARCML_COMPRESS_FEEDBACK=0): P = 1 (one
+#      rank's passes alone: accumulate, selection, densify) and P = 8 on
+#      the rig, with SPARCML_VERBOSE=1 (the sparse algorithm's time_us,
+#      rank 0) -> compress_breakdown.csv.
 # Every run has SPARCML_STATS=1 (a few counters per call): bytes per rank
 # per call = bytes_sent / (compressed calls x P), warm-up calls included
 # (they send as many).  bcast_bytes_per_rank_call is cltk's broadcast of
@@ -123,32 +124,41 @@ else
 fi
 
 say "3/3 where the time goes, N = $big, density 1e-3"
-# alg_median_ms: the median over the calls (warm-up included) of the sparse
-# algorithm's time_us that SPARCML_VERBOSE prints (rank 0); the rest of a
-# compressed call is the rank's passes over its N values and the agreement
-# (cltk: and the broadcast of the leader's indices).
+# With SPARCML_COMPRESS_FEEDBACK=0 a call skips the error feedback's passes
+# (acc = eps + g with its norm, and eps at the sent indices), and only them:
+# the difference of the two rows is what they cost.  P = 1 is one rank's
+# passes alone on a core (its "vendor" is a copy of the 64 MiB);
+# alg_median_ms is the median over the calls (warm-up included) of the
+# sparse algorithm's time_us that SPARCML_VERBOSE prints (rank 0); the rest
+# of a compressed call is the rank's passes over its N values, the
+# agreement and, for cltk, the broadcast of the leader's indices.
 verbose_median() {
     awk '/^sparcml: allreduce algorithm=/ { t = $0; sub(/.*time_us=/, "", t); v[n++] = t + 0 }
-         /^[0-9]/ { split($0, r, ","); cm = r[8] }
+         /^[0-9]/ { split($0, r, ","); vm = r[6]; cm = r[8]; sp = r[10] }
          END {
              for (i = 1; i < n; i++)
                  for (j = i; j > 0 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
-             printf "%.3f,%.3f\n", cm, n ? (n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) / 1e3 : -1
+             printf "%s,%s,%.3f,%s\n", vm, cm, n ? (n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) / 1e3 : -1, sp
          }'
 }
 {
-    echo "where,P,N,mode,density,compressed_median_ms,alg_median_ms"
+    echo "where,P,N,mode,density,feedback,vendor_median_ms,compressed_median_ms,alg_median_ms,speedup"
     for m in topk cltk; do
-        wait_quiet
-        echo "local,1,$big,$m,0.001,$(timeout 300 mpiexec.mpich -n 1 env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m \
-            SPARCML_COMPRESS_DENSITY=0.001 SPARCML_VERBOSE=1 "$cb" $big "$calls" 2 | verbose_median)"
+        for f in 1 0; do
+            wait_quiet
+            echo "local,1,$big,$m,0.001,$f,$(timeout 300 mpiexec.mpich -n 1 env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m \
+                SPARCML_COMPRESS_DENSITY=0.001 SPARCML_COMPRESS_FEEDBACK=$f SPARCML_VERBOSE=1 "$cb" $big "$calls" 2 \
+                | verbose_median)"
+        done
     done
     if [ $rig_up = 1 ]; then
         for m in topk cltk; do
-            wait_quiet
-            echo "rig,8,$big,$m,0.001,$(env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m SPARCML_COMPRESS_DENSITY=0.001 \
-                SPARCML_VERBOSE=1 NETSIM_TIMEOUT=900 "$top/scripts/netsim.sh" run 8 -- "$cb" $big 6 2 \
-                | verbose_median)"
+            for f in 1 0; do
+                wait_quiet
+                echo "rig,8,$big,$m,0.001,$f,$(env LD_PRELOAD="$shim" SPARCML_COMPRESS=$m SPARCML_COMPRESS_DENSITY=0.001 \
+                    SPARCML_COMPRESS_FEEDBACK=$f SPARCML_VERBOSE=1 NETSIM_TIMEOUT=900 \
+                    "$top/scripts/netsim.sh" run 8 -- "$cb" $big 6 2 | verbose_median)"
+            done
         done
     fi
 } | tee "$res/compress_breakdown.csv"
