@@ -42,7 +42,7 @@ def main(src, png):
             if not rs:
                 continue
             p = [int(r["P"]) for r in rs]
-            by = [float(r["bytes_per_rank_call"]) + float(r["bcast_bytes_per_rank_call"]) for r in rs]
+            by = [float(r["bytes_per_rank_call"]) for r in rs]  # the broadcast's share included
             ms = [float(r["compressed_median_ms"]) for r in rs]
             kw = dict(color=COLOR[mode], linestyle=STYLE[where], marker=MARK[where])
             axb.plot(p, by, label="%s, %s" % (mode, name), **kw)

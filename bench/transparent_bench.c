@@ -18,44 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/side_by_side.h"
+
 static uint64_t mix(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* One timed call: the slowest rank's seconds. */
-static double timed(int through_shim, const float *in, float *out, int n)
-{
-    double t, worst;
-    PMPI_Barrier(MPI_COMM_WORLD);
-    t = MPI_Wtime();
-    if (through_shim) MPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else PMPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    t = MPI_Wtime() - t;
-    PMPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
-}
-
-static double mean(const double *x, int n)
-{
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    return s / n;
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
 }
 
 static void run(long bytes, double d, int calls, int rank, int P)

@@ -19,9 +19,10 @@
 #      rank 0) -> compress_breakdown.csv.
 # Every run has SPARCML_STATS=1 (a few counters per call): bytes per rank
 # per call = bytes_sent / (compressed calls x P), warm-up calls included
-# (they send as many).  bcast_bytes_per_rank_call is cltk's broadcast of
-# the leader's indices (32 + 4k bytes, rounded up to 8, received by P - 1
-# ranks), which SPARCML_STATS does not count; it is computed, not measured.
+# (they send as many), cltk's broadcast of the leader's indices included
+# (SPARCML_STATS counts each rank's share); bcast_bytes_per_rank_call is that
+# share (32 + 4k bytes, rounded up to 8, received by P - 1 ranks, over P),
+# computed, not measured.
 # The rig's 8 ranks share this machine's 2 cores, and so do the shared-
 # memory runs' up to 64: the compressed times are CPU-bound there (each
 # rank's passes over its N values run 4 to 32 ranks per core), the
