@@ -41,7 +41,7 @@
 #include "runtime/progress.h"
 
 /* The random numbers of a contribution's QSGD: a message number of its
- * own (the messages of compressed calls are never quantized). */
+ * own (the messages of compressed calls are never quantized again). */
 enum { COMPRESS_QSGD_MESSAGE = 1 };
 
 int compress_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
@@ -164,17 +164,25 @@ static void gather_values(sv *s, const void *acc)
     }
 }
 
-/* QSGD of the contribution's values, in place: they leave the rank as
- * they will be summed, and eps keeps the quantization error too. */
-static void quantize(sparcml_op *op, sv *s)
+static qsgd_params qsgd_of(const sparcml_settings *set)
 {
-    const sparcml_settings *set = op->set;
-    qsgd_params q = {.bits = set->qsgd_bits, .bucket = (uint32_t)set->qsgd_bucket, .seed = set->qsgd_seed};
-    qsgd_key key = {.seed = q.seed, .rank = (uint64_t)op->c.ctx->rank, .call = op->c.ctx->calls,
+    return (qsgd_params){.bits = set->qsgd_bits, .bucket = (uint32_t)set->qsgd_bucket, .seed = set->qsgd_seed};
+}
+
+/* QSGD of the contribution's values, in place: they are summed as they
+ * are now, eps keeps the quantization error too, and the messages that
+ * carry them travel as these codes (c->input_block; sums travel exact). */
+static void quantize(sparcml_op *op)
+{
+    sparcml_call *c = &op->c;
+    qsgd_params q = qsgd_of(op->set);
+    qsgd_key key = {.seed = q.seed, .rank = (uint64_t)c->ctx->rank, .call = c->ctx->calls,
                     .message = COMPRESS_QSGD_MESSAGE};
-    void *codes = ctx_buffer(op->c.ctx, POOL_QMSG, qsgd_block_bound(s->nnz, s->vtype, &q)); /* reserved */
-    qsgd_encode_block(s->val, s->nnz, s->vtype, &q, &key, codes);
-    qsgd_decode_block(codes, s->nnz, s->vtype, &q, s->val);
+    void *block = ctx_buffer(c->ctx, POOL_QIN, qsgd_block_bound(c->input.nnz, c->vtype, &q)); /* reserved */
+    qsgd_encode_block(c->input.val, c->input.nnz, c->vtype, &q, &key, block);
+    qsgd_decode_block(block, c->input.nnz, c->vtype, &q, c->input.val);
+    c->input_block = block;
+    c->input_q = q;
 }
 
 /* The lowest index at or after which `extra` zeros of acc (indices not in
@@ -258,7 +266,7 @@ static int contribute(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_problem p;
-    if (op->set->qsgd_bits) quantize(op, &c->input);
+    if (op->set->qsgd_bits) quantize(op);
     if (residual(op)) op->held_norm2 = op->acc_norm2 + hold_back(residual(op), &c->input);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
     p = op_problem(op);
@@ -336,11 +344,13 @@ static void find_feedback(sparcml_op *op)
 static int reserve(sparcml_op *op, uint64_t k)
 {
     sparcml_call *c = &op->c;
-    qsgd_params q = {.bits = op->set->qsgd_bits, .bucket = (uint32_t)op->set->qsgd_bucket};
+    qsgd_params q = qsgd_of(op->set);
+    unsigned iw = sparcml_index_width(c->dim);
     return ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k))
            && ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes)
            && ctx_buffer(c->ctx, POOL_TOPK, topk_scratch_bytes(c->dim, k, c->vtype))
-           && (!q.bits || ctx_buffer(c->ctx, POOL_QMSG, qsgd_block_bound(k, c->vtype, &q)));
+           && (!q.bits || ctx_buffer(c->ctx, POOL_QIN, qsgd_block_bound(k, c->vtype, &q)))
+           && (!q.bits || ctx_buffer(c->ctx, POOL_QMSG, qsgd_grid_bound(k, iw, c->vtype, &q, (uint64_t)c->ctx->size)));
 }
 
 /* The prologue: this rank's checks, feedback entry and scratch, then the
@@ -351,9 +361,10 @@ static int compress_begin(sched *s)
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
     uint64_t k = compress_k(c->dim, op->set->compress_density);
-    /* The contribution is quantized here, never again on the wire. */
+    /* The contribution is quantized here (quantize), never again on the wire. */
     c->q.bits = 0;
     c->q_sparse = 0;
+    c->input_block = NULL;
     /* The count is the dimension: a mismatch is named as a count's. */
     *local = (sparcml_local){.vtype = c->vtype, .count = op->count, .nnz = k};
     if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;

@@ -92,10 +92,11 @@ void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, i
         atomic_fetch_add(&held_back_n, 1);
     }
     if (s->verbose && c->ctx->rank == 0) {
-        printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%.4f\n",
+        printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%.4f "
+               "sent=%llu\n",
                s->compress == COMPRESS_CLTK ? "cltk" : "topk", c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max, exact ? "exact" : "selected",
-               exact || held_back < 0 ? 0.0 : held_back);
+               exact || held_back < 0 ? 0.0 : held_back, (unsigned long long)(c->bytes_sent + extra_bytes));
         fflush(stdout);
     }
 }

@@ -26,22 +26,41 @@ static uint64_t key_hash(const qsgd_key *k)
     return mix(mix(mix(mix(k->seed) ^ k->rank) ^ k->call) ^ k->message);
 }
 
-static uint64_t nbuckets(uint64_t n, const qsgd_params *p) { return (n + p->bucket - 1) / p->bucket; }
-static uint64_t scales_bytes(uint64_t n, int vtype, const qsgd_params *p)
+/* Buckets of B values; with a phase ph (0 <= ph < B) the first one holds
+ * only B - ph, so that a part of a block starting at its entry `first`
+ * keeps the block's buckets (ph = first % B). */
+static uint64_t nbuckets(uint64_t n, uint64_t ph, const qsgd_params *p)
 {
-    return sparcml_round8(nbuckets(n, p) * sparcml_value_size(vtype));
+    return n ? (n + ph + p->bucket - 1) / p->bucket : 0;
+}
+static uint64_t bucket_start(uint64_t b, uint64_t ph, const qsgd_params *p) { return b ? b * p->bucket - ph : 0; }
+static uint64_t bucket_end(uint64_t b, uint64_t n, uint64_t ph, const qsgd_params *p)
+{
+    uint64_t e = (b + 1) * p->bucket - ph;
+    return e < n ? e : n;
+}
+static uint64_t scales_bytes(uint64_t n, uint64_t ph, int vtype, const qsgd_params *p)
+{
+    return sparcml_round8(nbuckets(n, ph, p) * sparcml_value_size(vtype));
 }
 static uint64_t codes_bytes(uint64_t n, const qsgd_params *p)
 {
     return sparcml_round8((n * (uint64_t)p->bits + 7) / 8);
 }
-
-uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p)
+static uint64_t block_bound(uint64_t n, uint64_t ph, int vtype, const qsgd_params *p)
 {
-    return scales_bytes(n, vtype, p) + codes_bytes(n, p) + n * sparcml_value_size(vtype);
+    return scales_bytes(n, ph, vtype, p) + codes_bytes(n, p) + n * sparcml_value_size(vtype);
 }
 
-/* Per value type: scale of a bucket (or -1: send it raw), and the codes. */
+uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p) { return block_bound(n, 0, vtype, p); }
+
+static void put_code(unsigned char *codes, uint64_t i, int bits, unsigned code)
+{
+    codes[i * bits / 8] |= (unsigned char)(code << (i * bits % 8));
+}
+
+/* Per value type: scale of a bucket (or -1: send it raw), the codes, and
+ * the level of a value already on a bucket's grid. */
 #define QSGD_KERNELS(NAME, VT, VMIN)                                              \
     static VT bucket_scale_##NAME(const VT *v, uint64_t n)                       \
     {                                                                            \
@@ -52,18 +71,36 @@ uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p)
         }                                                                        \
         return m > 0 && m < VMIN ? (VT)-1 : m;                                   \
     }                                                                            \
+    static VT level_value_##NAME(VT scale, unsigned s, unsigned code, unsigned sign) \
+    {                                                                            \
+        double m = (double)scale * (double)(code & (sign - 1)) / s;              \
+        return (VT)(code & sign ? -m : m);                                       \
+    }                                                                            \
     static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
                                      int bits, uint64_t first, uint64_t kh,      \
                                      unsigned char *codes)                       \
     {                                                                            \
         for (uint64_t i = 0; i < n; i++) {                                       \
             double x = scale > 0 ? fabs((double)v[i]) / (double)scale * s : 0;   \
-            unsigned l = (unsigned)x, code;                                      \
+            unsigned l = (unsigned)x;                                            \
             if (l >= s) l = s;                                                   \
             else if (uniform(kh, first + i) < x - l) l++;                        \
-            code = l | (unsigned)(signbit(v[i]) ? 1u << (bits - 1) : 0);         \
-            codes[(first + i) * bits / 8] |= (unsigned char)(code << ((first + i) * bits % 8)); \
+            put_code(codes, first + i, bits, l | (signbit(v[i]) ? 1u << (bits - 1) : 0)); \
         }                                                                        \
+    }                                                                            \
+    /* 0 when a value is not scale * l / s for any level l. */                   \
+    static int regrid_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
+                                    int bits, uint64_t first, unsigned char *codes) \
+    {                                                                            \
+        unsigned sign = 1u << (bits - 1);                                        \
+        for (uint64_t i = 0; i < n; i++) {                                       \
+            double x = scale > 0 ? fabs((double)v[i]) / (double)scale * s : 0;   \
+            unsigned code = (x < s ? (unsigned)lround(x) : s) | (signbit(v[i]) ? sign : 0); \
+            VT back = level_value_##NAME(scale, s, code, sign);                  \
+            if (memcmp(&back, &v[i], sizeof back) != 0) return 0;                \
+            put_code(codes, first + i, bits, code);                              \
+        }                                                                        \
+        return 1;                                                                \
     }                                                                            \
     static void decode_bucket_##NAME(VT *v, uint64_t n, VT scale, unsigned s,    \
                                      int bits, uint64_t first,                   \
@@ -72,41 +109,45 @@ uint64_t qsgd_block_bound(uint64_t n, int vtype, const qsgd_params *p)
         unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);               \
         for (uint64_t i = 0; i < n; i++) {                                       \
             unsigned code = (codes[(first + i) * bits / 8] >> ((first + i) * bits % 8)) & mask; \
-            double m = (double)scale * (double)(code & (sign - 1)) / s;          \
-            v[i] = (VT)(code & sign ? -m : m);                                   \
+            v[i] = level_value_##NAME(scale, s, code, sign);                     \
         }                                                                        \
     }                                                                            \
+    /* With block_scales NULL: quantize (phase 0); otherwise re-encode values \
+     * on the grid of those scales without loss (0 when one is not on it). */  \
     static uint64_t encode_##NAME(const VT *v, uint64_t n, const qsgd_params *p, \
-                                  uint64_t kh, unsigned char *out)               \
+                                  uint64_t kh, uint64_t ph, const VT *block_scales, \
+                                  unsigned char *out)                            \
     {                                                                            \
-        uint64_t nb = nbuckets(n, p), sb = scales_bytes(n, SPARCML_VT_##NAME, p); \
+        uint64_t nb = nbuckets(n, ph, p), sb = scales_bytes(n, ph, SPARCML_VT_##NAME, p); \
         uint64_t cb = codes_bytes(n, p), raw = 0;                                \
         VT *scales = (VT *)out;                                                  \
         unsigned char *codes = out + sb;                                         \
         unsigned s = qsgd_levels(p->bits);                                       \
         memset(out, 0, sb + cb);                                                 \
         for (uint64_t b = 0; b < nb; b++) {                                      \
-            uint64_t first = b * p->bucket, len = n - first < p->bucket ? n - first : p->bucket; \
-            VT scale = bucket_scale_##NAME(v + first, len);                      \
+            uint64_t first = bucket_start(b, ph, p), len = bucket_end(b, n, ph, p) - first; \
+            VT scale = block_scales ? block_scales[b] : bucket_scale_##NAME(v + first, len); \
             scales[b] = scale;                                                   \
             if (scale < 0) {                                                     \
                 memcpy(out + sb + cb + raw, v + first, len * sizeof(VT));        \
                 raw += len * sizeof(VT);                                         \
-            } else {                                                             \
+            } else if (!block_scales) {                                          \
                 encode_bucket_##NAME(v + first, len, scale, s, p->bits, first, kh, codes); \
+            } else if (!regrid_bucket_##NAME(v + first, len, scale, s, p->bits, first, codes)) { \
+                return 0;                                                        \
             }                                                                    \
         }                                                                        \
         return sb + cb + raw;                                                    \
     }                                                                            \
     static void decode_##NAME(const unsigned char *in, uint64_t n, const qsgd_params *p, \
-                              VT *v)                                             \
+                              uint64_t ph, VT *v)                                \
     {                                                                            \
-        uint64_t nb = nbuckets(n, p), sb = scales_bytes(n, SPARCML_VT_##NAME, p); \
+        uint64_t nb = nbuckets(n, ph, p), sb = scales_bytes(n, ph, SPARCML_VT_##NAME, p); \
         uint64_t cb = codes_bytes(n, p), raw = 0;                                \
         const VT *scales = (const VT *)in;                                       \
         unsigned s = qsgd_levels(p->bits);                                       \
         for (uint64_t b = 0; b < nb; b++) {                                      \
-            uint64_t first = b * p->bucket, len = n - first < p->bucket ? n - first : p->bucket; \
+            uint64_t first = bucket_start(b, ph, p), len = bucket_end(b, n, ph, p) - first; \
             if (scales[b] < 0) {                                                 \
                 memcpy(v + first, in + sb + cb + raw, len * sizeof(VT));         \
                 raw += len * sizeof(VT);                                         \
@@ -125,15 +166,22 @@ uint64_t qsgd_encode_block(const void *vals, uint64_t n, int vtype, const qsgd_p
                            const qsgd_key *key, void *out)
 {
     uint64_t kh = key_hash(key);
-    return vtype == SPARCML_FLOAT ? encode_f32(vals, n, p, kh, out) : encode_f64(vals, n, p, kh, out);
+    return vtype == SPARCML_FLOAT ? encode_f32(vals, n, p, kh, 0, NULL, out)
+                                  : encode_f64(vals, n, p, kh, 0, NULL, out);
+}
+
+static void decode_block(const void *block, uint64_t n, uint64_t ph, int vtype, const qsgd_params *p,
+                         void *vals)
+{
+    if (vtype == SPARCML_FLOAT)
+        decode_f32(block, n, p, ph, vals);
+    else
+        decode_f64(block, n, p, ph, vals);
 }
 
 void qsgd_decode_block(const void *block, uint64_t n, int vtype, const qsgd_params *p, void *vals)
 {
-    if (vtype == SPARCML_FLOAT)
-        decode_f32(block, n, p, vals);
-    else
-        decode_f64(block, n, p, vals);
+    decode_block(block, n, 0, vtype, p, vals);
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -145,18 +193,44 @@ uint64_t qsgd_message_bound(const sv *s, const qsgd_params *p)
     return SPARCML_HEADER_BYTES + index_bytes(s) + qsgd_block_bound(s->nnz, s->vtype, p);
 }
 
-uint64_t qsgd_encode_message(const sv *s, const qsgd_params *p, const qsgd_key *key, void *out)
+/* The header (reserved: bits | bucket << 8 | phase << 40; the bucket is
+ * at most 2^24, so is the phase) and the indices. */
+static uint64_t encode_head(const sv *s, const qsgd_params *p, uint64_t ph, void *out)
 {
     sparcml_header h;
     uint64_t ib = index_bytes(s);
     memcpy(&h, s->base, sizeof h);
     h.format |= QSGD_FLAG;
-    h.reserved = (uint64_t)p->bits | (uint64_t)p->bucket << 8;
+    h.reserved = (uint64_t)p->bits | (uint64_t)p->bucket << 8 | ph << 40;
     memcpy(out, &h, sizeof h);
     if (ib) memcpy((char *)out + SPARCML_HEADER_BYTES, s->idx, ib);
-    return SPARCML_HEADER_BYTES + ib
-           + qsgd_encode_block(s->val, s->nnz, s->vtype, p, key,
-                               (char *)out + SPARCML_HEADER_BYTES + ib);
+    return SPARCML_HEADER_BYTES + ib;
+}
+
+uint64_t qsgd_encode_message(const sv *s, const qsgd_params *p, const qsgd_key *key, void *out)
+{
+    uint64_t head = encode_head(s, p, 0, out);
+    return head + qsgd_encode_block(s->val, s->nnz, s->vtype, p, key, (char *)out + head);
+}
+
+uint64_t qsgd_grid_bound(uint64_t n, unsigned iw, int vtype, const qsgd_params *p, uint64_t parts)
+{
+    uint64_t vs = sparcml_value_size(vtype);
+    return parts * (SPARCML_HEADER_BYTES + 32 + 3 * vs) + n * ((uint64_t)iw + vs)
+           + (n * (uint64_t)p->bits + 7) / 8 + (n + p->bucket - 1) / p->bucket * vs;
+}
+
+uint64_t qsgd_encode_on_grid(const sv *s, const qsgd_params *p, const void *block, uint64_t first,
+                             void *out)
+{
+    uint64_t ph = first % p->bucket, head, vs = sparcml_value_size(s->vtype), body;
+    const char *scales = (const char *)block + first / p->bucket * vs;
+    if (s->nnz == 0) return 0;
+    head = encode_head(s, p, ph, out);
+    body = s->vtype == SPARCML_FLOAT
+               ? encode_f32(s->val, s->nnz, p, 0, ph, (const float *)scales, (unsigned char *)out + head)
+               : encode_f64(s->val, s->nnz, p, 0, ph, (const double *)scales, (unsigned char *)out + head);
+    return body ? head + body : 0;
 }
 
 int qsgd_is_message(const void *buf)
@@ -166,13 +240,14 @@ int qsgd_is_message(const void *buf)
     return (h.format & QSGD_FLAG) != 0;
 }
 
-static sparcml_header plain_header(const void *msg, qsgd_params *p)
+static sparcml_header plain_header(const void *msg, qsgd_params *p, uint64_t *ph)
 {
     sparcml_header h;
     memcpy(&h, msg, sizeof h);
     p->bits = (int)(h.reserved & 0xff);
     p->bucket = (uint32_t)(h.reserved >> 8);
     p->seed = 0;
+    *ph = h.reserved >> 40;
     h.format &= (uint8_t)~QSGD_FLAG;
     h.reserved = 0;
     return h;
@@ -181,7 +256,8 @@ static sparcml_header plain_header(const void *msg, qsgd_params *p)
 uint64_t qsgd_decoded_bytes(const void *msg)
 {
     qsgd_params p;
-    sparcml_header h = plain_header(msg, &p);
+    uint64_t ph;
+    sparcml_header h = plain_header(msg, &p, &ph);
     return h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
                                      : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz);
 }
@@ -189,13 +265,13 @@ uint64_t qsgd_decoded_bytes(const void *msg)
 sv qsgd_decode_message(const void *msg, void *out)
 {
     qsgd_params p;
-    sparcml_header h = plain_header(msg, &p);
+    uint64_t ph, ib;
+    sparcml_header h = plain_header(msg, &p, &ph);
     sv s;
-    uint64_t ib;
     memcpy(out, &h, sizeof h);
     s = stream_view(out);
     ib = index_bytes(&s);
     if (ib) memcpy(s.idx, (const char *)msg + SPARCML_HEADER_BYTES, ib);
-    qsgd_decode_block((const char *)msg + SPARCML_HEADER_BYTES + ib, s.nnz, s.vtype, &p, s.val);
+    decode_block((const char *)msg + SPARCML_HEADER_BYTES + ib, s.nnz, ph, s.vtype, &p, s.val);
     return s;
 }

@@ -15,8 +15,10 @@
  * no generator state is shared between threads.
  *
  * Message layout (an internal stream whose header format has QSGD_FLAG set
- * and whose reserved field holds bits | bucket << 8): the header and, for a
- * sparse message, its indices as usual, then the quantized value block:
+ * and whose reserved field holds bits | bucket << 8 | phase << 40): the
+ * header and, for a sparse message, its indices as usual, then the
+ * quantized value block (with a phase, its first bucket holds bucket -
+ * phase values: see qsgd_encode_on_grid):
  *   scales[nb] (value type; -1 marks a raw bucket), padded to 8 bytes
  *   codes: n * bits bits, little-endian bit order, padded to 8 bytes
  *   the values of the raw buckets, in bucket order. */
@@ -59,6 +61,20 @@ void qsgd_decode_block(const void *block, uint64_t n, int vtype, const qsgd_para
 uint64_t qsgd_message_bound(const sv *s, const qsgd_params *p);
 /* Encode stream s as a quantized message at out; returns its bytes. */
 uint64_t qsgd_encode_message(const sv *s, const qsgd_params *p, const qsgd_key *key, void *out);
+
+/* Values a rank quantized as one block (qsgd_encode_block, then decoded)
+ * travel in parts without further loss: s holds the decoded values of
+ * entries [first, first + s->nnz) of that block, whose scales start the
+ * encoded block at `block`; s is encoded on the block's grid (the same
+ * buckets, through the message's phase) so that it decodes to exactly its
+ * values.  Returns the message's bytes, or 0 when a value of s is not on
+ * the grid (or s is empty): then s travels as it is. */
+uint64_t qsgd_encode_on_grid(const sv *s, const qsgd_params *p, const void *block, uint64_t first,
+                             void *out);
+/* Bytes of `parts` such messages together holding n values with indices of
+ * at most iw bytes, each rounded up to 8: an upper bound. */
+uint64_t qsgd_grid_bound(uint64_t n, unsigned iw, int vtype, const qsgd_params *p, uint64_t parts);
+
 int qsgd_is_message(const void *buf);
 /* Bytes of the plain stream a quantized message decodes to. */
 uint64_t qsgd_decoded_bytes(const void *msg);

@@ -35,6 +35,12 @@ typedef struct sparcml_call {
     uint64_t k_max, k_sum;
     qsgd_params q;       /* q.bits == 0: no quantization (always so for integers) */
     int q_sparse;        /* quantize the values of sparse messages too */
+    /* The rank quantized its input itself (compression): the encoded block
+     * (qsgd_encode_block, parameters input_q) its values were decoded
+     * from, so that parts of the input travel as codes without further
+     * loss (qsgd_encode_on_grid); NULL otherwise. */
+    const void *input_block;
+    qsgd_params input_q;
     /* filled in by the algorithm */
     uint64_t bytes_sent; /* by this rank (see docs/design.md for vendor phases) */
     uint64_t result_nnz;

@@ -33,6 +33,7 @@ enum {
     POOL_DENSE_IN,  /* transparent mode and compression: the stream of the dense input */
     POOL_DENSE_OUT, /* their result stream */
     POOL_TOPK,      /* compression: the top-k selection's scratch */
+    POOL_QIN,       /* compression: the QSGD block of the quantized contribution */
     POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
     POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
     POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX

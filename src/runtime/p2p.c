@@ -47,10 +47,41 @@ int call_quantizes(const sparcml_call *c, const sv *s)
     return c->q.bits != 0 && s->nnz > 0 && (s->dense || c->q_sparse);
 }
 
+/* The part of the input s, starting at the input's entry `first`, as codes
+ * on the input's grid at buf, when that is smaller; *w is s's plain wire. */
+static void encode_input_part(const sparcml_call *c, const sv *s, uint64_t first, void *buf, wire *w)
+{
+    uint64_t bytes = qsgd_encode_on_grid(s, &c->input_q, c->input_block, first, buf);
+    if (bytes > 0 && bytes < w->bytes) *w = (wire){.buf = buf, .bytes = bytes};
+}
+
+int p2p_encode_input_parts(sparcml_call *c, const sv *parts, wire *wires)
+{
+    sparcml_ctx *ctx = c->ctx;
+    const sv *in = &c->input;
+    char *buf = ctx_buffer(ctx, POOL_QMSG, qsgd_grid_bound(in->nnz, in->iw, in->vtype, &c->input_q,
+                                                           (uint64_t)ctx->size));
+    uint64_t first = 0;
+    if (!buf) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; first += parts[r++].nnz) {
+        if (r == ctx->rank) continue;
+        encode_input_part(c, &parts[r], first, buf, &wires[r]);
+        if (wires[r].buf == buf) buf += sparcml_round8(wires[r].bytes);
+    }
+    return MPI_SUCCESS;
+}
+
 int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w)
 {
     qsgd_key key = {c->q.seed, origin, c->ctx->calls, message};
     void *buf;
+    if (c->input_block && s->base == c->input.base) {
+        buf = ctx_buffer(c->ctx, which, qsgd_grid_bound(s->nnz, s->iw, s->vtype, &c->input_q, 1));
+        if (!buf) return CALL_NOMEM(c);
+        *w = wire_of(s);
+        encode_input_part(c, s, 0, buf, w);
+        return MPI_SUCCESS;
+    }
     if (!call_quantizes(c, s)) {
         *w = wire_of(s);
         return MPI_SUCCESS;

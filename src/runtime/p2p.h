@@ -11,7 +11,8 @@
 
 /* What goes on the wire for a stream: the stream itself, or its QSGD
  * encoding (in pool POOL_QMSG).  Each message is quantized once, by its
- * sender. */
+ * sender; a part of an input the rank quantized itself travels as codes
+ * that decode to exactly its values (not `quantized`: nothing is lost). */
 typedef struct wire {
     const void *buf;
     uint64_t bytes;
@@ -31,8 +32,14 @@ int call_quantizes(const sparcml_call *c, const sv *s);
 /* The wire form of s.  (origin, message) name it in the random-number key:
  * ranks that hold the same data must quantize it with the same origin (in
  * recursive doubling, every member of a group holds the group's sum), so
- * they send -- and add -- the same bits. */
+ * they send -- and add -- the same bits.  s being the input itself, with
+ * c->input_block, it travels as the input's codes. */
 int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w);
+
+/* With c->input_block: the wire forms of parts[r], r != this rank, the
+ * consecutive parts of the input in rank order (split_phases.c), as the
+ * input's codes in pool POOL_QMSG where that is smaller. */
+int p2p_encode_input_parts(sparcml_call *c, const sv *parts, wire *wires);
 
 /* What the receiver of w decodes (w itself when not quantized), decoded
  * into pool `which`: the sender adds exactly what its partner adds. */

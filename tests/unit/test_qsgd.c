@@ -164,6 +164,51 @@ START_TEST(message_round_trip)
 }
 END_TEST
 
+/* A block quantized once, then cut into parts at every kind of boundary
+ * (inside a bucket, on one, at the ends): each part's on-grid message
+ * decodes to exactly the part's values, is smaller than the plain part,
+ * and all of them fit qsgd_grid_bound.  A value off the grid refuses. */
+START_TEST(parts_travel_on_the_grid)
+{
+    enum { N = 100, DIM = 1000 };
+    static const uint64_t cuts[] = {0, 5, 16, 17, 40, 63, 64, 99, 100};
+    enum { PARTS = sizeof cuts / sizeof cuts[0] - 1 };
+    qsgd_params p = {bit_settings[_i], 16, 11};
+    qsgd_key key = {11, 2, 3, 4};
+    float v[N], q[N], back[N];
+    static unsigned char block[1 << 14], msg[1 << 14], part[1 << 14], dec[1 << 14];
+    uint64_t total = 0;
+    fixed_vector(v, N);
+    v[7] = -0.0f;
+    v[70] = INFINITY; /* its bucket travels raw */
+    qsgd_encode_block(v, N, SPARCML_FLOAT, &p, &key, block);
+    qsgd_decode_block(block, N, SPARCML_FLOAT, &p, q);
+    for (int c = 0; c < PARTS; c++) {
+        uint64_t a = cuts[c], n = cuts[c + 1] - a, bytes;
+        sv s = stream_init(part, DIM, SPARCML_FLOAT, n, 0), d;
+        for (uint64_t j = 0; j < n; j++) sparcml_put_index(s.idx, s.iw, j, 3 * (a + j) + 1);
+        memcpy(s.val, q + a, n * sizeof(float));
+        bytes = qsgd_encode_on_grid(&s, &p, block, a, msg);
+        ck_assert_uint_gt(bytes, 0);
+        if (n >= 16) ck_assert_uint_lt(bytes, stream_bytes(&s)); /* a few values: scales and padding dominate */
+        total += sparcml_round8(bytes);
+        d = qsgd_decode_message(msg, dec);
+        ck_assert_uint_eq(d.nnz, n);
+        for (uint64_t j = 0; j < n; j++) ck_assert_uint_eq(sparcml_get_index(d.idx, d.iw, j), 3 * (a + j) + 1);
+        memcpy(back, d.val, n * sizeof(float));
+        ck_assert_mem_eq(back, q + a, n * sizeof(float));
+    }
+    ck_assert_uint_le(total, qsgd_grid_bound(N, sparcml_index_width(DIM), SPARCML_FLOAT, &p, PARTS));
+    {
+        sv s = stream_init(part, DIM, SPARCML_FLOAT, 20, 0);
+        for (uint64_t j = 0; j < 20; j++) sparcml_put_index(s.idx, s.iw, j, j);
+        memcpy(s.val, q + 20, 20 * sizeof(float));
+        ((float *)s.val)[3] = nextafterf(q[23], INFINITY);
+        ck_assert_uint_eq(qsgd_encode_on_grid(&s, &p, block, 20, msg), 0);
+    }
+}
+END_TEST
+
 Suite *qsgd_suite(void)
 {
     Suite *s = suite_create("qsgd");
@@ -174,6 +219,7 @@ Suite *qsgd_suite(void)
     tcase_add_test(tc, special_values_travel_exactly);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
     tcase_add_test(tc, message_round_trip);
+    tcase_add_loop_test(tc, parts_travel_on_the_grid, 0, 3);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
