@@ -40,7 +40,7 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
         if (r != ctx->rank && call_quantizes(c, &parts[r]))
             qtotal += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
     }
-    if (c->input_block) return p2p_encode_input_parts(c, parts, wires);
+    if (c->input_block) return p2p_encode_input_parts(c, parts, ctx->size, ctx->rank, wires);
     if (qtotal == 0) return MPI_SUCCESS;
     qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal);
     if (!qbuf) return CALL_NOMEM(c);

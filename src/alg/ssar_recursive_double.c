@@ -182,11 +182,14 @@ static int rd_chunk_arrived(sched *s)
 static int rd_round_pipelined(sched *s, int partner)
 {
     rd_state *st = sched_state(s);
+    sparcml_call *c = s->c;
+    wire w[SPARCML_PIPELINE_CHUNKS_MAX];
     int rc = MPI_SUCCESS;
-    for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) {
-        wire w = wire_of(&st->part[st->set][i]);
-        rc = sched_send(s, &w, partner, TAG_RECURSIVE_DOUBLE);
-    }
+    for (int i = 0; i < st->chunks; i++) w[i] = wire_of(&st->part[st->set][i]);
+    /* The first round's chunks are parts of the input unless a rank folded in. */
+    if (c->input_block && st->round == 0 && st->cur.base == c->input.base)
+        rc = p2p_encode_input_parts(c, st->part[st->set], st->chunks, -1, w);
+    for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) rc = sched_send(s, &w[i], partner, TAG_RECURSIVE_DOUBLE);
     st->got = 0;
     if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);
     sched_next(s, rd_chunk_arrived);

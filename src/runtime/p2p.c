@@ -55,16 +55,15 @@ static void encode_input_part(const sparcml_call *c, const sv *s, uint64_t first
     if (bytes > 0 && bytes < w->bytes) *w = (wire){.buf = buf, .bytes = bytes};
 }
 
-int p2p_encode_input_parts(sparcml_call *c, const sv *parts, wire *wires)
+int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wire *wires)
 {
-    sparcml_ctx *ctx = c->ctx;
     const sv *in = &c->input;
-    char *buf = ctx_buffer(ctx, POOL_QMSG, qsgd_grid_bound(in->nnz, in->iw, in->vtype, &c->input_q,
-                                                           (uint64_t)ctx->size));
+    char *buf = ctx_buffer(c->ctx, POOL_QMSG, qsgd_grid_bound(in->nnz, in->iw, in->vtype, &c->input_q,
+                                                              (uint64_t)n));
     uint64_t first = 0;
     if (!buf) return CALL_NOMEM(c);
-    for (int r = 0; r < ctx->size; first += parts[r++].nnz) {
-        if (r == ctx->rank) continue;
+    for (int r = 0; r < n; first += parts[r++].nnz) {
+        if (r == skip) continue;
         encode_input_part(c, &parts[r], first, buf, &wires[r]);
         if (wires[r].buf == buf) buf += sparcml_round8(wires[r].bytes);
     }

@@ -36,10 +36,11 @@ int call_quantizes(const sparcml_call *c, const sv *s);
  * c->input_block, it travels as the input's codes. */
 int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w);
 
-/* With c->input_block: the wire forms of parts[r], r != this rank, the
- * consecutive parts of the input in rank order (split_phases.c), as the
- * input's codes in pool POOL_QMSG where that is smaller. */
-int p2p_encode_input_parts(sparcml_call *c, const sv *parts, wire *wires);
+/* With c->input_block: the wire forms of parts[0..n), the consecutive
+ * parts of the input in order (the split algorithms' parts, recursive
+ * doubling's chunks), as the input's codes in pool POOL_QMSG where that is
+ * smaller; parts[skip] stays with the rank (skip < 0: none does). */
+int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wire *wires);
 
 /* What the receiver of w decodes (w itself when not quantized), decoded
  * into pool `which`: the sender adds exactly what its partner adds. */

@@ -67,16 +67,17 @@ done
 # bytes than the same run unquantized (7-15 % here; the runs are
 # deterministic, and different selections alone move the total by < 0.1 %).
 stats_sent() { sed -n 's/^sparcml: compressed calls: .*(bytes_sent \([0-9]*\) .*/\1/p' "$out"; }
-for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
+for alg in ssar_recursive_double ssar_recursive_double:4 ssar_split_allgather dsar_split_allgather; do
     for mode in topk cltk; do
         for p in 3 4; do
-            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_ALGORITHM=$alg SPARCML_STATS=1 \
-                -- "$prog" model
+            [ "$alg" = ssar_recursive_double:4 ] && [ "$p" = 3 ] && continue
+            set -- SPARCML_ALGORITHM=${alg%:*} SPARCML_PIPELINE_CHUNKS=$([ "$alg" = "${alg%:*}" ] && echo 1 || echo 4)
+            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode "$@" SPARCML_STATS=1 -- "$prog" model
             plain=$(stats_sent)
-            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode SPARCML_ALGORITHM=$alg SPARCML_STATS=1 \
-                SPARCML_QSGD_BITS=8 -- "$prog" model
+            run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode "$@" SPARCML_STATS=1 SPARCML_QSGD_BITS=8 \
+                -- "$prog" model
             rc=$?
-            check "$mode, $alg forced, QSGD bits 8, P=$p: the invariant holds; contributions leave as codes" \
+            check "$mode, ${alg/:4/ in 4 chunks} forced, QSGD bits 8, P=$p: the invariant holds; contributions leave as codes" \
                 'passed && [ -n "$plain" ] && [ -n "$(stats_sent)" ] && [ $(($(stats_sent) * 100)) -lt $((plain * 98)) ]'
             echo "# bytes sent: unquantized $plain, quantized $(stats_sent)"
         done
