@@ -75,6 +75,10 @@ static void *residual(const sparcml_op *op)
     return op->feedback ? op->feedback->eps : NULL;
 }
 
+/* acc: the residual once g is added to it (compress_agreed), the gradient
+ * itself without feedback. */
+static const void *acc_of(const sparcml_op *op) { return residual(op) ? residual(op) : gradient(op); }
+
 static int cltk_leader(const sparcml_op *op)
 {
     return (int)(op->agreed.sequence % (uint64_t)op->c.ctx->size);
@@ -284,7 +288,7 @@ static int cltk_indexed(sched *s)
     if (c->ctx->rank != cltk_leader(op)) {
         sv view = stream_view(buf);
         c->input = stream_init(buf, c->dim, c->vtype, view.nnz, 0);
-        gather_values(&c->input, residual(op) ? residual(op) : gradient(op));
+        gather_values(&c->input, acc_of(op));
     }
     return contribute(s);
 }
@@ -293,7 +297,7 @@ static int compress_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    const void *acc = gradient(op);
+    const void *acc;
     uint64_t k = op->local.nnz, words;
     void *buf;
     if (op->agreed.exact) {
@@ -302,10 +306,8 @@ static int compress_agreed(sched *s)
     }
     if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
-    if (residual(op)) {
-        op->acc_norm2 = accumulate(residual(op), acc, c->dim, c->vtype);
-        acc = residual(op);
-    }
+    if (residual(op)) op->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
+    acc = acc_of(op);
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
     if (op->set->compress == COMPRESS_TOPK) {
         c->input = select_topk(op, acc, k, buf);
@@ -375,15 +377,7 @@ static int compress_begin(sched *s)
     return op_agree(s, compress_agreed);
 }
 
-static void compress_fill(sparcml_op *op, int vtype)
-{
-    sparcml_call *c = &op->c;
-    c->dim = (uint64_t)op->count;
-    c->vtype = vtype;
-    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
-}
-
-const sparcml_op_kind sparcml_op_compressed = {.fill = compress_fill, .begin = compress_begin};
+const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin};
 
 int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
 {

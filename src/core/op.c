@@ -371,6 +371,14 @@ static void tagged_fill(sparcml_op *op, int vtype)
 
 const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin};
 
+void op_fill_dense(sparcml_op *op, int vtype)
+{
+    sparcml_call *c = &op->c;
+    c->dim = (uint64_t)op->count;
+    c->vtype = vtype;
+    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
+}
+
 /* --- starting and finishing a call of any kind ------------------------- */
 
 int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,

@@ -54,6 +54,9 @@ typedef struct sparcml_op_kind {
 
 /* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
  * calls (compress.c). */
+/* The fill of the kinds whose buffers are dense vectors of count values
+ * (transparent, compressed): the dimension is the count. */
+void op_fill_dense(sparcml_op *op, int vtype);
 extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent, sparcml_op_compressed;
 
 struct sparcml_op {

@@ -156,12 +156,4 @@ static int transparent_begin(sched *s)
     return op_agree(s, transparent_agreed);
 }
 
-static void transparent_fill(sparcml_op *op, int vtype)
-{
-    sparcml_call *c = &op->c;
-    c->dim = (uint64_t)op->count;
-    c->vtype = vtype;
-    c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
-}
-
-const sparcml_op_kind sparcml_op_transparent = {.fill = transparent_fill, .begin = transparent_begin};
+const sparcml_op_kind sparcml_op_transparent = {.fill = op_fill_dense, .begin = transparent_begin};
