@@ -154,4 +154,7 @@ static inline int shim_comm_test_inter(MPI_Comm comm, int *flag)
 }
 #define PMPI_Comm_test_inter shim_comm_test_inter
 
+/* SMPI 3.32 declares the string of MPI_Add_error_string without const. */
+#define PMPI_Add_error_string(code, string) PMPI_Add_error_string((code), (char *)(string))
+
 #endif
