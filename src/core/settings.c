@@ -52,6 +52,9 @@ static const struct var {
      1e-4, 1e6},
     {"SPARCML_GAMMA_NS_PER_ENTRY", SCOPE_CALL, KIND_POSITIVE, "2.5", offsetof(sparcml_settings, gamma), 1e-9,
      1e-4, 1e6},
+    /* Whether MPI_Init measures the cost-model parameters the user leaves
+     * unset (core/calibrate.c): a collective at start-up, so job-wide. */
+    {"SPARCML_CALIBRATE", SCOPE_JOB, KIND_BOOL, "1", offsetof(sparcml_settings, calibrate), 0, 0, 0},
     {"SPARCML_QSGD_BITS", SCOPE_CALL, KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
     {"SPARCML_QSGD_BUCKET", SCOPE_CALL, KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
      16777216},
@@ -246,6 +249,9 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
         const char *text = lookup(vars[i].name);
         if (parse_one(s, &vars[i], vars[i].def) != 0) return -1; /* defaults are valid */
         if (text && parse_one(s, &vars[i], text) != 0) return -1;
+        if (text && vars[i].offset == offsetof(sparcml_settings, alpha)) s->cost_set |= SETTINGS_SET_ALPHA;
+        if (text && vars[i].offset == offsetof(sparcml_settings, beta)) s->cost_set |= SETTINGS_SET_BETA;
+        if (text && vars[i].offset == offsetof(sparcml_settings, gamma)) s->cost_set |= SETTINGS_SET_GAMMA;
     }
     for (size_t i = 0; names && names[i]; i++) {
         if (!known_name(names[i])) {
@@ -280,6 +286,26 @@ int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const ch
     return rc;
 }
 
+/* A measured value within the variable's accepted range (in seconds). */
+static double in_range(size_t offset, double x)
+{
+    for (size_t i = 0; i < NVARS; i++) {
+        if (vars[i].offset != offset) continue;
+        if (!(x >= vars[i].min * vars[i].scale)) return vars[i].min * vars[i].scale; /* and NaN */
+        return x > vars[i].max * vars[i].scale ? vars[i].max * vars[i].scale : x;
+    }
+    return x;
+}
+
+void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma)
+{
+    if (!(s->cost_set & SETTINGS_SET_ALPHA)) s->alpha = in_range(offsetof(sparcml_settings, alpha), alpha);
+    if (!(s->cost_set & SETTINGS_SET_BETA)) s->beta = in_range(offsetof(sparcml_settings, beta), beta);
+    if (!(s->cost_set & SETTINGS_SET_GAMMA)) s->gamma = in_range(offsetof(sparcml_settings, gamma), gamma);
+    s->calibrated = 1;
+    s->hash = scope_hash(s, SCOPE_CALL, NVARS);
+}
+
 static sparcml_settings process_settings;
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
@@ -308,4 +334,10 @@ const sparcml_settings *settings_get(void)
 {
     pthread_once(&settings_once, settings_load);
     return &process_settings;
+}
+
+void settings_calibrate_process(double alpha, double beta, double gamma)
+{
+    pthread_once(&settings_once, settings_load);
+    settings_calibrate(&process_settings, alpha, beta, gamma);
 }

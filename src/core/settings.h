@@ -17,6 +17,9 @@
 /* SPARCML_COMPRESS: which lossy compression untagged gradient sums get. */
 typedef enum { COMPRESS_OFF, COMPRESS_TOPK, COMPRESS_CLTK } sparcml_compress;
 
+/* Bits of sparcml_settings.cost_set. */
+enum { SETTINGS_SET_ALPHA = 1, SETTINGS_SET_BETA = 2, SETTINGS_SET_GAMMA = 4 };
+
 typedef struct sparcml_settings {
     int disable;                 /* SPARCML_DISABLE: 0/1 */
     sparcml_algorithm algorithm; /* SPARCML_ALGORITHM */
@@ -25,6 +28,7 @@ typedef struct sparcml_settings {
     double alpha;                /* SPARCML_ALPHA_US, stored in seconds */
     double beta;                 /* SPARCML_BETA_NS_PER_BYTE, stored in s/byte */
     double gamma;                /* SPARCML_GAMMA_NS_PER_ENTRY, stored in s/entry */
+    int calibrate;               /* SPARCML_CALIBRATE: 0/1, measure what is not set */
     int qsgd_bits;               /* SPARCML_QSGD_BITS: 0 (off), 2, 4 or 8 */
     uint64_t qsgd_bucket;        /* SPARCML_QSGD_BUCKET: values per bucket */
     uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
@@ -40,6 +44,8 @@ typedef struct sparcml_settings {
     uint64_t compress_min_bytes; /* SPARCML_COMPRESS_MIN_BYTES: smallest compressed call */
     int compress_feedback;       /* SPARCML_COMPRESS_FEEDBACK: 0/1, error feedback */
     uint64_t compress_max_bytes; /* SPARCML_COMPRESS_MAX_BYTES: error-feedback memory per rank */
+    unsigned cost_set;           /* SETTINGS_SET_*: cost-model variables the user set */
+    int calibrated;              /* the unset ones hold values measured at MPI_Init */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;
@@ -61,6 +67,15 @@ static inline double settings_ranks_per_core(const sparcml_settings *s, double d
 {
     return s->ranks_per_core > 0 ? s->ranks_per_core : detected;
 }
+
+/* Measured cost-model parameters (seconds, s/byte, s/entry) replace the
+ * defaults of the variables the user did not set (a set one wins), each
+ * clamped to its variable's accepted range; the hash follows. */
+void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma);
+
+/* The same on the process-wide settings: at MPI_Init only, before any
+ * call of the library reads them (core/calibrate.h). */
+void settings_calibrate_process(double alpha, double beta, double gamma);
 
 /* The process-wide settings, parsed from the environment on first use
  * (thread-safe, never changes afterwards). */

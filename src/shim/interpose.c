@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
+#include "core/calibrate.h"
 #include "core/compress.h"
 #include "core/iallreduce.h"
 #include "core/op.h"
@@ -99,6 +100,19 @@ static void register_predefined(void)
     }
 }
 
+/* The cost model's unset parameters, measured once per job
+ * (core/calibrate.h).  A failure leaves the defaults, on every rank that
+ * saw it: should another rank have its measured values, the settings'
+ * hash differs and every tagged call says so. */
+static void calibrate_at_init(void)
+{
+    int rank = 0;
+    if (calibrate_job(MPI_COMM_WORLD) == MPI_SUCCESS) return;
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) rank = -1;
+    fprintf(stderr, "sparcml: rank %d: calibration failed, the cost model keeps its defaults\n", rank);
+    fflush(stderr);
+}
+
 /* The library must run with the MPI it is built for (mpi_flavour.h): with
  * the other, every handle below would be wrong.  A program linked to the
  * other MPI has it loaded before main, and not all of its calls pass
@@ -117,6 +131,7 @@ int MPI_Init(int *argc, char ***argv)
     rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) check_settings();
     if (rc == MPI_SUCCESS) register_predefined();
+    if (rc == MPI_SUCCESS) calibrate_at_init();
     return rc;
 }
 
@@ -127,6 +142,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) check_settings();
     if (rc == MPI_SUCCESS) register_predefined();
+    if (rc == MPI_SUCCESS) calibrate_at_init();
     return rc;
 }
 

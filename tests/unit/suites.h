@@ -8,4 +8,5 @@ Suite *select_suite(void);
 Suite *qsgd_suite(void);
 Suite *topk_suite(void);
 Suite *agree_suite(void);
+Suite *calibrate_suite(void);
 #endif

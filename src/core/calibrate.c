@@ -1,0 +1,156 @@
+/* calibrate.c -- alpha, beta and gamma measured at MPI_Init (calibrate.h). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/calibrate.h"
+#include "core/settings.h"
+#include "kernel/stream.h"
+
+int64_t calib_ps(double seconds)
+{
+    return seconds > 0 ? (int64_t)llround(seconds * 1e12) : 0;
+}
+
+calib_values calib_derive(const calib_totals *t)
+{
+    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN};
+    if (t->pairs > 0) {
+        double small = 1e-12 * (double)t->small_ps / (double)t->pairs;
+        double large = 1e-12 * (double)t->large_ps / (double)t->pairs;
+        v.alpha = small / 2;
+        v.beta = (large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
+    }
+    if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
+    return v;
+}
+
+/* --- the measurement ---------------------------------------------------- */
+
+/* A sparse float stream of n entries at indices step * i in buf. */
+static sv merge_operand(void *buf, uint64_t n, uint64_t step)
+{
+    sv s = stream_init(buf, 8 * n, SPARCML_FLOAT, n, 0);
+    for (uint64_t i = 0; i < n; i++) {
+        sparcml_put_index(s.idx, s.iw, i, step * i);
+        ((float *)s.val)[i] = 1.0f;
+    }
+    return s;
+}
+
+/* The fastest of CALIB_MERGE_REPS merge-adds (seconds), or -1 without memory. */
+static double time_merge(void)
+{
+    uint64_t n = CALIB_MERGE_ENTRIES, bytes = 2 * SPARCML_HEADER_BYTES + 16 * n + 64;
+    char *a = malloc(bytes), *b = malloc(bytes), *out;
+    double best = -1;
+    sv sa, sb;
+    if (!a || !b) { free(a); free(b); return -1; }
+    sa = merge_operand(a, n, 4);
+    sb = merge_operand(b, n, 6); /* a third of b's indices are a's too */
+    out = malloc(stream_merge_bound(&sa, &sb));
+    for (int r = 0; out && r < CALIB_MERGE_REPS; r++) {
+        double t0 = PMPI_Wtime(), t;
+        stream_merge_add(&sa, &sb, out);
+        t = PMPI_Wtime() - t0;
+        if (best < 0 || t < best) best = t;
+    }
+    free(a);
+    free(b);
+    free(out);
+    return best;
+}
+
+/* This rank and `partner` exchange reps messages of `bytes` back and forth;
+ * the first sends and times the round trips (the fastest in *fastest). */
+static int ping_pong(MPI_Comm comm, int partner, int first, char *buf, int bytes, int reps, double *fastest)
+{
+    int rc = MPI_SUCCESS;
+    *fastest = INFINITY;
+    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
+        double t0 = PMPI_Wtime();
+        if (first) {
+            rc = PMPI_Send(buf, bytes, MPI_BYTE, partner, 0, comm);
+            if (rc == MPI_SUCCESS) rc = PMPI_Recv(buf, bytes, MPI_BYTE, partner, 0, comm, MPI_STATUS_IGNORE);
+        } else {
+            rc = PMPI_Recv(buf, bytes, MPI_BYTE, partner, 0, comm, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS) rc = PMPI_Send(buf, bytes, MPI_BYTE, partner, 0, comm);
+        }
+        *fastest = fmin(*fastest, PMPI_Wtime() - t0);
+    }
+    return rc;
+}
+
+/* This rank's share of the totals: its merge time, and as the first of a
+ * pair its round trips (one exchange of each size first, untimed, sets up
+ * the connection). */
+static int measure(MPI_Comm comm, int rank, int size, calib_totals *mine)
+{
+    int half = size / 2, partner = rank < half ? rank + half : rank - half, first = rank < half;
+    double small = 0, large = 0, merge = time_merge();
+    char *buf = calloc(1, CALIB_LARGE_BYTES);
+    int rc = buf ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rank >= 2 * half) partner = MPI_PROC_NULL; /* odd P: the last rank rests */
+    if (rc == MPI_SUCCESS && partner != MPI_PROC_NULL) {
+        rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, 1, &small);
+        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, CALIB_SMALL_REPS, &small);
+        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, 1, &large);
+        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, CALIB_LARGE_REPS, &large);
+    }
+    free(buf);
+    *mine = (calib_totals){.pairs = partner != MPI_PROC_NULL && first, .ranks = merge >= 0,
+                           .merge_ps = calib_ps(merge)};
+    if (mine->pairs) {
+        mine->small_ps = calib_ps(small);
+        mine->large_ps = calib_ps(large);
+    }
+    return rc;
+}
+
+static void report(const sparcml_settings *s, double seconds)
+{
+    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s (%.2f ms at MPI_Init)\n",
+           s->alpha * 1e6, s->cost_set & SETTINGS_SET_ALPHA ? " (set)" : "", s->beta * 1e9,
+           s->cost_set & SETTINGS_SET_BETA ? " (set)" : "", s->gamma * 1e9,
+           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", seconds * 1e3);
+    fflush(stdout);
+}
+
+int calibrate_job(MPI_Comm comm)
+{
+    const sparcml_settings *s = settings_get();
+    const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
+    MPI_Comm dup = MPI_COMM_NULL;
+    calib_totals mine, sum;
+    double t0 = PMPI_Wtime();
+    int rank = 0, size = 1, rc;
+    unsigned set_everywhere = all_set;
+    /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
+     * scope, compared just before); which variables are set need not be:
+     * the measurement is skipped only where every rank set all three. */
+    if (s->disable || !s->calibrate || s->error[0]) return MPI_SUCCESS;
+    rc = PMPI_Comm_size(comm, &size);
+    if (rc != MPI_SUCCESS || size < 2) return rc;
+    rc = PMPI_Allreduce(&s->cost_set, &set_everywhere, 1, MPI_UNSIGNED, MPI_BAND, comm);
+    if (rc != MPI_SUCCESS || set_everywhere == all_set) return rc;
+    rc = PMPI_Comm_dup(comm, &dup);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
+    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, &mine);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allreduce(&mine, &sum, sizeof sum / sizeof(int64_t), MPI_INT64_T, MPI_SUM, dup);
+    if (rc == MPI_SUCCESS) {
+        calib_values v = calib_derive(&sum);
+        settings_calibrate_process(isnan(v.alpha) ? s->alpha : v.alpha, isnan(v.beta) ? s->beta : v.beta,
+                                   isnan(v.gamma) ? s->gamma : v.gamma);
+        if (s->verbose && rank == 0) report(s, PMPI_Wtime() - t0);
+    }
+    if (dup != MPI_COMM_NULL) {
+        int rc_free = PMPI_Comm_free(&dup);
+        if (rc == MPI_SUCCESS) rc = rc_free;
+    }
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* calibrate.h -- the cost model's alpha, beta and gamma measured on the
+ * machine the job runs on.
+ *
+ * At MPI_Init (shim/interpose.c), when SPARCML_CALIBRATE is 1 and some rank
+ * leaves a cost-model variable unset, every rank of MPI_COMM_WORLD takes
+ * part in one measurement on a private duplicate of it:
+ *  - gamma: each rank times the merge-add kernel (kernel/stream.h) on two
+ *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of
+ *    CALIB_MERGE_REPS runs, per input entry;
+ *  - alpha and beta: rank r < P/2 and rank r + P/2 ping-pong, all pairs at
+ *    once; rank r times CALIB_SMALL_REPS round trips of CALIB_SMALL_BYTES
+ *    and CALIB_LARGE_REPS of CALIB_LARGE_BYTES (after one untimed exchange
+ *    of each, which sets up the connection).  The fastest small round trip
+ *    is 2 alpha, the fastest large one's excess over it 2 beta per byte.
+ * The fastest of a few runs, not a typical one: delays only add (another
+ * process on the core, a partner not yet scheduled), and the model wants
+ * the price on a core of its own; it scales alpha and gamma by the ranks
+ * per core itself (core/select.c, base/placement.h).
+ * The times are added up over the ranks in integer picoseconds (an exact
+ * sum, so identical on every rank) and every rank derives the same values
+ * from the same totals (calib_derive).  They replace the defaults of the
+ * variables this rank left unset (settings_calibrate).  Nothing else
+ * changes: every call, blocking, non-blocking, persistent, transparent or
+ * compressed, reads the settings as before. */
+#ifndef SPARCML_CALIBRATE_H
+#define SPARCML_CALIBRATE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+enum {
+    CALIB_SMALL_BYTES = 8,
+    CALIB_LARGE_BYTES = 131072,
+    CALIB_SMALL_REPS = 8,
+    CALIB_LARGE_REPS = 3,
+    CALIB_MERGE_ENTRIES = 16384, /* per operand */
+    CALIB_MERGE_REPS = 3
+};
+
+/* Sums over the ranks, in picoseconds. */
+typedef struct calib_totals {
+    int64_t pairs;    /* ranks that timed a ping-pong */
+    int64_t small_ps; /* their fastest small round trips */
+    int64_t large_ps; /* their fastest large round trips */
+    int64_t ranks;    /* ranks that timed the merge */
+    int64_t merge_ps; /* their fastest merge-add of 2 CALIB_MERGE_ENTRIES entries */
+} calib_totals;
+
+typedef struct calib_values {
+    double alpha, beta, gamma; /* seconds, s/byte, s/entry */
+} calib_values;
+
+/* Seconds as integer picoseconds (rounded; negative and NaN as 0). */
+int64_t calib_ps(double seconds);
+
+/* The values every rank derives from the same totals.  Without a timed
+ * pair alpha and beta are NaN, without a timed merge gamma is (the caller
+ * keeps the defaults). */
+calib_values calib_derive(const calib_totals *t);
+
+/* The measurement on comm (MPI_COMM_WORLD at MPI_Init), collective; with
+ * SPARCML_VERBOSE rank 0 prints the values and what they cost.  Returns an
+ * MPI error code (on an error the defaults stay). */
+int calibrate_job(MPI_Comm comm);
+
+#endif
