@@ -224,8 +224,20 @@ run() {
     *) bm=sparcml alg=$method ;;
     esac
     # The operator's settings for the platform; one rank per simulated host.
-    envs=(SPARCML_ALGORITHM=$alg SPARCML_RANKS_PER_CORE=1 SPARCML_ALPHA_US=$alpha_us
-          SPARCML_BETA_NS_PER_BYTE=$beta_ns SPARCML_STATS=1 BENCH_LABEL=$method)
+    # SMPI_COST=calibrated: no cost-model variable, the library measures
+    # them at MPI_Init; SMPI_COST=defaults: none either, and no calibration
+    # (the built-in defaults).  The ranks per core stay 1 either way: every
+    # simulated rank has a host of its own, which the detection on this
+    # machine cannot see.
+    local label=$method
+    [ "$method" = auto ] && [ "${SMPI_COST:-set}" != set ] && label=auto_$SMPI_COST
+    envs=(SPARCML_ALGORITHM=$alg SPARCML_RANKS_PER_CORE=1 SPARCML_STATS=1 BENCH_LABEL=$label)
+    case ${SMPI_COST:-set} in
+    set) envs+=(SPARCML_ALPHA_US=$alpha_us SPARCML_BETA_NS_PER_BYTE=$beta_ns) ;;
+    defaults) envs+=(SPARCML_CALIBRATE=0) ;;
+    calibrated) ;;
+    *) echo "SMPI_COST must be set, defaults or calibrated" >&2; return 1 ;;
+    esac
     t0=$SECONDS
     # All ranks live in this one process, with real library buffers: a run that
     # would not fit is stopped at SMPI_MEM_MB of memory, resident or swapped
@@ -250,7 +262,7 @@ run() {
     chosen=$(echo "$line" | awk '/^sparcml: [a-z_]+ +[0-9]+ /{ if ($3 > n) { n = $3; a = $2 } } END { print a }')
     if echo "$line" | grep -q "WRONG RESULT"; then rc=99; fi
     line=$(echo "$line" | grep -E "^[a-z_]+,$P,")
-    [ -n "$line" ] || line="$method,$P,$N,$d,$pat,float,NA,NA,NA,NA,NA,NA,NA,$reps"
+    [ -n "$line" ] || line="$label,$P,$N,$d,$pat,float,NA,NA,NA,NA,NA,NA,NA,$reps"
     echo "$plat,$line,$chosen,$((SECONDS - t0)),$rc,$((peak_kb / 1024))" | tee -a "$csv"
 }
 

@@ -1,0 +1,77 @@
+#!/bin/bash
+# bench_calibration.sh -- the selector's regret with the calibration at
+# MPI_Init against the built-in defaults (sparcml(7), COST MODEL).
+#
+#   scripts/bench_calibration.sh shm|rig "P..." "DENSITIES" [PATTERN]
+#
+# For every P and density (N = $BENCH_N, default 16M floats, PATTERN default
+# random), sparcml_bench runs with each algorithm forced and with auto
+# twice: with no cost-model variable set (auto_calibrated) and with
+# SPARCML_CALIBRATE=0 (auto_defaults: alpha 20 us, beta 8.3 ns/B, gamma
+# 2.5 ns), in that order, $BENCH_ROUNDS times (default 1).  shm: one
+# machine's shared memory with the tests' yield preload; rig: the emulated
+# Gigabit cluster, which must be up (scripts/netsim.sh up 8).  One CSV line
+# per run, appended to bench/results/calibration_regret_{shm,rig}.csv:
+# median time per call, the algorithm auto ran (SPARCML_STATS) and the
+# calibration line (SPARCML_VERBOSE).  Regret: python3
+# bench/smpi/table.py does not read these; scripts/bench_calibration.sh
+# --table CSV prints auto / fastest forced per point.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$top/build}
+shim=$build/src/.libs/libsparcml.so
+yield=$build/tests/support/.libs/libyield.so
+bench=$build/bench/sparcml_bench
+methods="ssar_recursive_double ssar_split_allgather dsar_split_allgather auto_calibrated auto_defaults"
+export HYDRA_CONFIG_FILE=/dev/null
+
+table() {
+    awk -F, 'NR > 1 { key = $1 "," $2 "," $4 "," $5; t[key, $6] = $7; a[key, $6] = $8; keys[key] = 1 }
+    END {
+        print "| platform | P | d | pattern | fastest forced | auto, calibrated | regret | auto, defaults | regret |"
+        print "|---|---|---|---|---|---|---|---|---|"
+        for (k in keys) {
+            best = ""; bt = 0
+            n = split("ssar_recursive_double ssar_split_allgather dsar_split_allgather", f, " ")
+            for (i = 1; i <= n; i++) if ((k, f[i]) in t && (best == "" || t[k, f[i]] < bt)) { best = f[i]; bt = t[k, f[i]] }
+            split(k, kk, ",")
+            printf "| %s | %s | %s | %s | %s %.3g ms | %s %.3g ms | %.2f | %s %.3g ms | %.2f |\n", kk[1], kk[2], kk[3], kk[4],
+                best, bt * 1e3, a[k, "auto_calibrated"], t[k, "auto_calibrated"] * 1e3, t[k, "auto_calibrated"] / bt,
+                a[k, "auto_defaults"], t[k, "auto_defaults"] * 1e3, t[k, "auto_defaults"] / bt
+        }
+    }' "$1" | sort -t'|' -k2,2 -k3,3n -k5,5 -k4,4g
+}
+
+if [ "${1:-}" = --table ]; then table "$2"; exit; fi
+plat=${1:?shm or rig} Ps=${2:?P list} ds=${3:?densities} pat=${4:-random}
+N=${BENCH_N:-16777216}
+csv=$top/bench/results/calibration_regret_$plat.csv
+[ -f "$csv" ] || echo "platform,P,N,density,pattern,method,median_s,algorithm,calibration" >"$csv"
+
+# one P d METHOD: one run, one CSV line.
+one() {
+    local p=$1 d=$2 m=$3 envs=(SPARCML_STATS=1 SPARCML_VERBOSE=1 BENCH_LABEL=$m) out line alg cal
+    case $m in
+    auto_calibrated) ;;
+    auto_defaults) envs+=(SPARCML_CALIBRATE=0) ;;
+    *) envs+=(SPARCML_ALGORITHM=$m) ;;
+    esac
+    local args=(--n "$N" --density "$d" --pattern "$pat" --reps "${BENCH_REPS:-10}" --methods sparcml)
+    if [ "$plat" = rig ]; then
+        out=$(env LD_PRELOAD="$shim" "${envs[@]}" timeout -k 10 600 "$top/scripts/netsim.sh" run "$p" -- "$bench" "${args[@]}" 2>&1)
+    else
+        out=$(timeout -k 10 600 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$shim" "${envs[@]}" "$bench" "${args[@]}" 2>&1)
+    fi
+    line=$(echo "$out" | grep -E "^sparcml_$m,$p," | head -1)
+    alg=$(echo "$out" | awk '/^sparcml: [a-z_]+ +[0-9]+ /{ if ($3 > n) { n = $3; a = $2 } } END { print a }')
+    cal=$(echo "$out" | sed -n 's/^sparcml: calibrated //p' | head -1 | tr ',' ';')
+    echo "$plat,$p,$N,$d,$pat,$m,$(echo "$line" | cut -d, -f7),$alg,$cal" | tee -a "$csv"
+}
+
+for r in $(seq "${BENCH_ROUNDS:-1}"); do
+    for p in $Ps; do
+        for d in $ds; do
+            for m in $methods; do one "$p" "$d" "$m"; done
+        done
+    done
+done
