@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/placement.h"
 #include "core/calibrate.h"
 #include "core/settings.h"
 #include "kernel/stream.h"
@@ -15,13 +16,14 @@ int64_t calib_ps(double seconds)
     return seconds > 0 ? (int64_t)llround(seconds * 1e12) : 0;
 }
 
-calib_values calib_derive(const calib_totals *t)
+calib_values calib_derive(const calib_totals *t, double ranks_per_core)
 {
     calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN};
+    double share = ranks_per_core > 1 ? ranks_per_core : 1;
     if (t->pairs > 0) {
         double small = 1e-12 * (double)t->small_ps / (double)t->pairs;
         double large = 1e-12 * (double)t->large_ps / (double)t->pairs;
-        v.alpha = small / 2;
+        v.alpha = small / 2 / share;
         v.beta = (large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
     }
     if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
@@ -110,12 +112,28 @@ static int measure(MPI_Comm comm, int rank, int size, calib_totals *mine)
     return rc;
 }
 
-static void report(const sparcml_settings *s, double seconds)
+/* The ranks per core the model will assume for comm's ranks. */
+static int ranks_per_core(MPI_Comm comm, int size, double *out)
 {
-    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s (%.2f ms at MPI_Init)\n",
+    char *all = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
+    int rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS) {
+        placement_mine(all + (size_t)size * PLACEMENT_BYTES);
+        rc = PMPI_Allgather(all + (size_t)size * PLACEMENT_BYTES, PLACEMENT_BYTES, MPI_BYTE, all, PLACEMENT_BYTES,
+                            MPI_BYTE, comm);
+    }
+    if (rc == MPI_SUCCESS) *out = settings_ranks_per_core(settings_get(), placement_of(all, size));
+    free(all);
+    return rc;
+}
+
+static void report(const sparcml_settings *s, double share, double seconds)
+{
+    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s "
+           "(ranks per core %g; %.2f ms at MPI_Init)\n",
            s->alpha * 1e6, s->cost_set & SETTINGS_SET_ALPHA ? " (set)" : "", s->beta * 1e9,
            s->cost_set & SETTINGS_SET_BETA ? " (set)" : "", s->gamma * 1e9,
-           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", seconds * 1e3);
+           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", share, seconds * 1e3);
     fflush(stdout);
 }
 
@@ -125,7 +143,7 @@ int calibrate_job(MPI_Comm comm)
     const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
     MPI_Comm dup = MPI_COMM_NULL;
     calib_totals mine, sum;
-    double t0 = PMPI_Wtime();
+    double t0 = PMPI_Wtime(), share = 1;
     int rank = 0, size = 1, rc;
     unsigned set_everywhere = all_set;
     /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
@@ -139,14 +157,15 @@ int calibrate_job(MPI_Comm comm)
     rc = PMPI_Comm_dup(comm, &dup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
+    if (rc == MPI_SUCCESS) rc = ranks_per_core(dup, size, &share);
     if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, &mine);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Allreduce(&mine, &sum, sizeof sum / sizeof(int64_t), MPI_INT64_T, MPI_SUM, dup);
     if (rc == MPI_SUCCESS) {
-        calib_values v = calib_derive(&sum);
+        calib_values v = calib_derive(&sum, share);
         settings_calibrate_process(isnan(v.alpha) ? s->alpha : v.alpha, isnan(v.beta) ? s->beta : v.beta,
                                    isnan(v.gamma) ? s->gamma : v.gamma);
-        if (s->verbose && rank == 0) report(s, PMPI_Wtime() - t0);
+        if (s->verbose && rank == 0) report(s, share, PMPI_Wtime() - t0);
     }
     if (dup != MPI_COMM_NULL) {
         int rc_free = PMPI_Comm_free(&dup);

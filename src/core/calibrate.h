@@ -13,9 +13,14 @@
  *    of each, which sets up the connection).  The fastest small round trip
  *    is 2 alpha, the fastest large one's excess over it 2 beta per byte.
  * The fastest of a few runs, not a typical one: delays only add (another
- * process on the core, a partner not yet scheduled), and the model wants
- * the price on a core of its own; it scales alpha and gamma by the ranks
- * per core itself (core/select.c, base/placement.h).
+ * process on the core, a partner not yet scheduled).  Gamma's short runs
+ * mostly finish within a time slice: the price on a core of its own, as
+ * the model wants it.  A round trip, though, needs the partner scheduled:
+ * where ranks share cores even the fastest includes that wait, which the
+ * model adds itself by multiplying alpha by the ranks per core
+ * (core/select.c), so the measured alpha is divided by them (detected over
+ * the job's ranks as for a communicator, base/placement.h, or
+ * SPARCML_RANKS_PER_CORE).
  * The times are added up over the ranks in integer picoseconds (an exact
  * sum, so identical on every rank) and every rank derives the same values
  * from the same totals (calib_derive).  They replace the defaults of the
@@ -53,10 +58,10 @@ typedef struct calib_values {
 /* Seconds as integer picoseconds (rounded; negative and NaN as 0). */
 int64_t calib_ps(double seconds);
 
-/* The values every rank derives from the same totals.  Without a timed
- * pair alpha and beta are NaN, without a timed merge gamma is (the caller
- * keeps the defaults). */
-calib_values calib_derive(const calib_totals *t);
+/* The values every rank derives from the same totals, for ranks sharing
+ * cores ranks_per_core (>= 1).  Without a timed pair alpha and beta are
+ * NaN, without a timed merge gamma is (the caller keeps the defaults). */
+calib_values calib_derive(const calib_totals *t, double ranks_per_core);
 
 /* The measurement on comm (MPI_COMM_WORLD at MPI_Init), collective; with
  * SPARCML_VERBOSE rank 0 prints the values and what they cost.  Returns an

@@ -8,7 +8,7 @@
 # calls all succeed with exact results.
 . "$(dirname "$0")/common.sh"
 prog="$TESTBIN/sparse_allreduce"
-line='^sparcml: calibrated alpha=[0-9.e+-]* us beta=[0-9.e+-]* ns/B gamma=[0-9.e+-]* ns/entry ([0-9.]* ms at MPI_Init)$'
+line='^sparcml: calibrated alpha=[0-9.e+-]* us beta=[0-9.e+-]* ns/B gamma=[0-9.e+-]* ns/entry (ranks per core [0-9.e+]*; [0-9.]* ms at MPI_Init)$'
 for p in 2 3 4 8; do
     run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 -- "$prog"
     rc=$?

@@ -45,15 +45,20 @@ static calib_totals rig_like(void)
 START_TEST(derive)
 {
     calib_totals t = rig_like();
-    calib_values v = calib_derive(&t);
+    calib_values v = calib_derive(&t, 1), shared = calib_derive(&t, 4);
     ck_assert_double_eq_tol(v.alpha, 20e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 8.3e-9, 1e-14);
     ck_assert_double_eq_tol(v.gamma, 2.5e-9, 1e-14);
+    /* Sharing cores: the model multiplies alpha by the ranks per core, so
+     * the measured round trip, which holds the wait, is divided by them. */
+    ck_assert_double_eq_tol(shared.alpha, 5e-6, 1e-12);
+    ck_assert(shared.beta == v.beta && shared.gamma == v.gamma);
+    ck_assert(calib_derive(&t, 0.5).alpha == v.alpha); /* below 1 counts as 1 */
     /* Pairs that differ: the mean of their fastest round trips. */
     t.pairs = 2;
     t.small_ps = calib_ps(30e-6) + calib_ps(50e-6);
     t.large_ps = t.small_ps + 2 * 2 * calib_ps(2e-9 * (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES));
-    v = calib_derive(&t);
+    v = calib_derive(&t, 1);
     ck_assert_double_eq_tol(v.alpha, 20e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 2e-9, 1e-14);
 }
@@ -62,7 +67,7 @@ END_TEST
 START_TEST(derive_without_samples)
 {
     calib_totals t = {0};
-    calib_values v = calib_derive(&t);
+    calib_values v = calib_derive(&t, 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.gamma));
 }
 END_TEST
@@ -72,7 +77,7 @@ START_TEST(same_totals_same_settings)
     /* Every rank derives from the same totals: identical values, hash. */
     calib_totals t = rig_like();
     sparcml_settings a, b;
-    calib_values va = calib_derive(&t), vb = calib_derive(&t);
+    calib_values va = calib_derive(&t, 4), vb = calib_derive(&t, 4);
     parse_env(&a, NULL, NULL);
     parse_env(&b, NULL, NULL);
     settings_calibrate(&a, va.alpha, va.beta, va.gamma);
