@@ -13,36 +13,18 @@
 # Gigabit cluster, which must be up (scripts/netsim.sh up 8).  One CSV line
 # per run, appended to bench/results/calibration_regret_{shm,rig}.csv:
 # median time per call, the algorithm auto ran (SPARCML_STATS) and the
-# calibration line (SPARCML_VERBOSE).  Regret: python3
-# bench/smpi/table.py does not read these; scripts/bench_calibration.sh
-# --table CSV prints auto / fastest forced per point.
+# calibration line (SPARCML_VERBOSE).  Regret tables: python3
+# bench/calibration_table.py CSV [--choice].  BENCH_METHODS, BENCH_REPS
+# (default 10) and BUILD (default build/) adjust a run.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 shim=$build/src/.libs/libsparcml.so
 yield=$build/tests/support/.libs/libyield.so
 bench=$build/bench/sparcml_bench
-methods="ssar_recursive_double ssar_split_allgather dsar_split_allgather auto_calibrated auto_defaults"
+methods=${BENCH_METHODS:-"ssar_recursive_double ssar_split_allgather dsar_split_allgather auto_calibrated auto_defaults"}
 export HYDRA_CONFIG_FILE=/dev/null
 
-table() {
-    awk -F, 'NR > 1 { key = $1 "," $2 "," $4 "," $5; t[key, $6] = $7; a[key, $6] = $8; keys[key] = 1 }
-    END {
-        print "| platform | P | d | pattern | fastest forced | auto, calibrated | regret | auto, defaults | regret |"
-        print "|---|---|---|---|---|---|---|---|---|"
-        for (k in keys) {
-            best = ""; bt = 0
-            n = split("ssar_recursive_double ssar_split_allgather dsar_split_allgather", f, " ")
-            for (i = 1; i <= n; i++) if ((k, f[i]) in t && (best == "" || t[k, f[i]] < bt)) { best = f[i]; bt = t[k, f[i]] }
-            split(k, kk, ",")
-            printf "| %s | %s | %s | %s | %s %.3g ms | %s %.3g ms | %.2f | %s %.3g ms | %.2f |\n", kk[1], kk[2], kk[3], kk[4],
-                best, bt * 1e3, a[k, "auto_calibrated"], t[k, "auto_calibrated"] * 1e3, t[k, "auto_calibrated"] / bt,
-                a[k, "auto_defaults"], t[k, "auto_defaults"] * 1e3, t[k, "auto_defaults"] / bt
-        }
-    }' "$1" | sort -t'|' -k2,2 -k3,3n -k5,5 -k4,4g
-}
-
-if [ "${1:-}" = --table ]; then table "$2"; exit; fi
 plat=${1:?shm or rig} Ps=${2:?P list} ds=${3:?densities} pat=${4:-random}
 N=${BENCH_N:-16777216}
 csv=$top/bench/results/calibration_regret_$plat.csv
