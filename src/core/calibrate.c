@@ -88,21 +88,19 @@ static int ping_pong(MPI_Comm comm, int partner, int first, char *buf, int bytes
 
 /* This rank's share of the totals: its merge time, and as the first of a
  * pair its round trips (one exchange of each size first, untimed, sets up
- * the connection). */
-static int measure(MPI_Comm comm, int rank, int size, calib_totals *mine)
+ * the connection), with buf of CALIB_LARGE_BYTES. */
+static int measure(MPI_Comm comm, int rank, int size, char *buf, calib_totals *mine)
 {
     int half = size / 2, partner = rank < half ? rank + half : rank - half, first = rank < half;
     double small = 0, large = 0, merge = time_merge();
-    char *buf = calloc(1, CALIB_LARGE_BYTES);
-    int rc = buf ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    int rc = MPI_SUCCESS;
     if (rank >= 2 * half) partner = MPI_PROC_NULL; /* odd P: the last rank rests */
-    if (rc == MPI_SUCCESS && partner != MPI_PROC_NULL) {
+    if (partner != MPI_PROC_NULL) {
         rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, 1, &small);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, CALIB_SMALL_REPS, &small);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, 1, &large);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, CALIB_LARGE_REPS, &large);
     }
-    free(buf);
     *mine = (calib_totals){.pairs = partner != MPI_PROC_NULL && first, .ranks = merge >= 0,
                            .merge_ps = calib_ps(merge)};
     if (mine->pairs) {
@@ -112,18 +110,15 @@ static int measure(MPI_Comm comm, int rank, int size, calib_totals *mine)
     return rc;
 }
 
-/* The ranks per core the model will assume for comm's ranks. */
-static int ranks_per_core(MPI_Comm comm, int size, double *out)
+/* The ranks per core the model will assume for comm's ranks, with `all`
+ * of size + 1 placements. */
+static int ranks_per_core(MPI_Comm comm, int size, char *all, double *out)
 {
-    char *all = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
-    int rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-    if (rc == MPI_SUCCESS) {
-        placement_mine(all + (size_t)size * PLACEMENT_BYTES);
-        rc = PMPI_Allgather(all + (size_t)size * PLACEMENT_BYTES, PLACEMENT_BYTES, MPI_BYTE, all, PLACEMENT_BYTES,
-                            MPI_BYTE, comm);
-    }
+    int rc;
+    placement_mine(all + (size_t)size * PLACEMENT_BYTES);
+    rc = PMPI_Allgather(all + (size_t)size * PLACEMENT_BYTES, PLACEMENT_BYTES, MPI_BYTE, all, PLACEMENT_BYTES,
+                        MPI_BYTE, comm);
     if (rc == MPI_SUCCESS) *out = settings_ranks_per_core(settings_get(), placement_of(all, size));
-    free(all);
     return rc;
 }
 
@@ -137,28 +132,18 @@ static void report(const sparcml_settings *s, double share, double seconds)
     fflush(stdout);
 }
 
-int calibrate_job(MPI_Comm comm)
+/* The measurement on a private duplicate of comm, with the memory it needs. */
+static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements)
 {
     const sparcml_settings *s = settings_get();
-    const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
     MPI_Comm dup = MPI_COMM_NULL;
     calib_totals mine, sum;
     double t0 = PMPI_Wtime(), share = 1;
-    int rank = 0, size = 1, rc;
-    unsigned set_everywhere = all_set;
-    /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
-     * scope, compared just before); which variables are set need not be:
-     * the measurement is skipped only where every rank set all three. */
-    if (s->disable || !s->calibrate || s->error[0]) return MPI_SUCCESS;
-    rc = PMPI_Comm_size(comm, &size);
-    if (rc != MPI_SUCCESS || size < 2) return rc;
-    rc = PMPI_Allreduce(&s->cost_set, &set_everywhere, 1, MPI_UNSIGNED, MPI_BAND, comm);
-    if (rc != MPI_SUCCESS || set_everywhere == all_set) return rc;
-    rc = PMPI_Comm_dup(comm, &dup);
+    int rank = 0, rc = PMPI_Comm_dup(comm, &dup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
-    if (rc == MPI_SUCCESS) rc = ranks_per_core(dup, size, &share);
-    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, &mine);
+    if (rc == MPI_SUCCESS) rc = ranks_per_core(dup, size, placements, &share);
+    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, &mine);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Allreduce(&mine, &sum, sizeof sum / sizeof(int64_t), MPI_INT64_T, MPI_SUM, dup);
     if (rc == MPI_SUCCESS) {
@@ -171,5 +156,34 @@ int calibrate_job(MPI_Comm comm)
         int rc_free = PMPI_Comm_free(&dup);
         if (rc == MPI_SUCCESS) rc = rc_free;
     }
+    return rc;
+}
+
+int calibrate_job(MPI_Comm comm)
+{
+    const sparcml_settings *s = settings_get();
+    const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
+    char *buf = NULL, *placements = NULL;
+    unsigned mine[2], everywhere[2];
+    int size = 1, rc;
+    /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
+     * scope, compared just before); which variables are set need not be:
+     * the measurement is skipped only where every rank set all three. */
+    if (s->disable || !s->calibrate || s->error[0]) return MPI_SUCCESS;
+    rc = PMPI_Comm_size(comm, &size);
+    if (rc != MPI_SUCCESS || size < 2) return rc;
+    /* The memory comes first and is agreed with the variables: a rank
+     * without it must not leave the others waiting in the exchange, so
+     * then no rank measures and all keep the defaults. */
+    buf = calloc(1, CALIB_LARGE_BYTES);
+    placements = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
+    mine[0] = s->cost_set;
+    mine[1] = buf && placements;
+    rc = PMPI_Allreduce(mine, everywhere, 2, MPI_UNSIGNED, MPI_BAND, comm);
+    if (rc == MPI_SUCCESS && !mine[1]) rc = MPI_ERR_NO_MEM;
+    else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != all_set)
+        rc = measure_on_dup(comm, size, buf, placements);
+    free(buf);
+    free(placements);
     return rc;
 }
