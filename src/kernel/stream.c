@@ -6,7 +6,13 @@
  * never undefined behaviour). */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define STREAM_X86 1
+#include <immintrin.h>
+#endif
 
 #include "kernel/stream.h"
 
@@ -356,6 +362,307 @@ static const kernels *kernels_for(int vtype, unsigned iw)
     return &kernel_table[vtype][iw == 8];
 }
 
+/* ---------------------------------------------- dense vectors: the sweeps */
+
+/* Transparent mode reads the application's dense buffer once (the gather
+ * below counts and collects its nonzeros in the same pass) and writes the
+ * dense result once (the densify sweep).  Where the CPU has AVX2 the
+ * gather tests 128 bytes a step and large results are written with
+ * streaming stores; the portable loops compute the same bytes. */
+
+static atomic_int force_portable;
+
+void stream_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
+
+/* Whether the AVX2 kernels run (checked per call: a few loads). */
+static int avx2_runs(void)
+{
+#ifdef STREAM_X86
+    return !atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+/* Where the gather is: the next element to read and the next entry to write. */
+typedef struct gather_cursor {
+    uint64_t i, o;
+} gather_cursor;
+
+typedef void (*gather_fn)(const void *x, uint64_t n, uint64_t cap, void *oi, void *ov, gather_cursor *c);
+/* Store the values of entries k.. whose index is below end into blk, which
+ * holds the elements from lo on; returns the first entry not stored.
+ * unplace zeroes again what entries [k0, k) stored. */
+typedef uint64_t (*place_fn)(void *blk, uint64_t lo, uint64_t end, const void *ix, const void *v, uint64_t k,
+                             uint64_t n);
+typedef void (*unplace_fn)(void *blk, uint64_t lo, const void *ix, uint64_t k0, uint64_t k);
+
+/* gather: x != 0 is C's test (NaN and Inf are nonzeros, -0.0 is a zero, a
+ * denormal is what the floating-point environment says, as in
+ * stream_count_nonzero).  The portable loop tests GATHER_SPAN elements at
+ * once (the compiler vectorises the test), so a span of zeros costs one
+ * branch; a span that holds a nonzero is stored GATHER_GROUP elements at a
+ * time, each at the output cursor, which advances past nonzeros only
+ * (branch-free: no mispredict per nonzero).  A span needs that much room
+ * left below cap.  It stops at cap entries or at n. */
+#define GATHER_SPAN 32
+#define GATHER_GROUP 8
+#define DENSE_VECTOR_KERNELS(NAME, VT, IT)                                      \
+    static void gather_##NAME(const void *x_, uint64_t n, uint64_t cap, void *oi_, \
+                              void *ov_, gather_cursor *c)                      \
+    {                                                                           \
+        const VT *x = x_;                                                       \
+        IT *oi = oi_;                                                           \
+        VT *ov = ov_;                                                           \
+        uint64_t i = c->i, o = c->o;                                            \
+        for (; n - i >= GATHER_SPAN && cap - o >= GATHER_SPAN; i += GATHER_SPAN) { \
+            int any = 0;                                                        \
+            for (int j = 0; j < GATHER_SPAN; j++) any |= x[i + j] != 0;         \
+            if (!any) continue;                                                 \
+            for (uint64_t g = i; g < i + GATHER_SPAN; g += GATHER_GROUP) {      \
+                any = 0;                                                        \
+                for (int j = 0; j < GATHER_GROUP; j++) any |= x[g + j] != 0;    \
+                for (int j = 0; any && j < GATHER_GROUP; j++) {                 \
+                    oi[o] = (IT)(g + (uint64_t)j);                              \
+                    ov[o] = x[g + j];                                           \
+                    o += x[g + j] != 0;                                         \
+                }                                                               \
+            }                                                                   \
+        }                                                                       \
+        for (; i < n && o < cap; i++)                                           \
+            if (x[i] != 0) {                                                    \
+                oi[o] = (IT)i;                                                  \
+                ov[o++] = x[i];                                                 \
+            }                                                                   \
+        c->i = i;                                                               \
+        c->o = o;                                                               \
+    }                                                                           \
+    static uint64_t place_##NAME(void *blk, uint64_t lo, uint64_t end,          \
+                                 const void *ix_, const void *v_, uint64_t k,   \
+                                 uint64_t n)                                    \
+    {                                                                           \
+        VT *b = blk;                                                            \
+        const IT *ix = ix_;                                                     \
+        const VT *v = v_;                                                       \
+        for (; k < n && ix[k] < end; k++) b[ix[k] - lo] = v[k];                 \
+        return k;                                                               \
+    }                                                                           \
+    static void unplace_##NAME(void *blk, uint64_t lo, const void *ix_,         \
+                               uint64_t k0, uint64_t k)                         \
+    {                                                                           \
+        VT *b = blk;                                                            \
+        const IT *ix = ix_;                                                     \
+        for (; k0 < k; k0++) b[ix[k0] - lo] = 0;                                \
+    }
+
+DENSE_VECTOR_KERNELS(f32_i32, float, uint32_t)
+DENSE_VECTOR_KERNELS(f32_i64, float, uint64_t)
+DENSE_VECTOR_KERNELS(f64_i32, double, uint32_t)
+DENSE_VECTOR_KERNELS(f64_i64, double, uint64_t)
+DENSE_VECTOR_KERNELS(u32_i32, uint32_t, uint32_t)
+DENSE_VECTOR_KERNELS(u32_i64, uint32_t, uint64_t)
+DENSE_VECTOR_KERNELS(u64_i32, uint64_t, uint32_t)
+DENSE_VECTOR_KERNELS(u64_i64, uint64_t, uint64_t)
+
+typedef struct placement {
+    place_fn place;
+    unplace_fn unplace;
+} placement;
+
+#define GTAB(NAME) gather_##NAME
+#define PTAB(NAME) {place_##NAME, unplace_##NAME}
+/* Indexed by [value type][index width == 8]. */
+static const gather_fn gather_portable[5][2] = {
+    [SPARCML_FLOAT] = {GTAB(f32_i32), GTAB(f32_i64)},
+    [SPARCML_DOUBLE] = {GTAB(f64_i32), GTAB(f64_i64)},
+    [SPARCML_INT32] = {GTAB(u32_i32), GTAB(u32_i64)},
+    [SPARCML_INT64] = {GTAB(u64_i32), GTAB(u64_i64)},
+};
+static const placement placements[5][2] = {
+    [SPARCML_FLOAT] = {PTAB(f32_i32), PTAB(f32_i64)},
+    [SPARCML_DOUBLE] = {PTAB(f64_i32), PTAB(f64_i64)},
+    [SPARCML_INT32] = {PTAB(u32_i32), PTAB(u32_i64)},
+    [SPARCML_INT64] = {PTAB(u64_i32), PTAB(u64_i64)},
+};
+
+/* densify: the result is written one block of DENSIFY_BLOCK bytes (in L1)
+ * at a time, so its memory is written in one sweep, each line once.  Two
+ * ways, measured (bench/kernel_bench --scan, "densify" rows):
+ *  - portable: zero the block in place and store its values (the values'
+ *    elements are written twice, within L1).  Zeroing each gap between
+ *    the sorted indices instead writes every element once, but the gaps'
+ *    varying lengths mispredict a branch per entry: 1.6x the block's time
+ *    at density 0.1 and 5x at 0.4 (16M floats);
+ *  - streaming (AVX2, results of DENSIFY_STREAM_MIN bytes and more): the
+ *    block is assembled in a zeroed buffer on the stack and written with
+ *    streaming stores, each element once, and no line of the result is
+ *    read before it is written (a plain store reads it first).  A result
+ *    that large is not in cache when the program reads it again anyway. */
+#define DENSIFY_BLOCK 4096
+#define DENSIFY_STREAM_MIN (UINT64_C(16) << 20)
+
+static void densify_blocks(char *d, uint64_t dim, unsigned vs, const placement *pl, const void *ix,
+                           const void *v, uint64_t n)
+{
+    uint64_t per = DENSIFY_BLOCK / vs, k = 0;
+    for (uint64_t lo = 0; lo < dim; lo += per) {
+        uint64_t hi = dim - lo < per ? dim : lo + per;
+        memset(d + lo * vs, 0, (hi - lo) * vs);
+        k = pl->place(d + lo * vs, lo, hi, ix, v, k, n);
+    }
+}
+
+#ifdef STREAM_X86
+/* Bit j of the result says whether element j of the 128 bytes at p is
+ * nonzero: 32 floats, 16 doubles, 32 or 16 integers.  Floats compare
+ * "not equal, or unordered" to zero, C's x != 0. */
+__attribute__((target("avx2"))) static inline uint32_t nonzero_bits_f32(const float *p)
+{
+    const __m256 z = _mm256_setzero_ps();
+    uint32_t m = 0;
+    for (int q = 0; q < 4; q++)
+        m |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + 8 * q), z, _CMP_NEQ_UQ)) << 8 * q;
+    return m;
+}
+
+__attribute__((target("avx2"))) static inline uint32_t nonzero_bits_f64(const double *p)
+{
+    const __m256d z = _mm256_setzero_pd();
+    uint32_t m = 0;
+    for (int q = 0; q < 4; q++)
+        m |= (uint32_t)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p + 4 * q), z, _CMP_NEQ_UQ)) << 4 * q;
+    return m;
+}
+
+__attribute__((target("avx2"))) static inline uint32_t nonzero_bits_u32(const uint32_t *p)
+{
+    const __m256i z = _mm256_setzero_si256();
+    uint32_t m = 0;
+    for (int q = 0; q < 4; q++) {
+        __m256i eq = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(p + 8 * q)), z);
+        m |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(eq)) << 8 * q;
+    }
+    return ~m;
+}
+
+__attribute__((target("avx2"))) static inline uint32_t nonzero_bits_u64(const uint64_t *p)
+{
+    const __m256i z = _mm256_setzero_si256();
+    uint32_t m = 0;
+    for (int q = 0; q < 4; q++) {
+        __m256i eq = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)(p + 4 * q)), z);
+        m |= (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(eq)) << 4 * q;
+    }
+    return ~m & 0xffff;
+}
+
+/* 128 bytes a step (B elements): one test skips them when all are zero,
+ * a run of nonzeros is copied whole, else the set bits say where the
+ * nonzeros are.  The portable loop does the last elements and those past
+ * the room for a whole step. */
+#define GATHER_AVX2(NAME, VT, IT, B, BITS)                                      \
+    __attribute__((target("avx2")))                                             \
+    static void gather_##NAME##_avx2(const void *x_, uint64_t n, uint64_t cap,  \
+                                     void *oi_, void *ov_, gather_cursor *c)    \
+    {                                                                           \
+        const VT *x = x_;                                                       \
+        IT *oi = oi_;                                                           \
+        VT *ov = ov_;                                                           \
+        uint64_t i = c->i, o = c->o;                                            \
+        for (; n - i >= (B) && cap - o >= (B); i += (B)) {                      \
+            uint32_t m = BITS(x + i);                                           \
+            if (m == (uint32_t)((UINT64_C(1) << (B)) - 1)) { /* a run */        \
+                for (uint64_t j = 0; j < (B); j++) oi[o + j] = (IT)(i + j);     \
+                memcpy(ov + o, x + i, (B) * sizeof(VT));                        \
+                o += (B);                                                       \
+                continue;                                                       \
+            }                                                                   \
+            for (; m; m &= m - 1) {                                             \
+                uint64_t j = i + (uint64_t)__builtin_ctz(m);                    \
+                oi[o] = (IT)j;                                                  \
+                ov[o++] = x[j];                                                 \
+            }                                                                   \
+        }                                                                       \
+        c->i = i;                                                               \
+        c->o = o;                                                               \
+        gather_##NAME(x_, n, cap, oi_, ov_, c);                                 \
+    }
+
+GATHER_AVX2(f32_i32, float, uint32_t, 32, nonzero_bits_f32)
+GATHER_AVX2(f32_i64, float, uint64_t, 32, nonzero_bits_f32)
+GATHER_AVX2(f64_i32, double, uint32_t, 16, nonzero_bits_f64)
+GATHER_AVX2(f64_i64, double, uint64_t, 16, nonzero_bits_f64)
+GATHER_AVX2(u32_i32, uint32_t, uint32_t, 32, nonzero_bits_u32)
+GATHER_AVX2(u32_i64, uint32_t, uint64_t, 32, nonzero_bits_u32)
+GATHER_AVX2(u64_i32, uint64_t, uint32_t, 16, nonzero_bits_u64)
+GATHER_AVX2(u64_i64, uint64_t, uint64_t, 16, nonzero_bits_u64)
+
+#define GTAB_AVX2(NAME) gather_##NAME##_avx2
+static const gather_fn gather_avx2[5][2] = {
+    [SPARCML_FLOAT] = {GTAB_AVX2(f32_i32), GTAB_AVX2(f32_i64)},
+    [SPARCML_DOUBLE] = {GTAB_AVX2(f64_i32), GTAB_AVX2(f64_i64)},
+    [SPARCML_INT32] = {GTAB_AVX2(u32_i32), GTAB_AVX2(u32_i64)},
+    [SPARCML_INT64] = {GTAB_AVX2(u64_i32), GTAB_AVX2(u64_i64)},
+};
+
+/* bytes (a multiple of 64) from the 64-byte aligned blk to the 64-byte
+ * aligned dst, by streaming stores. */
+__attribute__((target("avx2"))) static void stream_lines(char *dst, const char *blk, uint64_t bytes)
+{
+    for (uint64_t o = 0; o < bytes; o += 64) {
+        _mm256_stream_si256((__m256i *)(dst + o), _mm256_load_si256((const __m256i *)(blk + o)));
+        _mm256_stream_si256((__m256i *)(dst + o + 32), _mm256_load_si256((const __m256i *)(blk + o + 32)));
+    }
+}
+
+/* The whole 64-byte lines of d go through the staging block; the elements
+ * before the first and after the last are written in place.  After the
+ * copy, the block is zeroed again where values went (or whole, when that
+ * is cheaper: more than one value in 16 elements). */
+__attribute__((target("avx2")))
+static void densify_streaming(char *d, uint64_t dim, unsigned vs, const placement *pl, const void *ix,
+                              const void *v, uint64_t n)
+{
+    _Alignas(64) char blk[DENSIFY_BLOCK];
+    uint64_t per = DENSIFY_BLOCK / vs, line = 64 / vs;
+    uint64_t head = (64 - (uintptr_t)d % 64) % 64 / vs, end = head + (dim - head) / line * line, k;
+    memset(d, 0, head * vs);
+    k = pl->place(d, 0, head, ix, v, 0, n);
+    memset(blk, 0, sizeof blk);
+    for (uint64_t lo = head; lo < end; lo += per) {
+        uint64_t hi = end - lo < per ? end : lo + per, k0 = k;
+        k = pl->place(blk, lo, hi, ix, v, k, n);
+        stream_lines(d + lo * vs, blk, (hi - lo) * vs);
+        if ((k - k0) * 16 > hi - lo) memset(blk, 0, (hi - lo) * vs);
+        else pl->unplace(blk, lo, ix, k0, k);
+    }
+    memset(d + end * vs, 0, (dim - end) * vs);
+    pl->place(d + end * vs, end, dim, ix, v, k, n);
+    _mm_sfence(); /* streaming stores are weakly ordered: ordered before what follows */
+}
+#endif
+
+static gather_fn gather_for(int vtype, unsigned iw)
+{
+#ifdef STREAM_X86
+    if (avx2_runs()) return gather_avx2[vtype][iw == 8];
+#endif
+    return gather_portable[vtype][iw == 8];
+}
+
+/* Sparse s into dim values at dense. */
+static void densify_sparse(const sv *s, void *dense)
+{
+    const placement *pl = &placements[s->vtype][s->iw == 8];
+#ifdef STREAM_X86
+    if (s->dim * s->vs >= DENSIFY_STREAM_MIN && (uintptr_t)dense % s->vs == 0 && avx2_runs()) {
+        densify_streaming(dense, s->dim, s->vs, pl, s->idx, s->val, s->nnz);
+        return;
+    }
+#endif
+    densify_blocks(dense, s->dim, s->vs, pl, s->idx, s->val, s->nnz);
+}
+
 /* ------------------------------------------------------------- merge-add */
 
 uint64_t stream_merge_bound(const sv *a, const sv *b)
@@ -428,8 +735,7 @@ void stream_densify(const sv *s, void *dense)
         if (dense != s->val) memmove(dense, s->val, s->dim * s->vs);
         return;
     }
-    memset(dense, 0, s->dim * s->vs);
-    kernels_for(s->vtype, s->iw)->scatter(dense, s->idx, s->val, s->nnz);
+    densify_sparse(s, dense);
 }
 
 /* -------------------------------------------------------- slice / concat */
@@ -598,27 +904,52 @@ sv stream_dense_view(const void *values, uint64_t dim, int vtype)
     return s;
 }
 
+uint64_t stream_gather_capacity(uint64_t dim, int vtype, uint64_t bytes)
+{
+    uint64_t vs = sparcml_value_size(vtype), entry = sparcml_index_width(dim) + vs, fit, most;
+    if (bytes < SPARCML_HEADER_BYTES || dim * vs == 0) return 0;
+    /* The padding of the indices (under 8 bytes, less than an entry) can
+     * cost at most one entry of the plain quotient. */
+    fit = (bytes - SPARCML_HEADER_BYTES) / entry;
+    if (sparcml_sparse_bytes(dim, vtype, fit) > bytes) fit--;
+    most = (dim * vs - 1) / entry; /* the most entries still sparse */
+    return fit < most ? fit : most;
+}
+
+/* The values are collected where cap entries would put them and move down
+ * to where the count puts them once it is known: nnz * vs bytes, which the
+ * gather has just written (in cache while the stream is small). */
+uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out)
+{
+    unsigned iw = sparcml_index_width(v->dim);
+    char *oi = (char *)outbuf + SPARCML_HEADER_BYTES, *ov = oi + sparcml_round8(cap * iw);
+    gather_cursor c = {0, 0};
+    uint64_t n;
+    gather_for(v->vtype, iw)(v->val, v->dim, cap, oi, ov, &c);
+    n = c.o + (c.i < v->dim ? stream_count_nonzero(v, c.i, v->dim) : 0);
+    *out = sv_absent();
+    if (n > cap || sparcml_prefers_dense(v->dim, v->vtype, n)) return n;
+    *out = stream_init(outbuf, v->dim, v->vtype, n, 0);
+    memmove(out->val, ov, n * out->vs);
+    return n;
+}
+
 /* x != 0 ? x : 0 is the identity for integers and turns -0.0 into +0.0. */
 #define FROM_VALUES(T)                                                          \
     do {                                                                        \
         const T *x = v->val;                                                    \
         T *y = out.val;                                                         \
-        uint64_t o = 0;                                                         \
-        if (out.dense) {                                                        \
-            for (uint64_t i = 0; i < v->dim; i++) y[i] = x[i] != 0 ? x[i] : 0;  \
-            break;                                                              \
-        }                                                                       \
-        for (uint64_t i = 0; i < v->dim; i++)                                   \
-            if (x[i] != 0) {                                                    \
-                sparcml_put_index(out.idx, out.iw, o, i);                       \
-                y[o++] = x[i];                                                  \
-            }                                                                   \
+        for (uint64_t i = 0; i < v->dim; i++) y[i] = x[i] != 0 ? x[i] : 0;      \
     } while (0)
 
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf)
 {
-    int dense = sparcml_prefers_dense(v->dim, v->vtype, nnz);
-    sv out = stream_init(outbuf, v->dim, v->vtype, dense ? v->dim : nnz, dense);
+    sv out;
+    if (!sparcml_prefers_dense(v->dim, v->vtype, nnz)) {
+        stream_gather_nonzero(v, nnz, outbuf, &out);
+        return out;
+    }
+    out = stream_init(outbuf, v->dim, v->vtype, v->dim, 1);
     switch (v->vtype) {
     case SPARCML_FLOAT: FROM_VALUES(float); break;
     case SPARCML_DOUBLE: FROM_VALUES(double); break;
@@ -627,7 +958,6 @@ sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf)
     }
     return out;
 }
-
 void stream_split_bounds(uint64_t dim, int P, uint64_t *offsets)
 {
     uint64_t base = dim / (uint64_t)P, extra = dim % (uint64_t)P;

@@ -73,7 +73,8 @@ sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
 uint64_t stream_range_bytes(const sv *s, uint64_t lo, uint64_t hi);
 sv stream_range(const sv *s, uint64_t lo, uint64_t hi, void *outbuf);
 
-/* Write the dim values of s (zeros where nothing is stored) to dense. */
+/* Write the dim values of s (zeros where nothing is stored) to dense:
+ * one sweep, each element written once. */
 void stream_densify(const sv *s, void *dense);
 
 /* Presence bitmaps: bit x of present[x / 64] says index x is in a union of
@@ -100,14 +101,34 @@ sv stream_copy(const sv *s, void *dst);
 uint64_t stream_count_nonzero(const sv *s, uint64_t lo, uint64_t hi);
 
 /* A dense vector of dim values at `values`, with no header (transparent
- * mode): only val is meaningful, for stream_count_nonzero and
- * stream_from_values. */
+ * mode): only val is meaningful, for the functions below. */
 sv stream_dense_view(const void *values, uint64_t dim, int vtype);
+
+/* The most entries stream_gather_nonzero may gather into a buffer of
+ * `bytes` for a vector of dim values: as many as a sparse stream of that
+ * size holds, and no more than a sparse stream of dim may hold (beyond
+ * that the dense form is smaller).  0 when bytes is below a header. */
+uint64_t stream_gather_capacity(uint64_t dim, int vtype, uint64_t bytes);
+
+/* One read of the dense vector v (stream_dense_view): counts its nonzeros
+ * (as stream_count_nonzero) and gathers them into a sparse stream at
+ * outbuf, of at most cap entries (stream_gather_capacity of outbuf's
+ * bytes).  Returns the count; *out receives the stream -- the bytes
+ * stream_from_values writes for that count -- or is absent when the count
+ * exceeds cap (outbuf then holds scratch).  Zeros of either sign are
+ * dropped, so every value gathered is nonzero (NaN and Inf included). */
+uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out);
 
 /* The stream of a dense vector v with nnz nonzeros (stream_count_nonzero):
  * sparse, holding exactly the nonzeros, while that is smaller, else dense.
- * Zeros of either sign become +0.0 (sparcml(7), transparent mode). */
+ * Zeros of either sign become +0.0 (sparcml(7), transparent mode).  Absent
+ * only when v has more than nnz nonzeros and the sparse form was chosen. */
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
+
+/* Tests (the result is the same either way): nonzero makes the gather and
+ * the densify sweep run their portable loops even where the CPU has AVX2;
+ * 0 restores the run-time choice. */
+void stream_force_portable(int on);
 
 /* The bytes of a presence bitmap of dim indices (whole 64-bit words). */
 static inline uint64_t stream_presence_bytes(uint64_t dim) { return (dim + 63) / 64 * 8; }

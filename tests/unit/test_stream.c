@@ -563,6 +563,278 @@ START_TEST(from_dense_picks_the_smaller_format)
 }
 END_TEST
 
+/* ------------------------------------------------------- dense vectors */
+
+/* Transparent mode's gather (one read: count and collect the nonzeros) and
+ * densify sweep, on both code paths (_i / 4: the portable loops), against
+ * references written here: the nonzeros by their bits (floats: any bit but
+ * the sign; this process runs with denormals as they are), the streams by
+ * sparcml_stream_from_sorted, the dense result by a zero fill and copies.
+ * Sizes are not multiples of the 8-element groups or 128-byte steps.  The
+ * 64-bit-index kernels need a dense vector of more than 2^32 values (16 GiB)
+ * and are not run here. */
+static const uint64_t vector_dims[] = {1, 7, 8, 31, 33, 100, 257, 1000, 4099, 20011};
+static const double vector_densities[] = {0, 0.001, 0.05, 0.3, 0.6, 1};
+
+static int value_is_nonzero(int vtype, const void *dense, uint64_t i)
+{
+    uint32_t u32;
+    uint64_t u64;
+    switch (vtype) {
+    case SPARCML_FLOAT: memcpy(&u32, (const char *)dense + 4 * i, 4); return (u32 & 0x7fffffffu) != 0;
+    case SPARCML_DOUBLE: memcpy(&u64, (const char *)dense + 8 * i, 8); return (u64 << 1) != 0;
+    case SPARCML_INT32: memcpy(&u32, (const char *)dense + 4 * i, 4); return u32 != 0;
+    default: memcpy(&u64, (const char *)dense + 8 * i, 8); return u64 != 0;
+    }
+}
+
+/* Some of a vector's entries made special: -0.0 (a zero), NaN with a
+ * payload, +-Inf and a denormal (nonzeros); integers get their extremes. */
+static void put_specials(int vtype, void *dense, uint64_t dim)
+{
+    static const uint32_t f32[] = {0x80000000u, 0x7fc00123u, 0xffc00001u, 0x7f800000u, 0xff800000u, 0x00000001u};
+    static const uint64_t f64[] = {UINT64_C(1) << 63, UINT64_C(0x7ff8000000000abc), UINT64_C(0x7ff0000000000000),
+                                   UINT64_C(0xfff0000000000000), 1, UINT64_C(0xfff8000000000000)};
+    for (uint64_t k = 0; k < 6 && dim > 2; k++) {
+        uint64_t i = rnd() % dim;
+        switch (vtype) {
+        case SPARCML_FLOAT: memcpy((char *)dense + 4 * i, &f32[k], 4); break;
+        case SPARCML_DOUBLE: memcpy((char *)dense + 8 * i, &f64[k], 8); break;
+        case SPARCML_INT32: ((int32_t *)dense)[i] = k % 2 ? INT32_MIN : -1; break;
+        default: ((int64_t *)dense)[i] = k % 2 ? INT64_MIN : -1; break;
+        }
+    }
+}
+
+/* The reference sparse stream of the nonzeros (NULL when the dense form is
+ * smaller) and their count. */
+static char *reference_stream(int vtype, const void *dense, uint64_t dim, uint64_t *nnz)
+{
+    uint64_t *idx = malloc(dim * 8), n = 0, vs = sparcml_value_size(vtype);
+    char *vals = malloc(dim * vs), *buf = NULL;
+    for (uint64_t i = 0; i < dim; i++)
+        if (value_is_nonzero(vtype, dense, i)) {
+            memcpy(vals + n * vs, (const char *)dense + i * vs, vs);
+            idx[n++] = i;
+        }
+    *nnz = n;
+    if (!sparcml_prefers_dense(dim, vtype, n)) {
+        buf = malloc(sparcml_sparse_bytes(dim, vtype, n) + 8);
+        ck_assert_int_eq(sparcml_stream_from_sorted(buf, sparcml_sparse_capacity(dim, vtype, n), dim, vtype, n,
+                                                    idx, vals), SPARCML_OK);
+    }
+    free(idx);
+    free(vals);
+    return buf;
+}
+
+/* Gathers with room for cap entries: the count is always right; the
+ * stream is present, and the reference's bytes, exactly when it fits. */
+static void check_gather(const sv *v, uint64_t cap, const char *want, uint64_t want_nnz)
+{
+    uint64_t bytes = sparcml_sparse_bytes(v->dim, v->vtype, cap);
+    char *buf = malloc(bytes);
+    sv out;
+    ck_assert_uint_le(cap, stream_gather_capacity(v->dim, v->vtype, bytes));
+    ck_assert_uint_eq(stream_gather_nonzero(v, cap, buf, &out), want_nnz);
+    if (want && want_nnz <= cap) {
+        ck_assert(!sv_is_absent(&out));
+        ck_assert_uint_eq(stream_bytes(&out), sparcml_sparse_bytes(v->dim, v->vtype, want_nnz));
+        ck_assert_msg(memcmp(buf, want, stream_bytes(&out)) == 0, "dim %llu cap %llu: stream differs",
+                      (unsigned long long)v->dim, (unsigned long long)cap);
+    } else {
+        ck_assert(sv_is_absent(&out));
+    }
+    free(buf);
+}
+
+/* stream_from_values for the count: the reference stream, or the dense
+ * values with every zero +0.0. */
+static void check_from_values(const sv *v, uint64_t nnz, const char *want)
+{
+    char *buf = malloc(sparcml_capacity(v->dim, v->vtype) * 8);
+    sv out = stream_from_values(v, nnz, buf);
+    if (want) {
+        ck_assert_int_eq(out.dense, 0);
+        ck_assert_mem_eq(buf, want, stream_bytes(&out));
+    } else {
+        ck_assert_int_eq(out.dense, 1);
+        for (uint64_t i = 0; i < v->dim; i++) {
+            const char *x = (const char *)v->val + i * v->vs, *y = (const char *)out.val + i * v->vs;
+            static const char zero[8];
+            ck_assert_mem_eq(y, value_is_nonzero(v->vtype, v->val, i) ? x : zero, v->vs);
+        }
+    }
+    free(buf);
+}
+
+START_TEST(gather_matches_reference)
+{
+    int vtype = _i % 4 + 1;
+    stream_force_portable(_i / 4);
+    rng_state = 555 + (uint64_t)_i;
+    for (size_t a = 0; a < sizeof vector_dims / sizeof vector_dims[0]; a++) {
+        for (size_t b = 0; b < sizeof vector_densities / sizeof vector_densities[0]; b++) {
+            uint64_t dim = vector_dims[a], nnz, most;
+            vec x = make_vec(dim, vtype, vector_densities[b]);
+            sv v = stream_dense_view(x.dense, dim, vtype);
+            char *want;
+            if (b % 2) put_specials(vtype, x.dense, dim);
+            want = reference_stream(vtype, x.dense, dim, &nnz);
+            most = stream_gather_capacity(dim, vtype, sparcml_dense_bytes(dim, vtype));
+            ck_assert_uint_eq(stream_count_nonzero(&v, 0, dim), nnz);
+            /* room for all, exactly enough, one short, none, a little */
+            check_gather(&v, most, want, nnz);
+            if (nnz <= most) check_gather(&v, nnz, want, nnz);
+            if (nnz > 0 && nnz - 1 <= most) check_gather(&v, nnz - 1, want, nnz);
+            check_gather(&v, 0, want, nnz);
+            check_gather(&v, 5 < most ? 5 : most, want, nnz);
+            check_from_values(&v, nnz, want);
+            free(want);
+            free_vec(&x);
+        }
+    }
+    stream_force_portable(0);
+}
+END_TEST
+
+/* All zeros (either sign), all nonzeros, and a run of nonzeros in the
+ * first third, every size up to a few steps: the cursor at every offset
+ * against the groups and steps. */
+START_TEST(gather_all_zeros_and_all_nonzeros)
+{
+    int vtype = _i % 4 + 1;
+    unsigned vs = (unsigned)sparcml_value_size(vtype);
+    char *dense = malloc(200 * 8);
+    stream_force_portable(_i / 4);
+    for (uint64_t dim = 1; dim <= 200; dim++) {
+        sv v = stream_dense_view(dense, dim, vtype);
+        uint64_t nnz, most = stream_gather_capacity(dim, vtype, sparcml_dense_bytes(dim, vtype));
+        char *want;
+        for (uint64_t i = 0; i < dim; i++) { /* -0.0 for floats: still a zero */
+            memset(dense + i * vs, 0, vs);
+            if (vtype <= SPARCML_DOUBLE && i % 3 == 0) dense[i * vs + vs - 1] = (char)0x80;
+        }
+        want = reference_stream(vtype, dense, dim, &nnz);
+        ck_assert_uint_eq(nnz, 0);
+        check_gather(&v, most, want, 0);
+        check_gather(&v, 0, want, 0);
+        check_from_values(&v, 0, want);
+        free(want);
+        for (uint64_t i = 0; i < dim; i++) set_value(vtype, dense, i, (int64_t)i + 1);
+        want = reference_stream(vtype, dense, dim, &nnz);
+        ck_assert_uint_eq(nnz, dim);
+        ck_assert_ptr_null(want); /* all nonzero: dense is smaller */
+        check_gather(&v, most, NULL, dim);
+        check_from_values(&v, dim, NULL);
+        for (uint64_t i = dim / 3; i < dim; i++) memset(dense + i * vs, 0, vs); /* one run: sparse */
+        want = reference_stream(vtype, dense, dim, &nnz);
+        ck_assert_uint_eq(nnz, dim / 3);
+        check_gather(&v, most, want, nnz);
+        check_gather(&v, nnz, want, nnz);
+        free(want);
+    }
+    free(dense);
+    stream_force_portable(0);
+}
+END_TEST
+
+/* The capacity is the most entries that fit in the bytes and stay sparse. */
+START_TEST(gather_capacity_is_the_most_that_fits)
+{
+    for (int vtype = SPARCML_FLOAT; vtype <= SPARCML_INT64; vtype++)
+        for (uint64_t dim = 1; dim < 300; dim += 7)
+            for (uint64_t bytes = 0; bytes < sparcml_dense_bytes(dim, vtype) + 64; bytes += 3) {
+                uint64_t cap = stream_gather_capacity(dim, vtype, bytes);
+                int more_fits = sparcml_sparse_bytes(dim, vtype, cap + 1) <= bytes
+                                && !sparcml_prefers_dense(dim, vtype, cap + 1);
+                if (cap > 0) {
+                    ck_assert_uint_le(sparcml_sparse_bytes(dim, vtype, cap), bytes);
+                    ck_assert(!sparcml_prefers_dense(dim, vtype, cap));
+                }
+                ck_assert_msg(!more_fits, "dim %llu bytes %llu: cap %llu",
+                              (unsigned long long)dim, (unsigned long long)bytes, (unsigned long long)cap);
+            }
+}
+END_TEST
+
+/* The densify sweep writes every element once: its bytes are a zero fill
+ * with the stored values copied in (a stored -0.0 or NaN kept as it is),
+ * whatever was in the buffer, for gaps of every length around the point
+ * where the sweep switches from stores to memset, runs of neighbours, the
+ * first and last index, no entries, and every index stored. */
+START_TEST(densify_matches_reference)
+{
+    int vtype = _i % 4 + 1;
+    unsigned vs = (unsigned)sparcml_value_size(vtype);
+    uint64_t *idx = malloc(20011 * 8);
+    stream_force_portable(_i / 4);
+    rng_state = 77 + (uint64_t)_i;
+    for (size_t a = 0; a < sizeof vector_dims / sizeof vector_dims[0]; a++) {
+        for (int layout = 0; layout < 6; layout++) {
+            uint64_t dim = vector_dims[a], n = 0;
+            char *sbuf = malloc(sparcml_sparse_bytes(dim, vtype, dim)), *got = malloc(dim * vs);
+            char *want = calloc(dim, vs);
+            sv s;
+            for (uint64_t x = 0; x < dim; x++) {
+                int keep = layout == 0 ? 0 : layout == 1 ? 1 : layout == 2 ? x == 0 || x == dim - 1
+                         : layout == 3 ? rnd() % (1 + x % 40) == 0 : (rnd() % 1000) < (layout == 4 ? 5u : 400u);
+                if (keep) idx[n++] = x;
+            }
+            s = stream_init(sbuf, dim, vtype, n, 0);
+            for (uint64_t k = 0; k < n; k++) {
+                sparcml_put_index(s.idx, s.iw, k, idx[k]);
+                set_value(vtype, s.val, k, (int64_t)(rnd() % 2001) - 1000);
+            }
+            if (n > 2) put_specials(vtype, s.val, n);
+            for (uint64_t k = 0; k < n; k++) memcpy(want + idx[k] * vs, (char *)s.val + k * vs, vs);
+            memset(got, 0xab, dim * vs);
+            stream_densify(&s, got);
+            ck_assert_msg(memcmp(got, want, dim * vs) == 0, "dim %llu layout %d: dense result differs",
+                          (unsigned long long)dim, layout);
+            free(sbuf); free(got); free(want);
+        }
+    }
+    free(idx);
+    stream_force_portable(0);
+}
+END_TEST
+
+/* Results of 16 MiB and more take the streaming path where the CPU has
+ * AVX2 (the others the portable blocks): the lines before the first whole
+ * 64-byte line and after the last (a destination one element off a line),
+ * runs of neighbours across blocks, single entries, none at either end. */
+START_TEST(densify_large_results)
+{
+    int vtype = _i % 4 + 1;
+    unsigned vs = (unsigned)sparcml_value_size(vtype);
+    uint64_t dim = (UINT64_C(16) << 20) / vs + 37, n = 0, *idx = malloc(200000 * 8);
+    char *sbuf, *want = calloc(dim, vs), *mem = aligned_alloc(64, (dim + 16) * vs);
+    sv s;
+    stream_force_portable(_i / 4);
+    rng_state = 4242 + (uint64_t)_i;
+    for (uint64_t x = 3; x < dim - 5; x += 1 + rnd() % 400) {
+        uint64_t run = rnd() % 8 == 0 ? 1 + rnd() % 3000 : 1;
+        for (uint64_t r = 0; r < run && x < dim - 5 && n < 200000; r++, x++) idx[n++] = x;
+    }
+    sbuf = malloc(sparcml_sparse_bytes(dim, vtype, n));
+    s = stream_init(sbuf, dim, vtype, n, 0);
+    for (uint64_t k = 0; k < n; k++) {
+        sparcml_put_index(s.idx, s.iw, k, idx[k]);
+        set_value(vtype, s.val, k, (int64_t)(rnd() % 2001) - 1000);
+        memcpy(want + idx[k] * vs, (char *)s.val + k * vs, vs);
+    }
+    for (int off = 0; off < 2; off++) {
+        char *got = mem + (unsigned)off * vs;
+        memset(got, 0xab, dim * vs);
+        stream_densify(&s, got);
+        ck_assert_msg(memcmp(got, want, dim * vs) == 0, "offset %d: dense result differs", off);
+    }
+    free(idx); free(sbuf); free(want); free(mem);
+    stream_force_portable(0);
+}
+END_TEST
+
 Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -575,6 +847,11 @@ Suite *stream_suite(void)
     tcase_add_test(tc, select_keeps_exactly_the_marked_entries);
     tcase_add_test(tc, wide_indices);
     tcase_add_test(tc, integer_sums_wrap);
+    tcase_add_loop_test(tc, gather_matches_reference, 0, 8);
+    tcase_add_loop_test(tc, gather_all_zeros_and_all_nonzeros, 0, 8);
+    tcase_add_test(tc, gather_capacity_is_the_most_that_fits);
+    tcase_add_loop_test(tc, densify_matches_reference, 0, 8);
+    tcase_add_loop_test(tc, densify_large_results, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     tc = tcase_create("validation");
