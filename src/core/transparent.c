@@ -6,22 +6,23 @@
  *  - A call qualifies on arguments MPI requires to be equal on all ranks
  *    (op, datatype, count, communicator), so every rank takes the same
  *    branch; anything else goes to the vendor untouched.
- *  - Each rank counts its nonzeros (the scan); the agreement step combines
- *    the counts, and the selector decides from the agreed numbers only
- *    whether a sparse algorithm beats the vendor on the original buffers.
+ *  - Each rank reads its buffer once (the scan): it counts the nonzeros
+ *    and gathers them into its input stream in the same pass; the
+ *    agreement step combines the counts, and the selector decides from the
+ *    agreed numbers only whether a sparse algorithm beats the vendor on the
+ *    original buffers.
  *  - After the vendor was chosen, the next TRANSPARENT_SKIP calls with the
  *    same count and type on the communicator go straight to the vendor:
  *    the choice came from agreed facts and the calls are collective, so all
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
  *    and an agreement per call.
- *  - The sparse path builds the input stream into pooled scratch, runs the
- *    algorithm into pooled scratch, and writes the dense result.  Both
- *    buffers are reserved before the agreement (their sizes are known by
- *    then): a rank that cannot have them says so in its record, and every
- *    rank fails the call alike.  Every
- *    zero (either sign) is +0.0 and contributes nothing; NaN and Inf are
- *    nonzeros and add as IEEE values; results are bitwise identical on all
- *    ranks (as every sparcml result).
+ *  - The sparse path runs the algorithm on that stream into pooled
+ *    scratch and writes the dense result in one sweep.  Both buffers are
+ *    reserved before the agreement (the scan gathers into one): a rank
+ *    that cannot have them says so in its record, and every rank fails the
+ *    call alike.  Every zero (either sign) is +0.0 and contributes nothing;
+ *    NaN and Inf are nonzeros and add as IEEE values; results are bitwise
+ *    identical on all ranks (as every sparcml result).
  *  - Failures (count or datatype differing across ranks, aliased buffers)
  *    are agreed and reported on every rank as for tagged calls.
  *  - It is a kind of op (op.h): blocking, non-blocking and persistent calls
@@ -80,6 +81,61 @@ static uint64_t input_bytes(const sparcml_call *c, uint64_t nnz)
                                                         : sparcml_sparse_bytes(c->dim, c->vtype, nnz);
 }
 
+/* --- the scan ----------------------------------------------------------- */
+
+/* The input stream is gathered while the nonzeros are counted, before the
+ * agreement, so its pool is reserved before the count is known: at a
+ * bound, the gather's room.  The room is the pool as earlier calls left
+ * it, at least 1/GATHER_FLOOR of the dense bytes.  A count beyond it
+ * stops the gathering (the rest is only counted) and reserves what the
+ * stream needs, which is then built after the agreement by a second read
+ * (as a dense stream always is); the pool grows to twice the count, so
+ * later calls of about that density gather in one read.  So sparse data
+ * keeps a pool of its own size, and the worst case (a dense-size pool
+ * beside the dense-size result) is reserved only where the data needed
+ * it; dense data, which the vendor then sums, gathers at most as many
+ * entries as a sparse stream holds and only counts the rest. */
+enum { GATHER_FLOOR = 16 };
+
+/* A dense view (stream_dense_view: no header) until the scan built the
+ * stream. */
+static int input_built(const sv *input) { return input->base != input->val; }
+
+static uint64_t gather_room(const sparcml_call *c)
+{
+    uint64_t least = sparcml_dense_bytes(c->dim, c->vtype) / GATHER_FLOOR;
+    uint64_t have = c->ctx->pool_bytes[POOL_DENSE_IN];
+    return have > least ? have : least;
+}
+
+/* The pool after a count beyond the room: the stream's bytes, and for a
+ * sparse one room for twice its entries. */
+static uint64_t grown_room(const sparcml_call *c, uint64_t nnz)
+{
+    uint64_t most = stream_gather_capacity(c->dim, c->vtype, c->recv_bytes); /* holds any stream */
+    if (nnz > most) return input_bytes(c, nnz);
+    return sparcml_sparse_bytes(c->dim, c->vtype, nnz < most / 2 ? 2 * nnz : most);
+}
+
+/* Counts this rank's nonzeros into its record and builds its input stream
+ * where the room holds it; a rank without its scratch says so instead. */
+static void scan(sparcml_op *op, const void *in)
+{
+    sparcml_call *c = &op->c;
+    sparcml_local *local = &op->local;
+    uint64_t room = gather_room(c);
+    void *buf;
+    sv built;
+    c->input = stream_dense_view(in, c->dim, c->vtype);
+    if (!ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes) || !(buf = ctx_buffer(c->ctx, POOL_DENSE_IN, room))) {
+        local->reason = SPARCML_R_NOMEM;
+        return;
+    }
+    local->nnz = stream_gather_nonzero(&c->input, stream_gather_capacity(c->dim, c->vtype, room), buf, &built);
+    if (!sv_is_absent(&built)) c->input = built;
+    else if (!ctx_buffer(c->ctx, POOL_DENSE_IN, grown_room(c, local->nnz))) local->reason = SPARCML_R_NOMEM;
+}
+
 /* --- the vendor on the application's buffers, over the private duplicate */
 
 static int vendor_done(sched *s)
@@ -124,9 +180,11 @@ static int transparent_agreed(sched *s)
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
-    /* Both pools were reserved at these sizes before the agreement. */
-    c->input = stream_from_values(&c->input, op->local.nnz,
-                                  ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, op->local.nnz)));
+    /* Both pools were reserved before the agreement, the input's at least
+     * at input_bytes when the scan could not build the stream. */
+    if (!input_built(&c->input))
+        c->input = stream_from_values(&c->input, op->local.nnz,
+                                      ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, op->local.nnz)));
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes);
     return op_run(s, &p, sparse_done);
 }
@@ -147,12 +205,8 @@ static int transparent_begin(sched *s)
     else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
     if (local->reason != SPARCML_R_OK) return op_agree(s, transparent_agreed);
     t0 = PMPI_Wtime();
-    c->input = stream_dense_view(in, c->dim, c->vtype);
-    local->nnz = stream_count_nonzero(&c->input, 0, c->dim);
+    scan(op, in);
     op->scan_seconds = PMPI_Wtime() - t0;
-    if (!ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, local->nnz))
-        || !ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes))
-        local->reason = SPARCML_R_NOMEM;
     return op_agree(s, transparent_agreed);
 }
 
