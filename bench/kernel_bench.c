@@ -9,9 +9,12 @@
  *                         stream builders of include/sparcml.h, QSGD block
  *                         encode and decode, top-k selection)
  *   kernel_bench --topk   the same CSV, top-k selection only
- *   kernel_bench --scan   CSV: transparent mode's scan (count the nonzeros)
- *                         and gather (build the stream) of dense floats
- *                         against a plain read of the same buffer
+ *   kernel_bench --scan   CSV: transparent mode's passes over a dense
+ *                         buffer (the one-read gather, the densify sweep,
+ *                         and both together) against a plain read and a
+ *                         memcpy of the buffer, and against copies of the
+ *                         kernels before them (baseline_*: count, gather,
+ *                         zero fill and scatter), AVX2 and portable
  *   kernel_bench --smoke  no timing: the library's merge-add must write the
  *                         same bytes as the baseline on the benchmark's
  *                         inputs (and small ones); exit 1 on any difference. */
@@ -299,9 +302,129 @@ static void bench_topk(int vtype)
     free(vals); free(copy);
 }
 
-/* ------------------------------------------------- transparent-mode scan */
+/* ------------------------------------------------- transparent-mode passes */
 
-/* The plain read the scan is measured against: a sum the compiler
+/* Transparent mode's kernels as they were before the one-read builder and
+ * the one-sweep densify (baseline_*, benchmark code only): a count, a
+ * second read that gathers, a zero fill of the whole result and a scatter. */
+#define BASELINE_COUNT(T)                                                       \
+    do {                                                                        \
+        const T *x = (const T *)v->val;                                         \
+        uint64_t i = 0;                                                         \
+        while (v->dim - i >= 8) {                                               \
+            uint32_t lane[8] = {0};                                             \
+            uint64_t end = i + ((v->dim - i) / 8 < (1u << 20) ? (v->dim - i) / 8 : (1u << 20)) * 8; \
+            for (; i < end; i += 8)                                             \
+                for (int j = 0; j < 8; j++) lane[j] += x[i + j] != 0;           \
+            for (int j = 0; j < 8; j++) n += lane[j];                           \
+        }                                                                       \
+        for (; i < v->dim; i++) n += x[i] != 0;                                 \
+    } while (0)
+
+static uint64_t baseline_count_nonzero(const sv *v)
+{
+    uint64_t n = 0;
+    switch (v->vtype) {
+    case SPARCML_FLOAT: BASELINE_COUNT(float); break;
+    case SPARCML_DOUBLE: BASELINE_COUNT(double); break;
+    case SPARCML_INT32: BASELINE_COUNT(uint32_t); break;
+    default: BASELINE_COUNT(uint64_t); break;
+    }
+    return n;
+}
+
+#define BASELINE_FROM_VALUES(T)                                                 \
+    do {                                                                        \
+        const T *x = v->val;                                                    \
+        T *y = out.val;                                                         \
+        uint64_t o = 0;                                                         \
+        if (out.dense) {                                                        \
+            for (uint64_t i = 0; i < v->dim; i++) y[i] = x[i] != 0 ? x[i] : 0;  \
+            break;                                                              \
+        }                                                                       \
+        for (uint64_t i = 0; i < v->dim; i++)                                   \
+            if (x[i] != 0) {                                                    \
+                sparcml_put_index(out.idx, out.iw, o, i);                       \
+                y[o++] = x[i];                                                  \
+            }                                                                   \
+    } while (0)
+
+static sv baseline_from_values(const sv *v, uint64_t nnz, void *outbuf)
+{
+    int dense = sparcml_prefers_dense(v->dim, v->vtype, nnz);
+    sv out = stream_init(outbuf, v->dim, v->vtype, dense ? v->dim : nnz, dense);
+    switch (v->vtype) {
+    case SPARCML_FLOAT: BASELINE_FROM_VALUES(float); break;
+    case SPARCML_DOUBLE: BASELINE_FROM_VALUES(double); break;
+    case SPARCML_INT32: BASELINE_FROM_VALUES(uint32_t); break;
+    default: BASELINE_FROM_VALUES(uint64_t); break;
+    }
+    return out;
+}
+
+static void baseline_densify(const sv *s, void *dense)
+{
+    if (s->dense) {
+        if (dense != s->val) memmove(dense, s->val, s->dim * s->vs);
+        return;
+    }
+    memset(dense, 0, s->dim * s->vs);
+    for (uint64_t i = 0; i < s->nnz; i++)
+        memcpy((char *)dense + sparcml_get_index(s->idx, s->iw, i) * s->vs, (char *)s->val + i * s->vs, s->vs);
+}
+
+/* The densify design measured and not taken (stream.c, "densify"): zero
+ * each gap between the sorted indices and store the values, every element
+ * written once; 32-bit indices. */
+#define GAP_SWEEP(T)                                                            \
+    do {                                                                        \
+        T *d = dense;                                                           \
+        const uint32_t *ix = s->idx;                                            \
+        const T *v = s->val;                                                    \
+        uint64_t at = 0;                                                        \
+        for (uint64_t k = 0; k < s->nnz; k++) {                                 \
+            uint64_t x = ix[k];                                                 \
+            if ((x - at) * sizeof(T) < 64)                                      \
+                for (; at < x; at++) d[at] = 0;                                 \
+            else                                                                \
+                memset(d + at, 0, (x - at) * sizeof(T));                        \
+            d[x] = v[k];                                                        \
+            at = x + 1;                                                         \
+        }                                                                       \
+        memset(d + at, 0, (s->dim - at) * sizeof(T));                          \
+    } while (0)
+
+static void gap_sweep_densify(const sv *s, void *dense)
+{
+    if (s->vs == 4) GAP_SWEEP(uint32_t);
+    else GAP_SWEEP(uint64_t);
+}
+
+/* Transparent mode's sparse route on one rank, before the exchange and
+ * after it: build the input stream from the dense buffer, then write a
+ * dense result from a stream (here the same one). */
+static uint64_t baseline_passes(const sv *v, void *sbuf, void *dense)
+{
+    uint64_t n = baseline_count_nonzero(v);
+    sv s = baseline_from_values(v, n, sbuf);
+    baseline_densify(&s, dense);
+    return n;
+}
+
+/* The library's: one read that counts and gathers (into a buffer that
+ * holds any sparse stream of v; a dense one is built by a second read, as
+ * transparent mode does), one sweep that writes. */
+static uint64_t library_passes(const sv *v, void *sbuf, void *dense)
+{
+    uint64_t cap = stream_gather_capacity(v->dim, v->vtype, sparcml_dense_bytes(v->dim, v->vtype));
+    sv s;
+    uint64_t n = stream_gather_nonzero(v, cap, sbuf, &s);
+    if (sv_is_absent(&s)) s = stream_from_values(v, n, sbuf);
+    stream_densify(&s, dense);
+    return n;
+}
+
+/* The plain read the passes are also measured against: a sum the compiler
  * vectorises, touching every byte once. */
 static float read_all(const float *x, uint64_t n)
 {
@@ -311,38 +434,92 @@ static float read_all(const float *x, uint64_t n)
     return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
 }
 
-/* Transparent mode's passes over a dense float buffer of n elements at
- * density d: counting the nonzeros (the scan every qualifying call pays)
- * and gathering them into a stream, each against a plain read. */
-static void bench_scan(uint64_t n, double d, char *xbuf, char *obuf)
+/* A dense vector of n values of vtype at density d (independent random
+ * positions), values small nonzero numbers.  Returns the nonzeros. */
+static uint64_t fill_dense(void *x, int vtype, uint64_t n, double d, uint64_t seed)
 {
-    float *x = (float *)xbuf;
-    uint64_t rng = 0x243F6A8885A308D3ull + n, nnz = 0;
-    double rd, scan, gather;
-    int reps = n >= (1u << 22) ? 3 : 30;
+    uint64_t rng = seed, nnz = 0;
     for (uint64_t i = 0; i < n; i++) {
         int on = (double)(rng_next(&rng) >> 11) / 9007199254740992.0 < d;
-        x[i] = on ? 1.0f + (float)(i % 7) : 0.0f;
+        double y = on ? 1.0 + (double)(i % 7) : 0.0;
+        switch (vtype) {
+        case SPARCML_FLOAT: ((float *)x)[i] = (float)y; break;
+        case SPARCML_DOUBLE: ((double *)x)[i] = y; break;
+        case SPARCML_INT32: ((int32_t *)x)[i] = (int32_t)y; break;
+        default: ((int64_t *)x)[i] = (int64_t)y; break;
+        }
         nnz += (uint64_t)on;
     }
-    sv v = stream_dense_view(x, n, SPARCML_FLOAT);
-    TIME_BEST(rd, reps, (sink += (uint64_t)read_all(x, n)));
-    TIME_BEST(scan, reps, (sink += stream_count_nonzero(&v, 0, n)));
-    TIME_BEST(gather, reps, (sink += stream_from_values(&v, nnz, obuf).nnz));
-    printf("scan,f32,%g,%llu,%.3f,%.3f,%.2f\n", d, (unsigned long long)n, scan / (double)n,
-           rd / (double)n, scan / rd);
-    printf("gather,f32,%g,%llu,%.3f,%.3f,%.2f\n", d, (unsigned long long)n, gather / (double)n,
-           rd / (double)n, gather / rd);
+    return nnz;
+}
+
+static const char *vtype_name(int vtype)
+{
+    static const char *names[] = {"", "f32", "f64", "i32", "i64"};
+    return names[vtype];
+}
+
+static void scan_row(const char *kernel, int vtype, double d, uint64_t n, double ns, double rd,
+                     double cpy, double base)
+{
+    printf("%s,%s,%g,%llu,%.3f,%.2f,%.2f,", kernel, vtype_name(vtype), d, (unsigned long long)n,
+           ns / (double)n, ns / rd, ns / cpy);
+    if (base > 0) printf("%.2f\n", ns / base);
+    else printf("\n");
     fflush(stdout);
 }
 
-static void scans(char *xbuf, char *obuf)
+/* Transparent mode's passes over a dense buffer of n values at density d,
+ * each against a plain read and a memcpy of the buffer and the library's
+ * against the baseline: the count (every qualifying call pays it), the
+ * build of the input stream, the densify of a stream, and all of them
+ * together (the sparse route's own work on the application's buffers). */
+static void bench_scan(int vtype, uint64_t n, double d, char *xbuf, char *sbuf, char *dbuf, char *cbuf)
+{
+    uint64_t nnz = fill_dense(xbuf, vtype, n, d, 0x243F6A8885A308D3ull + n), bytes = n * sparcml_value_size(vtype);
+    uint64_t cap = stream_gather_capacity(n, vtype, sparcml_dense_bytes(n, vtype));
+    double rd, cpy, t, base;
+    int reps = n >= (1u << 22) ? 3 : 30;
+    sv v = stream_dense_view(xbuf, n, vtype), s;
+    TIME_BEST(rd, reps, (sink += (uint64_t)read_all((const float *)xbuf, bytes / 4)));
+    TIME_BEST(cpy, reps, (memcpy(cbuf, xbuf, bytes), sink += (uint64_t)cbuf[bytes - 1]));
+    TIME_BEST(base, reps, sink += baseline_count_nonzero(&v));
+    scan_row("count_baseline", vtype, d, n, base, rd, cpy, 0);
+    TIME_BEST(base, reps, sink += baseline_from_values(&v, nnz, sbuf).nnz);
+    scan_row("from_values_baseline", vtype, d, n, base, rd, cpy, 0);
+    TIME_BEST(t, reps, sink += stream_gather_nonzero(&v, cap, sbuf, &s));
+    scan_row("gather", vtype, d, n, t, rd, cpy, 0);
+    s = stream_from_values(&v, nnz, sbuf);
+    TIME_BEST(base, reps, (baseline_densify(&s, dbuf), sink += (uint64_t)dbuf[bytes - 1]));
+    TIME_BEST(t, reps, (stream_densify(&s, dbuf), sink += (uint64_t)dbuf[bytes - 1]));
+    scan_row("densify", vtype, d, n, t, rd, cpy, base);
+    if (!s.dense) {
+        TIME_BEST(t, reps, (gap_sweep_densify(&s, dbuf), sink += (uint64_t)dbuf[bytes - 1]));
+        scan_row("densify_gap_sweep", vtype, d, n, t, rd, cpy, base);
+        stream_force_portable(1);
+        TIME_BEST(t, reps, (stream_densify(&s, dbuf), sink += (uint64_t)dbuf[bytes - 1]));
+        scan_row("densify_portable", vtype, d, n, t, rd, cpy, base);
+        stream_force_portable(0);
+    }
+    TIME_BEST(base, reps, sink += baseline_passes(&v, sbuf, dbuf));
+    TIME_BEST(t, reps, sink += library_passes(&v, sbuf, dbuf));
+    scan_row("passes", vtype, d, n, t, rd, cpy, base);
+    stream_force_portable(1);
+    TIME_BEST(t, reps, sink += library_passes(&v, sbuf, dbuf));
+    scan_row("passes_portable", vtype, d, n, t, rd, cpy, base);
+    stream_force_portable(0);
+}
+
+static void scans(char *xbuf, char *sbuf, char *dbuf, char *cbuf)
 {
     static const uint64_t ns[] = {1u << 18, 1u << 24};
-    static const double ds[] = {1e-3, 1e-2, 1};
-    printf("kernel,vtype,density,elements,ns_per_element,read_ns_per_element,x_read\n");
+    static const double ds[] = {1e-3, 1e-2, 0.1, 0.4, 1};
+    printf("kernel,vtype,density,elements,ns_per_element,x_read,x_memcpy,x_baseline\n");
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) bench_scan(ns[i], ds[j], xbuf, obuf);
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++)
+            bench_scan(SPARCML_FLOAT, ns[i], ds[j], xbuf, sbuf, dbuf, cbuf);
+    for (int vt = SPARCML_DOUBLE; vt <= SPARCML_INT64; vt++)
+        bench_scan(vt, 1u << 23, 1e-3, xbuf, sbuf, dbuf, cbuf);
 }
 
 /* --------------------------------------------------------------- smoke */
@@ -367,9 +544,45 @@ static int smoke_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, char 
     return 0;
 }
 
+/* Transparent mode's passes: the library's and the baseline's input
+ * streams and dense results must have the same bytes, on both code paths,
+ * with -0.0 (a zero), NaN and Inf among the values.  x holds the dense
+ * input, s1/s2 the streams, d1/d2 the results (each dim values or more). */
+static int smoke_passes(int vtype, uint64_t dim, double d, char *x, char *s1, char *s2, char *d1, char *d2)
+{
+    static const uint32_t f32[] = {0x80000000u, 0x7fc00abcu, 0x7f800000u}; /* -0.0, NaN, Inf */
+    static const uint64_t f64[] = {UINT64_C(1) << 63, UINT64_C(0x7ff8000000000abc), UINT64_C(0x7ff0000000000000)};
+    uint64_t vs = sparcml_value_size(vtype), n;
+    sv v = stream_dense_view(x, dim, vtype), a, b;
+    fill_dense(x, vtype, dim, d, 0x51ed + dim);
+    for (uint64_t k = 0; k < 3 && vtype <= SPARCML_DOUBLE; k++) {
+        uint64_t at = (dim * (k + 1)) / 4;
+        if (vtype == SPARCML_FLOAT) memcpy(x + at * 4, &f32[k], 4);
+        else memcpy(x + at * 8, &f64[k], 8);
+    }
+    n = baseline_count_nonzero(&v);
+    a = baseline_from_values(&v, n, s1);
+    baseline_densify(&a, d1);
+    for (int portable = 0; portable < 2; portable++) {
+        stream_force_portable(portable);
+        if (library_passes(&v, s2, d2) != n) return 1;
+        b = stream_from_values(&v, n, s2);
+        stream_force_portable(0);
+        if (stream_bytes(&a) != stream_bytes(&b) || memcmp(s1, s2, stream_bytes(&a)) != 0
+            || memcmp(d1, d2, dim * vs) != 0) {
+            fprintf(stderr, "kernel_bench: transparent passes differ from baseline: %s dim %llu d %g%s\n",
+                    vtype_name(vtype), (unsigned long long)dim, d, portable ? " (portable)" : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int smoke(char *abuf, char *bbuf, char *o1, char *o2)
 {
     static const uint64_t ks[] = {1, 2, 3, 7, 100, 1000, 16384};
+    static const uint64_t dims[] = {1, 33, 1000, 100003, (UINT64_C(16) << 20) / 4 + 7};
+    static const double ds[] = {0, 1e-3, 0.05, 0.4, 0.6, 1};
     int bad = 0, cases = 0;
     for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
         for (unsigned iw = 4; iw <= 8; iw += 4)
@@ -378,6 +591,10 @@ static int smoke(char *abuf, char *bbuf, char *o1, char *o2)
                     for (uint64_t seed = 1; seed <= 3; seed++, cases++)
                         bad |= smoke_pair(vt, iw, ks[n], (enum overlap)ov, abuf, bbuf, o1,
                                           o2, seed * 7919 + n);
+    for (int vt = SPARCML_FLOAT; vt <= SPARCML_INT64; vt++)
+        for (size_t n = 0; n < sizeof dims / sizeof dims[0]; n++)
+            for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++, cases++)
+                bad |= smoke_passes(vt, dims[n], ds[j], abuf, bbuf, o1, o2, o2 + (64u << 20));
     printf("kernel_bench --smoke: %d cases, %s\n", cases, bad ? "DIFFER" : "identical");
     return bad;
 }
@@ -396,7 +613,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--smoke") == 0) {
         rc = smoke(abuf, bbuf, obuf, cbuf);
     } else if (argc > 1 && strcmp(argv[1], "--scan") == 0) {
-        scans(abuf, obuf);
+        scans(abuf, obuf, cbuf, bbuf);
     } else if (argc > 1 && strcmp(argv[1], "--topk") == 0) {
         printf("%s\n", csv_header);
         for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++) bench_topk(vt);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # bench_transparent.sh -- SPARCML_TRANSPARENT measured side by side with the
 # vendor (issue 12's benchmarks); results in bench/results/transparent_*.
-#   1. the scan and gather kernels against a plain read (kernel_bench --scan);
+#   1. transparent mode's passes over the dense buffer (gather, densify,
+#      both) against a plain read, a memcpy and the kernels before the
+#      one-read gather (kernel_bench --scan);
 #   2. shared memory, P = 4 and 8 (yield preload): dense data (d = 1) from
 #      64 KiB to 64 MiB, the threshold lowered to 64 KiB so the small sizes
 #      show what the detour costs, and 64 MiB at d = 1e-3;
@@ -25,7 +27,7 @@ tb="$b/bench/transparent_bench"
 sizes=65536,262144,1048576,4194304,16777216,67108864
 say() { echo "bench_transparent: $*" >&2; }
 
-say "1/4 scan kernels"
+say "1/4 dense-buffer passes"
 "$b/bench/kernel_bench" --scan | tee "$res/transparent_scan.csv"
 
 say "2/4 shared memory"
