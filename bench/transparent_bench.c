@@ -4,14 +4,15 @@
  * and once straight to the vendor (PMPI_Allreduce), alternating call by
  * call so that both see the same machine noise.
  *
- *   transparent_bench BYTES[,BYTES...] DENSITY[,DENSITY...] [CALLS]
+ *   transparent_bench BYTES[,BYTES...] DENSITY[,DENSITY...] [CALLS] [inplace]
  *
  * Each rank holds nonzeros at independent random positions (density d of
  * the floats).  A call's time is the slowest rank's, after a barrier.  The
  * mean over CALLS consecutive calls is what a training loop sees (it
  * includes the calls transparent mode sends straight to the vendor after an
- * agreed vendor choice); the median too.  CSV on stdout, progress on
- * stderr. */
+ * agreed vendor choice); the median too.  With "inplace" both sum with
+ * MPI_IN_PLACE, the buffer refilled from the input before each call
+ * (untimed).  CSV on stdout, progress on stderr. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,16 @@ static uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
+static int inplace;
+
+/* A timed call (side_by_side.h), in place when asked. */
+static double call(int through_shim, const float *in, float *out, int n)
+{
+    if (!inplace) return timed(through_shim, in, out, n);
+    memcpy(out, in, (size_t)n * sizeof *out);
+    return timed(through_shim, MPI_IN_PLACE, out, n);
+}
+
 static void run(long bytes, double d, int calls, int rank, int P)
 {
     int n = (int)(bytes / 4);
@@ -36,18 +47,18 @@ static void run(long bytes, double d, int calls, int rank, int P)
     for (int i = 0; i < n; i++)
         if ((double)(mix((uint64_t)rank << 40 ^ (uint64_t)i) >> 11) / 9007199254740992.0 < d)
             in[i] = 1.0f + (float)(i % 5);
-    timed(0, in, out, n); /* warm-up: first-call costs (pools, the duplicate) */
-    timed(1, in, out, n);
+    call(0, in, out, n); /* warm-up: first-call costs (pools, the duplicate) */
+    call(1, in, out, n);
     for (int c = 0; c < calls; c++) {
         int shim_first = c % 2;
-        if (shim_first) tt[c] = timed(1, in, out, n);
-        tv[c] = timed(0, in, out, n);
-        if (!shim_first) tt[c] = timed(1, in, out, n);
+        if (shim_first) tt[c] = call(1, in, out, n);
+        tv[c] = call(0, in, out, n);
+        if (!shim_first) tt[c] = call(1, in, out, n);
     }
     if (rank == 0) {
         double mv = mean(tv, calls), mt = mean(tt, calls);
-        printf("%ld,%g,%d,%d,%.4f,%.4f,%.3f,%.4f,%.4f\n", bytes, d, P, calls, mv * 1e3, mt * 1e3, mt / mv,
-               median(tv, calls) * 1e3, median(tt, calls) * 1e3);
+        printf("%ld,%g,%d,%d,%.4f,%.4f,%.3f,%.4f,%.4f,%d\n", bytes, d, P, calls, mv * 1e3, mt * 1e3, mt / mv,
+               median(tv, calls) * 1e3, median(tt, calls) * 1e3, inplace);
         fflush(stdout);
         fprintf(stderr, "transparent_bench: %ld bytes, d=%g: vendor %.3f ms, transparent %.3f ms\n", bytes, d,
                 mv * 1e3, mt * 1e3);
@@ -58,18 +69,20 @@ static void run(long bytes, double d, int calls, int rank, int P)
 int main(int argc, char **argv)
 {
     int rank, P, calls = argc > 3 ? atoi(argv[3]) : 32;
+    inplace = argc > 4 && strcmp(argv[4], "inplace") == 0;
     char *sizes, *dens;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     if (argc < 3 || calls < 1) {
-        if (rank == 0) fprintf(stderr, "usage: transparent_bench BYTES[,BYTES...] DENSITY[,...] [CALLS]\n");
+        if (rank == 0)
+            fprintf(stderr, "usage: transparent_bench BYTES[,BYTES...] DENSITY[,...] [CALLS] [inplace]\n");
         MPI_Finalize();
         return 2;
     }
     if (rank == 0)
         printf("bytes,density,P,calls,vendor_mean_ms,transparent_mean_ms,ratio_mean,vendor_median_ms,"
-               "transparent_median_ms\n");
+               "transparent_median_ms,inplace\n");
     sizes = strdup(argv[1]);
     for (char *b = strtok(sizes, ","); b; b = strtok(NULL, ",")) {
         long bytes = atol(b);
