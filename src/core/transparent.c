@@ -93,18 +93,23 @@ static uint64_t input_bytes(const sparcml_call *c, uint64_t nnz)
  * later calls of about that density gather in one read.  So sparse data
  * keeps a pool of its own size, and the worst case (a dense-size pool
  * beside the dense-size result) is reserved only where the data needed
- * it; dense data, which the vendor then sums, gathers at most as many
- * entries as a sparse stream holds and only counts the rest. */
+ * it.  A scan after an agreed vendor choice for the same count and type
+ * (dense data, most likely) has only the floor as room, so the gathering
+ * stops early: with the whole pool as room it would gather half of a
+ * dense buffer before only counting, writing as many bytes as it reads. */
 enum { GATHER_FLOOR = 16 };
 
 /* A dense view (stream_dense_view: no header) until the scan built the
  * stream. */
 static int input_built(const sv *input) { return input->base != input->val; }
 
-static uint64_t gather_room(const sparcml_call *c)
+static uint64_t gather_room(const sparcml_op *op)
 {
+    const sparcml_call *c = &op->c;
+    const op_policy *pol = op_policy_of(c->ctx);
     uint64_t least = sparcml_dense_bytes(c->dim, c->vtype) / GATHER_FLOOR;
     uint64_t have = c->ctx->pool_bytes[POOL_DENSE_IN];
+    if (pol->transparent.count == op->count && pol->transparent.vtype == c->vtype) return least;
     return have > least ? have : least;
 }
 
@@ -123,7 +128,7 @@ static void scan(sparcml_op *op, const void *in)
 {
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
-    uint64_t room = gather_room(c);
+    uint64_t room = gather_room(op);
     void *buf;
     sv built;
     c->input = stream_dense_view(in, c->dim, c->vtype);
@@ -180,6 +185,7 @@ static int transparent_agreed(sched *s)
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
+    op_policy_of(c->ctx)->transparent.count = 0; /* the vendor's choice is history */
     /* Both pools were reserved before the agreement, the input's at least
      * at input_bytes when the scan could not build the stream. */
     if (!input_built(&c->input))
