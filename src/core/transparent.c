@@ -123,22 +123,30 @@ static uint64_t grown_room(const sparcml_call *c, uint64_t nnz)
 }
 
 /* Counts this rank's nonzeros into its record and builds its input stream
- * where the room holds it; a rank without its scratch says so instead. */
+ * where the room holds it; a rank without its scratch says so instead.
+ * Without the room, it needs only what the stream needs (as it did before
+ * gathering in the scan): the count alone, and the stream's bytes. */
 static void scan(sparcml_op *op, const void *in)
 {
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
     uint64_t room = gather_room(op);
     void *buf;
-    sv built;
+    sv built = sv_absent();
     c->input = stream_dense_view(in, c->dim, c->vtype);
-    if (!ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes) || !(buf = ctx_buffer(c->ctx, POOL_DENSE_IN, room))) {
+    if (!ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes)) {
         local->reason = SPARCML_R_NOMEM;
         return;
     }
-    local->nnz = stream_gather_nonzero(&c->input, stream_gather_capacity(c->dim, c->vtype, room), buf, &built);
+    buf = ctx_buffer(c->ctx, POOL_DENSE_IN, room);
+    if (buf)
+        local->nnz = stream_gather_nonzero(&c->input, stream_gather_capacity(c->dim, c->vtype, room), buf, &built);
+    else
+        local->nnz = stream_count_nonzero(&c->input, 0, c->dim);
     if (!sv_is_absent(&built)) c->input = built;
-    else if (!ctx_buffer(c->ctx, POOL_DENSE_IN, grown_room(c, local->nnz))) local->reason = SPARCML_R_NOMEM;
+    else if (!ctx_buffer(c->ctx, POOL_DENSE_IN, grown_room(c, local->nnz))
+             && !ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, local->nnz)))
+        local->reason = SPARCML_R_NOMEM;
 }
 
 /* --- the vendor on the application's buffers, over the private duplicate */
