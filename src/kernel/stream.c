@@ -491,8 +491,11 @@ static const placement placements[5][2] = {
  *  - portable: zero the block in place and store its values (the values'
  *    elements are written twice, within L1).  Zeroing each gap between
  *    the sorted indices instead writes every element once, but the gaps'
- *    varying lengths mispredict a branch per entry: 1.6x the block's time
- *    at density 0.1 and 5x at 0.4 (16M floats);
+ *    varying lengths mispredict a branch per entry: 2.5-2.8x the block's
+ *    time at density 0.1 and 7x at 0.4 (16M floats).  Where one memset of
+ *    the whole result is much faster than memsets of blocks (zeros at 72
+ *    against about 25 GB/s on the 2-core machine of bench/results), the
+ *    blocks take 2.7-3.9x a zero fill and a scatter at density 1e-3;
  *  - streaming (AVX2, results of DENSIFY_STREAM_MIN bytes and more): the
  *    block is assembled in a zeroed buffer on the stack and written with
  *    streaming stores, each element once, and no line of the result is
