@@ -124,8 +124,9 @@ static uint64_t grown_room(const sparcml_call *c, uint64_t nnz)
 
 /* Counts this rank's nonzeros into its record and builds its input stream
  * where the room holds it; a rank without its scratch says so instead.
- * Without the room, it needs only what the stream needs (as it did before
- * gathering in the scan): the count alone, and the stream's bytes. */
+ * The room and the grown pool are what make later calls fast, not what
+ * the call needs: a rank that cannot have them counts alone and reserves
+ * the stream's bytes, and fails the call only without those. */
 static void scan(sparcml_op *op, const void *in)
 {
     sparcml_call *c = &op->c;
@@ -188,12 +189,17 @@ static int transparent_agreed(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_problem p = op_problem(op);
+    op_policy *pol = op_policy_of(c->ctx);
     op->alg = select_transparent(op->set, &p);
     if (op->alg == SPARCML_ALG_DENSE) {
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
-    op_policy_of(c->ctx)->transparent.count = 0; /* the vendor's choice is history */
+    /* A sparse choice for the learnt count and type (its skips are used
+     * up, or this call would not have scanned) ends the learnt choice, so
+     * the next scans of that size gather with the whole pool as room.  A
+     * choice learnt for another size stays. */
+    if (pol->transparent.count == op->count && pol->transparent.vtype == c->vtype) pol->transparent.count = 0;
     /* Both pools were reserved before the agreement, the input's at least
      * at input_bytes when the scan could not build the stream. */
     if (!input_built(&c->input))
