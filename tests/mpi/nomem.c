@@ -7,7 +7,16 @@
  * none may hang (the script's timeout) or succeed alone -- and the next
  * call must give the right sum, the same bits on every rank.  argv[1]
  * picks the call: blocking, wait (MPI_Iallreduce + MPI_Wait) or
- * persistent. */
+ * persistent.
+ *
+ * With argv[2] "room", the input stream's pool instead (the scan gathers
+ * into a room reserved before the count is known; a count beyond it
+ * reserves the pool grown to twice the count, else the stream's bytes):
+ * on the last rank, the grown pool fails and the stream's bytes do not,
+ * so the call succeeds; both fail, so every rank gets MPI_ERR_NO_MEM; the
+ * room itself fails (the pool is gone), so that rank counts alone and the
+ * call succeeds.  Every call that succeeds gives the right sum on every
+ * rank. */
 #include <string.h>
 
 #include "testlib.h"
@@ -46,6 +55,73 @@ static int call(const char *how, const float *send, float *recv)
     return rc;
 }
 
+/* Rank r holds r + 1 at every index i with i % every == (every == 1000 ? r
+ * : 0): at 1000, each rank at its own indices; else all ranks at the same
+ * ones, so the union is as dense as each input. */
+static void fill(float *send, int every)
+{
+    memset(send, 0, N * sizeof *send);
+    for (int i = every == 1000 ? rank : 0; i < N; i += every) send[i] = (float)(rank + 1);
+}
+
+static int right(const float *recv, int every)
+{
+    int ok = 1;
+    float all = (float)size * (float)(size + 1) / 2;
+    for (int i = 0; i < N; i++)
+        if (every == 1000) ok &= recv[i] == (i % 1000 < size ? (float)(i % 1000 + 1) : 0.0f);
+        else ok &= recv[i] == (i % every == 0 ? all : 0.0f);
+    return ok && t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD);
+}
+
+/* One call with `fails` large allocations (at least min_bytes) failing on
+ * the last rank: its MPI error class, and whether the injection took
+ * place. */
+static int armed_call(const char *how, const float *send, float *recv, int fails, const char *min_bytes)
+{
+    char arm[8];
+    int rc, cls = MPI_SUCCESS;
+    snprintf(arm, sizeof arm, "%d", fails);
+    if (rank == size - 1 && fails > 0) {
+        setenv("FAILALLOC_ARM", arm, 1);
+        setenv("FAILALLOC_MIN_BYTES", min_bytes, 1);
+    }
+    memset(recv, 0, N * sizeof *recv);
+    rc = call(how, send, recv);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    expect(getenv("FAILALLOC_ARM") == NULL, "an allocation meant to fail did not (the injection did not take place)");
+    unsetenv("FAILALLOC_ARM");
+    unsetenv("FAILALLOC_MIN_BYTES");
+    return cls;
+}
+
+/* The input pool's routes (argv[2] "room"), N floats: dense 4 MiB, the
+ * room at least 256 KiB; every 5th index gives a 1.6 MiB stream, every
+ * 4th 2 MiB, both pools grown to about 4 MiB. */
+static void room(const char *how, float *send, float *recv)
+{
+    int cls, ok;
+    fill(send, 1000);
+    cls = armed_call(how, send, recv, 0, NULL);
+    ok = right(recv, 1000);
+    expect(cls == MPI_SUCCESS && ok, "room: the first call failed or is wrong");
+    fill(send, 5);
+    cls = armed_call(how, send, recv, 1, "1048576");
+    ok = right(recv, 5);
+    expect(cls == MPI_SUCCESS && ok, "room: without the grown pool the call failed or is wrong");
+    fill(send, 4);
+    cls = armed_call(how, send, recv, 2, "1048576");
+    expect(cls == MPI_ERR_NO_MEM, "room: without the stream's bytes the call did not fail with MPI_ERR_NO_MEM");
+    fill(send, 1000);
+    cls = armed_call(how, send, recv, 1, "65536");
+    ok = right(recv, 1000);
+    expect(cls == MPI_SUCCESS && ok, "room: without the room the call failed or is wrong");
+    fill(send, 4);
+    cls = armed_call(how, send, recv, 0, NULL);
+    ok = right(recv, 4);
+    expect(cls == MPI_SUCCESS && ok, "room: the last call failed or is wrong");
+}
+
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "blocking";
@@ -57,6 +133,15 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     send = calloc(N, sizeof *send);
     recv = calloc(N, sizeof *recv);
+    if (argc > 2 && strcmp(argv[2], "room") == 0) {
+        room(how, send, recv);
+        MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rank == 0) printf("nomem %s room: P=%d failures=%d\n", how, size, failures);
+        free(send);
+        free(recv);
+        MPI_Finalize();
+        return failures ? 1 : 0;
+    }
     /* Rank r holds r + 1 at every 1000th index from r: the sum at index i
      * is the sum of r + 1 over the ranks r with i % 1000 == r. */
     for (int i = rank; i < N; i += 1000) send[i] = (float)(rank + 1);
