@@ -12,9 +12,9 @@
  *   kernel_bench --scan   CSV: transparent mode's passes over a dense
  *                         buffer (the one-read gather, the densify sweep,
  *                         and both together) against a plain read and a
- *                         memcpy of the buffer, and against copies of the
- *                         kernels before them (baseline_*: count, gather,
- *                         zero fill and scatter), AVX2 and portable
+ *                         memcpy of the buffer, and against the two-pass
+ *                         kernels (baseline_*: count, gather, zero fill
+ *                         and scatter), AVX2 and portable
  *   kernel_bench --smoke  no timing: the library's merge-add must write the
  *                         same bytes as the baseline on the benchmark's
  *                         inputs (and small ones); exit 1 on any difference. */
@@ -304,9 +304,9 @@ static void bench_topk(int vtype)
 
 /* ------------------------------------------------- transparent-mode passes */
 
-/* Transparent mode's kernels as they were before the one-read builder and
- * the one-sweep densify (baseline_*, benchmark code only): a count, a
- * second read that gathers, a zero fill of the whole result and a scatter. */
+/* The two-pass kernels the one-read builder and the one-sweep densify are
+ * measured against (baseline_*, benchmark code only): a count, a second
+ * read that gathers, a zero fill of the whole result and a scatter. */
 #define BASELINE_COUNT(T)                                                       \
     do {                                                                        \
         const T *x = (const T *)v->val;                                         \

@@ -2,8 +2,8 @@
 # bench_transparent.sh -- SPARCML_TRANSPARENT measured side by side with the
 # vendor (issue 12's benchmarks); results in bench/results/transparent_*.
 #   1. transparent mode's passes over the dense buffer (gather, densify,
-#      both) against a plain read, a memcpy and the kernels before the
-#      one-read gather (kernel_bench --scan);
+#      both) against a plain read, a memcpy and the two-pass kernels
+#      (count, gather, zero fill, scatter: kernel_bench --scan);
 #   2. shared memory, P = 4 and 8 (yield preload): dense data (d = 1) from
 #      64 KiB to 64 MiB, the threshold lowered to 64 KiB so the small sizes
 #      show what the detour costs, and 64 MiB at d = 1e-3;
