@@ -760,9 +760,9 @@ END_TEST
 
 /* The densify sweep writes every element once: its bytes are a zero fill
  * with the stored values copied in (a stored -0.0 or NaN kept as it is),
- * whatever was in the buffer, for gaps of every length around the point
- * where the sweep switches from stores to memset, runs of neighbours, the
- * first and last index, no entries, and every index stored. */
+ * whatever was in the buffer, for gaps of every length up to 40 and
+ * across blocks, runs of neighbours, the first and last index, no
+ * entries, and every index stored. */
 START_TEST(densify_matches_reference)
 {
     int vtype = _i % 4 + 1;
