@@ -809,7 +809,8 @@ START_TEST(densify_large_results)
     int vtype = _i % 4 + 1;
     unsigned vs = (unsigned)sparcml_value_size(vtype);
     uint64_t dim = (UINT64_C(16) << 20) / vs + 37, n = 0, *idx = malloc(200000 * 8);
-    char *sbuf, *want = calloc(dim, vs), *mem = aligned_alloc(64, (dim + 16) * vs);
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    char *sbuf, *want = calloc(dim, vs), *mem = aligned_alloc(64, ((dim + 16) * vs + 63) / 64 * 64);
     sv s;
     stream_force_portable(_i / 4);
     rng_state = 4242 + (uint64_t)_i;
