@@ -122,6 +122,17 @@ static void room(const char *how, float *send, float *recv)
     expect(cls == MPI_SUCCESS && ok, "room: the last call failed or is wrong");
 }
 
+/* The failures of every rank, reported by rank 0; the exit status. */
+static int conclude(const char *how, const char *what, float *send, float *recv)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("nomem %s%s: P=%d failures=%d\n", how, what, size, failures);
+    free(send);
+    free(recv);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "blocking";
@@ -135,12 +146,7 @@ int main(int argc, char **argv)
     recv = calloc(N, sizeof *recv);
     if (argc > 2 && strcmp(argv[2], "room") == 0) {
         room(how, send, recv);
-        MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        if (rank == 0) printf("nomem %s room: P=%d failures=%d\n", how, size, failures);
-        free(send);
-        free(recv);
-        MPI_Finalize();
-        return failures ? 1 : 0;
+        return conclude(how, " room", send, recv);
     }
     /* Rank r holds r + 1 at every 1000th index from r: the sum at index i
      * is the sum of r + 1 over the ranks r with i % 1000 == r. */
@@ -159,10 +165,5 @@ int main(int argc, char **argv)
         ok &= recv[i] == (i % 1000 < size ? (float)(i % 1000 + 1) : 0.0f);
     expect(ok, "the next call's sum is wrong");
     expect(t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD), "the sum differs between ranks");
-    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("nomem %s: P=%d failures=%d\n", how, size, failures);
-    free(send);
-    free(recv);
-    MPI_Finalize();
-    return failures ? 1 : 0;
+    return conclude(how, "", send, recv);
 }
