@@ -7,7 +7,7 @@ const sparcml_algorithm_desc sparcml_algorithms[SPARCML_ALG_COUNT_] = {
     [SPARCML_ALG_AUTO] = {.name = "auto"},
 #define SPARCML_ALG_ROW(ID, NAME, STEM)                                                                \
     [SPARCML_ALG_##ID] = {.name = NAME, .first = sparcml_##STEM, .restriction = STEM##_restriction,    \
-                          .cost = STEM##_cost},
+                          .cost = STEM##_cost, .scratch = STEM##_scratch},
     SPARCML_ALGORITHM_LIST(SPARCML_ALG_ROW)
 #undef SPARCML_ALG_ROW
 };

@@ -6,6 +6,8 @@
  *   int <stem>_restriction(problem)    SPARCML_R_OK where it can run the
  *                                      problem, else the reason it cannot;
  *   double <stem>_cost(model, problem) its modelled time in seconds;
+ *   void <stem>_scratch(call, problem, need) the most bytes each scratch
+ *                                      pool may have to hold (alg/scratch.h);
  * and opens with Algorithm / Restrictions / Cost / Memory / Rounds.  The
  * enum, the settings' names, the selector and the dispatch all come from
  * this list: adding an algorithm is one file and one row. */
@@ -13,6 +15,7 @@
 #define SPARCML_ALGORITHMS_H
 
 #include "alg/cost_model.h"
+#include "alg/scratch.h"
 #include "runtime/schedule.h"
 
 #define SPARCML_ALGORITHM_LIST(X)                                             \
@@ -32,7 +35,8 @@ typedef enum sparcml_algorithm {
 #define SPARCML_ALG_DECLARE(ID, NAME, STEM)                                   \
     int sparcml_##STEM(sched *s);                                             \
     int STEM##_restriction(const sparcml_problem *p);                         \
-    double STEM##_cost(const cost_model *m, const sparcml_problem *p);
+    double STEM##_cost(const cost_model *m, const sparcml_problem *p);          \
+    void STEM##_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
 SPARCML_ALGORITHM_LIST(SPARCML_ALG_DECLARE)
 #undef SPARCML_ALG_DECLARE
 
@@ -41,6 +45,7 @@ typedef struct sparcml_algorithm_desc {
     sched_step first;
     int (*restriction)(const sparcml_problem *p);
     double (*cost)(const cost_model *m, const sparcml_problem *p);
+    void (*scratch)(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
 } sparcml_algorithm_desc;
 
 /* Indexed by sparcml_algorithm; row 0 is "auto" (no step, no cost). */

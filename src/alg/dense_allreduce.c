@@ -15,7 +15,7 @@
  * Cost (dense_allreduce_cost): the vendor's min(ceil(log2 P) (alpha + beta
  *   D), 2 ceil(log2 P) alpha + 2 (P-1)/P beta D), plus the same for D/(8 vs)
  *   bytes of bitmap when the format is not certain.
- * Memory: recvbuf; a pool copy of a sparse input under MPI_IN_PLACE; the
+ * Memory (dense_allreduce_scratch): recvbuf; a pool copy of a sparse input under MPI_IN_PLACE; the
  *   bitmap and a dense pool vector when the result's format is not certain.
  * Rounds: the vendor's; twice when the format is not certain. */
 #include "config.h"
@@ -125,4 +125,13 @@ double dense_allreduce_cost(const cost_model *m, const sparcml_problem *p)
     double bitmap = cost_format_uncertain(p)
                         ? cost_vendor_allreduce(m, p, N / 8) + COST_COPY_PER_MERGE * m->gamma * N : 0;
     return cost_vendor_allreduce(m, p, D) + bitmap + m->gamma * (double)p->k_max;
+}
+
+void dense_allreduce_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+{
+    (void)c;
+    scratch_need(need, POOL_SEND, scratch_input_bytes(p));
+    if (sparcml_prefers_dense(p->dim, p->vtype, p->k_max)) return;
+    scratch_need(need, POOL_PRESENCE, stream_presence_bytes(p->dim));
+    scratch_need(need, POOL_ACC0, sparcml_dense_bytes(p->dim, p->vtype));
 }

@@ -18,7 +18,9 @@
  *   allgather of N vs bytes (cost_vendor_allgather: (P-1) alpha for a
  *   vector this long, a ring) + beta (P-1)/P N vs, plus ceil(log2 P) alpha
  *   for the union sizes when the result's format is not certain.
- * Memory: the reduce-scatter's parts and sums; the result in recvbuf.
+ * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts and
+ *   sums; the result in recvbuf; with QSGD the dense slice, encoded and
+ *   gathered.
  * Rounds: P-1 point-to-point, then one allgather (two when the format is
  *   not certain). */
 #include "config.h"
@@ -126,4 +128,21 @@ double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     double unions = cost_format_uncertain(p) ? cost_ceil_log2(p->P) * m->alpha : 0;
     return split_reduce_scatter_cost(m, p) + cost_vendor_allgather(m, p, D) + unions
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
+}
+
+/* Besides the split phases' pools: with QSGD the owner's dense slice, its
+ * codes, every rank's codes gathered and one decoded at a time. */
+void dsar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+{
+    uint64_t d = (p->dim + (uint64_t)p->P - 1) / (uint64_t)p->P, coded;
+    qsgd_params q = scratch_wire_q(p);
+    split_scratch(c, p, need);
+    if (!q.bits) return;
+    coded = scratch_coded_bytes(d, p->vtype, d, &q, 1);
+    scratch_need(need, POOL_QOWN, sparcml_dense_bytes(d, p->vtype));
+    scratch_need(need, POOL_QMSG, coded);
+    scratch_need(need, POOL_SLOT, sparcml_round8(coded));
+    scratch_need(need, POOL_QDEC, sparcml_dense_bytes(d, p->vtype));
+    coded = qsgd_grid_bound(p->dim, sparcml_index_width(p->dim), p->vtype, &q, (uint64_t)p->P);
+    scratch_need(need, POOL_GATHER, coded + coded / 16 + 8 * (uint64_t)p->P);
 }

@@ -56,16 +56,6 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
     return MPI_SUCCESS;
 }
 
-static void swap_pools(sparcml_ctx *ctx, int a, int b)
-{
-    void *p = ctx->pool[a];
-    size_t n = ctx->pool_bytes[a];
-    ctx->pool[a] = ctx->pool[b];
-    ctx->pool_bytes[a] = ctx->pool_bytes[b];
-    ctx->pool[b] = p;
-    ctx->pool_bytes[b] = n;
-}
-
 static uint64_t *presence_start(sparcml_call *c, uint64_t dim)
 {
     uint64_t bytes = stream_presence_bytes(dim);
@@ -134,20 +124,14 @@ static int rs_part_in(sched *s)
 {
     split_state *st = sched_state(s);
     int rc = MPI_SUCCESS;
-    if (st->step > 0) {
-        rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
-    } else {
-        st->sum = st->part;
-        if (st->where >= 0) { /* keep it out of the way of the next receive */
-            swap_pools(s->c->ctx, st->where, POOL_ACC0);
-            st->sum_pool = POOL_ACC0;
-        }
-    }
+    /* Our own part comes first: it stays in the send pool as the sum. */
+    if (st->step > 0) rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
+    else st->sum = st->part;
     st->step++;
     return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
 }
 
-/* The part of this step: our own (left in the send pool: where = -1) or
+/* The part of this step: our own (left in the send pool) or
  * rank me-step's. */
 static int rs_next_part(sched *s)
 {
@@ -166,13 +150,12 @@ static int rs_next_part(sched *s)
     }
     if (st->step == 0) {
         st->part = st->parts[src];
-        st->where = -1;
         return rs_part_in(s);
     }
     int rc = rs_send_part(s, st->step + RS_SENDS_AHEAD - 1);
     if (rc != MPI_SUCCESS) return rc;
     sched_next(s, rs_part_in);
-    return sched_recv_stream(s, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, &st->where);
+    return sched_recv_stream(s, src, TAG_REDUCE_SCATTER, POOL_RECV, POOL_QDEC, &st->part, NULL);
 }
 
 int split_reduce_scatter(sched *s, sched_step then)
@@ -399,4 +382,70 @@ double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
     }
     return (P - 1) * (m->alpha + m->beta * part) + m->gamma * merged
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + COST_QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
+}
+
+/* --- scratch (alg/scratch.h) ------------------------------------------- */
+
+/* Pool bounds that depend on a slice's dimension d (stream_split_bounds
+ * makes two: dim / P and one more). */
+static void slice_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t d, uint64_t *need)
+{
+    uint64_t k = p->k_max < d ? p->k_max : d, u = p->k_sum < d ? p->k_sum : d, dense = sparcml_dense_bytes(d, p->vtype);
+    uint64_t part = sparcml_sparse_bytes(d, p->vtype, k), sum = scratch_sum_bytes(d, p->vtype, p->k_sum);
+    uint64_t slice = 0, msg = part;
+    int sum_dense = scratch_may_be_dense(d, p->vtype, p->k_sum);
+    qsgd_params q = scratch_wire_q(p);
+    if (p->k_max >= p->dim && part < dense) part = dense; /* a dense input's */
+    /* A dense sum may travel sparse (selected), a sparse one dense (the
+     * result is). */
+    if (sum_dense) slice = sparcml_sparse_bytes(d, p->vtype, u);
+    if (scratch_may_be_dense(p->dim, p->vtype, p->k_sum) && slice < dense) slice = dense;
+    if (q.bits) msg = scratch_coded_bytes(d, p->vtype, p->k_max, &q, 1);
+    if (c->input_q.bits) msg = qsgd_grid_bound(p->k_max, sparcml_index_width(p->dim), p->vtype, &c->input_q, 1);
+    scratch_need(need, POOL_RECV, part);
+    scratch_need(need, POOL_RECV, msg);
+    if (q.bits || c->input_q.bits) scratch_need(need, POOL_QDEC, part); /* a part decoded */
+    scratch_need(need, POOL_ACC0, sum);
+    scratch_need(need, POOL_ACC1, sum);
+    scratch_need(need, POOL_SLICE, slice);
+    if (sum_dense) scratch_need(need, POOL_PRESENCE, stream_presence_bytes(d));
+    msg = slice > sum ? slice : sum;
+    if (q.bits) {
+        scratch_need(need, POOL_QMSG, scratch_coded_bytes(d, p->vtype, p->k_sum, &q, 1));
+        if (need[POOL_QMSG] > msg) msg = need[POOL_QMSG];
+    }
+    scratch_need(need, POOL_SLOT, sparcml_round8(msg));
+}
+
+/* All P gathered slices: sparse ones hold the union (at most k_sum
+ * entries), dense ones only where that is smaller, and a dense slice
+ * quantized holds its d values, at most 3 times the union's entries there
+ * (sparcml_prefers_dense); padded to a common slot by at most 1/16. */
+static uint64_t gathered_bytes(const sparcml_problem *p)
+{
+    uint64_t iw = sparcml_index_width(p->dim), vs = sparcml_value_size(p->vtype), P = (uint64_t)p->P;
+    uint64_t u = p->k_sum < p->dim ? p->k_sum : p->dim, plain = u * (iw + vs), total, coded_values;
+    qsgd_params q = scratch_wire_q(p);
+    if (plain > p->dim * vs) plain = p->dim * vs;
+    total = P * (SPARCML_HEADER_BYTES + 16) + plain;
+    coded_values = 3 * u < p->dim ? 3 * u : p->dim;
+    if (q.bits && qsgd_grid_bound(coded_values, (unsigned)iw, p->vtype, &q, P) > total)
+        total = qsgd_grid_bound(coded_values, (unsigned)iw, p->vtype, &q, P);
+    return total + total / 16 + 8 * P;
+}
+
+void split_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+{
+    uint64_t P = (uint64_t)p->P, iw = sparcml_index_width(p->dim), vs = sparcml_value_size(p->vtype);
+    uint64_t d = p->dim / P;
+    qsgd_params q = scratch_wire_q(p);
+    slice_scratch(c, p, d, need);
+    if (d * P < p->dim) slice_scratch(c, p, d + 1, need);
+    scratch_need(need, POOL_PARTS, P * (sizeof(sv) + sizeof(wire)));
+    scratch_need(need, POOL_SEND, P * (SPARCML_HEADER_BYTES + 16) + p->k_max * (iw + vs));
+    if (q.bits) scratch_need(need, POOL_QMSG, qsgd_grid_bound(p->k_max, (unsigned)iw, p->vtype, &q, P));
+    if (c->input_q.bits)
+        scratch_need(need, POOL_QMSG, qsgd_grid_bound(p->k_max, (unsigned)iw, p->vtype, &c->input_q, P));
+    scratch_need(need, POOL_GATHER, gathered_bytes(p));
+    if (q.bits) scratch_need(need, POOL_QDEC, gathered_bytes(p)); /* the slices decoded */
 }

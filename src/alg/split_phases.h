@@ -6,6 +6,7 @@
 #define SPARCML_SPLIT_PHASES_H
 
 #include "alg/cost_model.h"
+#include "alg/scratch.h"
 #include "runtime/schedule.h"
 
 /* What the owner of a slice holds after the reduce-scatter. */
@@ -21,7 +22,7 @@ typedef struct split_state {
     sv sum, part, *parts, msg;
     wire *wires, w;
     uint64_t *present;
-    int step, sum_pool, where, dense, dense_certain;
+    int step, sum_pool, dense, dense_certain;
     MPI_Count my_bytes;
     char *gathered;
     sched_step phase_then; /* what follows the running phase */
@@ -30,6 +31,9 @@ SCHED_STATE_FITS(split_state);
 
 /* The modelled time of the reduce-scatter (the split algorithms' costs). */
 double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p);
+
+/* What both phases may ask of the pools (alg/scratch.h). */
+void split_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
 
 /* The sparse reduce-scatter: slice r of [0, dim) (ctx->offsets[r] ..
  * ctx->offsets[r+1]) is summed on rank r, into mine. */

@@ -21,10 +21,11 @@
  *   (alpha + k beta).  Pipelined: C alpha + max(beta, gamma terms) +
  *   min(beta, gamma terms) / C per round, plus copying the input into
  *   chunks and joining the result (memcpy speed).
- * Memory: two accumulators (pool ACC0/ACC1) of the union's size, the
- *   received stream, QSGD's encoded and decoded messages.  Pipelined: two
- *   sets of C chunks (POOL_RD_PART) of the union's size in all, two
- *   received chunks (POOL_RECV, POOL_RECV_NEXT).
+ * Memory (ssar_recursive_double_scratch): two accumulators (pool
+ *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
+ *   and decoded messages.  Pipelined: two sets of C chunks (POOL_RD_PART)
+ *   of the union's size in all, two received chunks (POOL_RECV,
+ *   POOL_RECV_NEXT).
  * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each;
  *   pipelined, C steps each.
  *
@@ -345,4 +346,48 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
              + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + 2 * COST_QSGD_DECODE_PER_MERGE) * cost_msg_quantized_values(p, u, N);
     }
     return t;
+}
+
+/* A pipelined round's chunk of a sum: its share of the range, whichever
+ * operand's entries make it up (stream_merge_bound of two chunks). */
+static uint64_t chunk_bytes(const sparcml_problem *p, int chunks)
+{
+    uint64_t range = (p->dim + (uint64_t)chunks - 1) / (uint64_t)chunks, entries = 2 * range;
+    uint64_t most = sparcml_dense_bytes(p->dim, p->vtype) + 8;
+    if (entries > p->k_sum) entries = p->k_sum;
+    return sparcml_sparse_bytes(p->dim, p->vtype, entries) < most ? sparcml_sparse_bytes(p->dim, p->vtype, entries)
+                                                                   : most;
+}
+
+/* Messages are the input (the fold, the first round), group sums and the
+ * result; each may travel as QSGD codes. */
+void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+{
+    uint64_t sum = scratch_sum_bytes(p->dim, p->vtype, p->k_sum), in = scratch_input_bytes(p);
+    uint64_t plain = sum > in ? sum : in, msg = plain;
+    int chunks = c->pipeline_chunks > 1 && !c->rider ? c->pipeline_chunks : 1;
+    qsgd_params q = scratch_wire_q(p);
+    if (q.bits) {
+        scratch_need(need, POOL_QMSG, scratch_coded_bytes(p->dim, p->vtype, p->k_sum, &q, 1));
+        scratch_need(need, POOL_QDEC, plain);
+        scratch_need(need, POOL_QOWN, plain);
+    }
+    if (c->input_q.bits) {
+        uint64_t coded = qsgd_grid_bound(p->k_max, sparcml_index_width(p->dim), p->vtype, &c->input_q,
+                                         (uint64_t)chunks);
+        scratch_need(need, POOL_QMSG, coded);
+        scratch_need(need, POOL_QDEC, plain);
+        if (coded > msg) msg = coded;
+    }
+    if (need[POOL_QMSG] > msg) msg = need[POOL_QMSG];
+    scratch_need(need, POOL_ACC0, sum);
+    scratch_need(need, POOL_ACC1, sum);
+    scratch_need(need, POOL_RECV, msg);
+    if (p->P == 1) scratch_need(need, POOL_SEND, in); /* the input expanded from a copy (call_deliver) */
+    if (chunks > 1) {
+        uint64_t chunk = chunk_bytes(p, chunks);
+        scratch_need(need, POOL_RD_PART, chunk);
+        scratch_need(need, POOL_RECV, chunk);
+        scratch_need(need, POOL_RECV_NEXT, chunk > msg ? chunk : msg);
+    }
 }

@@ -13,7 +13,8 @@
  *   vendor's allgather of the result (cost_vendor_allgather: ceil(log2 P)
  *   or, from 512 KiB, P-1 alpha) + beta (P-1)/P (size of the result), and
  *   copying the result into place.
- * Memory: the reduce-scatter's parts and sums, the gathered result.
+ * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
+ *   sums, the gathered result.
  * Rounds: P-1 point-to-point, then two allgathers (three with QSGD: the
  *   quantized sizes are not known in advance). */
 #include "config.h"
@@ -50,4 +51,9 @@ double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     return split_reduce_scatter_cost(m, p) + cost_ceil_log2(p->P) * m->alpha
            + cost_vendor_allgather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * u
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
+}
+
+void ssar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+{
+    split_scratch(c, p, need);
 }

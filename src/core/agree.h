@@ -1,9 +1,9 @@
 /* agree.h -- the agreement record every tagged allreduce combines.
  *
  * Each rank describes what it knows locally -- whether its arguments are
- * valid, dim, value type, count, nnz, a hash of its settings, and whether
- * it piggybacks its data on the agreement -- in a
- * fixed record.  The records of all ranks are combined (maxima, minima and
+ * valid, dim, value type, count, nnz, a hash of its settings, whether
+ * it piggybacks its data on the agreement, and its scratch pools'
+ * capacities -- in a fixed record.  The records of all ranks are combined (maxima, minima and
  * sums) along the recursive-doubling schedule, riding on the messages of
  * ssar_recursive_double.c (core/op.c explains when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
@@ -25,6 +25,11 @@ typedef struct sparcml_local {
     uint64_t nnz;
     uint64_t settings_hash;
     int piggyback; /* this rank sends its data along with the record */
+    /* ... or it cannot this time (its input is beyond what the pools were
+     * reserved for): its data stays back, and every rank runs the call
+     * after the agreement (core/op.c). */
+    int declined;
+    uint64_t capacity[CTX_CAPACITIES]; /* ctx_capacities */
     /* Nonzero values in this rank's 1/P of the previous call's result, when
      * that result was dense (0 otherwise): their sum is the previous union
      * size, for the selector's overlap estimate (core/op.c). */
@@ -47,11 +52,13 @@ typedef struct sparcml_agreed {
     uint64_t union_sum; /* sum of union_part */
     int exact;          /* some rank's */
     uint64_t sequence;  /* the largest */
+    int declined;       /* some rank's */
+    uint64_t capacity[CTX_CAPACITIES]; /* the least of every rank's */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 16 };
+enum { AGREE_FIELDS = 17 + CTX_CAPACITIES };
 
-/* The record on the wire: 128 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 272 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

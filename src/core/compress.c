@@ -186,7 +186,6 @@ static void quantize(sparcml_op *op)
     qsgd_encode_block(c->input.val, c->input.nnz, c->vtype, &q, &key, block);
     qsgd_decode_block(block, c->input.nnz, c->vtype, &q, c->input.val);
     c->input_block = block;
-    c->input_q = q;
 }
 
 /* The lowest index at or after which `extra` zeros of acc (indices not in
@@ -263,18 +262,27 @@ static int compressed_done(sched *s)
     return MPI_SUCCESS;
 }
 
-/* This rank's contribution is in c->input: quantize it, hold back the
- * rest, and run the sparse algorithm the selector picks. */
+/* Once every rank has the algorithm's scratch: quantize the contribution
+ * and hold back the rest (the residual changes only now). */
+static void contribution_ready(sparcml_op *op)
+{
+    if (op->set->qsgd_bits) quantize(op);
+    if (residual(op)) op->held_norm2 = op->acc_norm2 + hold_back(residual(op), &op->c.input);
+}
+
+/* This rank's contribution is in c->input: run the sparse algorithm the
+ * selector picks.  With QSGD the contribution travels as its codes
+ * (c->input_q), which the algorithm's scratch bound counts. */
 static int contribute(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_problem p;
-    if (op->set->qsgd_bits) quantize(op);
-    if (residual(op)) op->held_norm2 = op->acc_norm2 + hold_back(residual(op), &c->input);
+    if (op->set->qsgd_bits) c->input_q = qsgd_of(op->set);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
     p = op_problem(op);
     op->alg = select_algorithm(op->set, &p);
+    op->ready = contribution_ready;
     return op_run(s, &p, compressed_done);
 }
 

@@ -135,6 +135,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
                     const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
 {
     sparcml_rd_memo *memo = &op_policy_of(c->ctx)->memo;
+    c->ctx->sealed = 0;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
         select_memo_forget(memo);
         PMPI_Comm_call_errhandler(comm, rc);
@@ -145,11 +146,15 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         char detail[128];
         select_memo_forget(memo);
         same.reason = c->reason;
-        same.reason_rank = -1;
-        snprintf(detail, sizeof detail, "algorithm %s%s, count %lld words (need %lld for any result)",
-                 sparcml_algorithm_name(alg), s->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
-                 (long long)(c->recv_bytes / SPARCML_WORD_BYTES), (long long)sparcml_capacity(c->dim, c->vtype));
-        return op_fail(comm, c->ctx->rank, &same, SPARCML_R_OK, detail);
+        same.reason_rank = c->reason_rank;
+        if (c->reason == SPARCML_R_NOMEM)
+            snprintf(detail, sizeof detail, "the scratch of algorithm %s", sparcml_algorithm_name(alg));
+        else
+            snprintf(detail, sizeof detail, "algorithm %s%s, count %lld words (need %lld for any result)",
+                     sparcml_algorithm_name(alg), s->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
+                     (long long)(c->recv_bytes / SPARCML_WORD_BYTES), (long long)sparcml_capacity(c->dim, c->vtype));
+        return op_fail(comm, c->ctx->rank, &same, c->ctx->rank == c->reason_rank ? c->reason : SPARCML_R_OK,
+                       detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
      * what the selector makes of the agreed numbers now.  Piggybacking is
@@ -157,7 +162,7 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
      * messages, and a separate agreement costs little beside rounds long
      * enough to pipeline. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
@@ -183,7 +188,13 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  * be chosen comes from the memo (select.h), identical on all ranks.  If a
  * rank's input is invalid, its stream is absent and the records tell every
  * rank at the end; if ranks predicted differently (an erroneous program),
- * they still exchange the same messages, and the records say so.
+ * they still exchange the same messages, and the records say so.  A
+ * piggybacked run allocates nothing: each rank reserves its scratch first
+ * (piggyback_reserve), and one that cannot, or whose input is beyond what
+ * was reserved, declines -- its stream stays back, so every rank's sum is
+ * absent, and the records tell all ranks to run the call after the
+ * agreement instead.  Each record also carries the rank's pool capacities,
+ * from which op_run knows whether the algorithm's scratch is there.
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */
@@ -192,17 +203,20 @@ static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *recor
     const op_policy *pol = op_policy_of(c->ctx);
     sv input = c->input;
     local->union_part = pol->union_pending ? pol->union_part : 0;
+    ctx_capacities(c->ctx, local->capacity);
     agree_record_init(record, c->ctx->rank, local);
     *rider = agree_rider(record);
     c->rider = rider;
     c->pending = sv_absent();
-    if (!local->piggyback || local->reason != SPARCML_R_OK) c->input = sv_absent();
+    if (!local->piggyback || local->declined || local->reason != SPARCML_R_OK) c->input = sv_absent();
+    else c->ctx->sealed = 1;
     return input;
 }
 
 static void agree_end(sparcml_call *c, sv input, const agree_record *record, int rc, sparcml_agreed *agreed)
 {
     c->rider = NULL;
+    c->ctx->sealed = 0;
     c->input = input;
     agree_record_read(record, agreed);
     if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
@@ -244,10 +258,30 @@ static int op_concluded(sched *s)
     return MPI_SUCCESS;
 }
 
+/* The algorithm starts on its reserved pools. */
+static int op_algorithm(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    if (op->ready) op->ready(op);
+    op->c.ctx->sealed = 1;
+    return sparcml_algorithms[op->alg].first(s);
+}
+
+static int scratch_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    if (op->short_rank >= op->c.ctx->size) return op_algorithm(s);
+    op->c.reason = SPARCML_R_NOMEM;
+    op->c.reason_rank = op->short_rank;
+    return MPI_SUCCESS; /* on to `then`, which concludes */
+}
+
 int op_run(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
+    uint64_t need[CTX_CAPACITIES] = {0};
+    int held = 1;
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     op->t0 = PMPI_Wtime();
@@ -256,7 +290,17 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     c->reason = sparcml_algorithms[op->alg].restriction(p);
     if (c->reason != SPARCML_R_OK) return then(s);
     s->then = then;
-    return sparcml_algorithms[op->alg].first(s);
+    /* Its scratch, from agreed numbers: where every rank's pools hold it
+     * (their least capacities came with the agreement), nobody allocates
+     * while it runs.  Else every rank reserves, and one allreduce of the
+     * lowest rank that could not (or P) decides for all: no rank is ever
+     * short of memory half-way through an exchange. */
+    sparcml_algorithms[op->alg].scratch(c, p, need);
+    for (int i = 0; i < CTX_CAPACITIES; i++) held &= need[i] <= op->agreed.capacity[i];
+    if (held) return op_algorithm(s);
+    op->short_rank = ctx_reserve(c->ctx, need) ? c->ctx->size : op->rank;
+    sched_next(s, scratch_agreed);
+    return sched_allreduce(s, &op->short_rank, 1, MPI_INT, MPI_MIN);
 }
 
 static int op_agreed(sched *s)
@@ -307,6 +351,7 @@ static int op_setup(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_ctx *ctx = op->c.ctx;
+    ctx->sealed = 0; /* a call before this one may have ended in an MPI error */
     if (ctx->ready) return op->kind->begin(s);
     sched_next(s, op_duplicated);
     return sched_request(s, &ctx->setup);
@@ -322,7 +367,7 @@ static int tagged_agreed(sched *s)
     sparcml_problem p;
     c->dim = op->agreed.dim;
     p = op_problem(op);
-    if (c->piggybacked) {
+    if (c->piggybacked && !op->agreed.declined) {
         /* The piggybacked run was not pipelined (it ran with the records
          * riding along); the chunk count still tells the memo whether the
          * next call should be. */
@@ -330,20 +375,44 @@ static int tagged_agreed(sched *s)
         op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
         return MPI_SUCCESS;
     }
+    c->declined = c->piggybacked;
+    c->piggybacked = 0; /* the call runs as any other */
     op->alg = select_algorithm(op->set, &p);
     return op_run(s, &p, op_concluded);
+}
+
+/* Reserve what a piggybacked run may ask of the pools (agree_begin): its
+ * recursive doubling for the memo's dimension and inputs of up to twice
+ * the memo's k_max (room for inputs that vary), every message behind a
+ * record.  0: this rank declines. */
+static int piggyback_reserve(sparcml_op *op, uint64_t dim, uint64_t k_max)
+{
+    sparcml_call *c = &op->c;
+    uint64_t need[CTX_CAPACITIES] = {0}, cap = k_max < dim / 2 ? 2 * k_max : dim;
+    uint64_t P = (uint64_t)c->ctx->size;
+    sparcml_agreed guess = {.k_max = cap, .k_sum = cap < dim / P ? P * cap : dim};
+    sparcml_problem p = problem_of(c, &guess);
+    if (c->input.dim != dim || c->input.nnz > cap) return 0;
+    p.dim = dim;
+    ssar_recursive_double_scratch(c, &p, need);
+    need[POOL_RECV] += sizeof op->record;
+    need[POOL_FRAME] = need[POOL_RECV];
+    return ctx_reserve(c->ctx, need);
 }
 
 static int tagged_begin(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
+    uint64_t dim = 0, k_max = 0;
     /* Decided when the call runs, not when it is started: the memo is what
      * the communicator's previous calls left, the same on every rank only
      * once they have all completed. */
     op->local.piggyback = op->set->piggyback
-                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype);
+                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype,
+                                             &dim, &k_max);
     c->piggybacked = op->local.piggyback;
+    if (c->piggybacked && op->local.reason == SPARCML_R_OK) op->local.declined = !piggyback_reserve(op, dim, k_max);
     return op_agree(s, tagged_agreed);
 }
 
@@ -403,6 +472,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
         return SPARCML_OP_DONE;
     }
     op->t0 = PMPI_Wtime();
+    op->c.reason_rank = -1;
     kind->fill(op, vtype);
     op_quantization(&op->c, op->set);
     op->c.tag_offset = TAG_KINDS_ * (int)(op->c.ctx->started++ % TAG_CALLS);

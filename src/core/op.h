@@ -72,6 +72,10 @@ struct sparcml_op {
     int rank;
     sv input;                  /* hidden while records only travel */
     sparcml_algorithm alg;
+    /* Called once the algorithm's scratch is agreed, right before it
+     * starts (compression: the contribution changes only then); or NULL. */
+    void (*ready)(sparcml_op *op);
+    int short_rank;            /* the lowest rank without that scratch, or P */
     double t0;
     int result;
     char detail[sizeof ((sparcml_settings *)0)->error];
@@ -109,8 +113,9 @@ int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *re
 /* The steps the kinds share: the op around a schedule; the agreement
  * stage, which continues with `then` once every rank agrees (a failure is
  * raised on every rank and ends the call); running op->alg, after which
- * `then` follows (a restriction that rules the problem out fails the call
- * on every rank before the algorithm starts); the conclusion, which sets
+ * `then` follows (a restriction that rules the problem out, or a rank
+ * that cannot reserve the algorithm's scratch, fails the call on every
+ * rank before the algorithm starts); the conclusion, which sets
  * op->result. */
 sparcml_op *op_of(sched *s);
 int op_agree(sched *s, sched_step then);

@@ -105,27 +105,34 @@ static int memo_find(const sparcml_rd_memo *m, uint64_t count, int vtype)
     return -1;
 }
 
-int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype)
-{
-    return memo_find(m, count, vtype) >= 0;
-}
-
-void select_memo_note(sparcml_rd_memo *m, uint64_t count, int vtype, sparcml_algorithm chosen)
+int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max)
 {
     int i = memo_find(m, count, vtype);
+    if (i < 0) return 0;
+    if (dim) *dim = m->dim[i];
+    if (k_max) *k_max = m->k_max[i];
+    return 1;
+}
+
+void select_memo_note(sparcml_rd_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen)
+{
+    int i = memo_find(m, count, p->vtype);
     if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE) {
         if (i < 0) return;
         m->used--; /* move the last slot into the hole */
         m->count[i] = m->count[m->used];
         m->vtype[i] = m->vtype[m->used];
+        m->dim[i] = m->dim[m->used];
+        m->k_max[i] = m->k_max[m->used];
         if (m->next > m->used) m->next = m->used;
         return;
     }
-    if (i >= 0) return;
-    if (m->used < SELECT_MEMO_SLOTS) i = m->used++;
-    else { i = m->next; m->next = (m->next + 1) % SELECT_MEMO_SLOTS; }
+    if (i < 0 && m->used < SELECT_MEMO_SLOTS) i = m->used++;
+    else if (i < 0) { i = m->next; m->next = (m->next + 1) % SELECT_MEMO_SLOTS; }
     m->count[i] = count;
-    m->vtype[i] = vtype;
+    m->vtype[i] = p->vtype;
+    m->dim[i] = p->dim;
+    m->k_max[i] = p->k_max;
 }
 
 void select_memo_forget(sparcml_rd_memo *m)

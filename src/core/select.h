@@ -49,12 +49,18 @@ enum { SELECT_MEMO_SLOTS = 4 };
 typedef struct sparcml_rd_memo {
     uint64_t count[SELECT_MEMO_SLOTS];
     int vtype[SELECT_MEMO_SLOTS];
+    /* The dimension and the largest input of the pair's latest call: what
+     * the scratch of the next is reserved for. */
+    uint64_t dim[SELECT_MEMO_SLOTS], k_max[SELECT_MEMO_SLOTS];
     int used, next;
 } sparcml_rd_memo;
 
-int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype);
-/* Remember (chosen is recursive doubling) or drop the pair. */
-void select_memo_note(sparcml_rd_memo *m, uint64_t count, int vtype, sparcml_algorithm chosen);
+/* Is the pair remembered?  Then *dim and *k_max (unless NULL) receive its
+ * latest call's. */
+int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max);
+/* Remember (chosen is recursive doubling) or drop the pair (count, the
+ * problem's value type), with the problem's dimension and k_max. */
+void select_memo_note(sparcml_rd_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen);
 /* After a failed call. */
 void select_memo_forget(sparcml_rd_memo *m);
 

@@ -57,7 +57,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
-               c->piggybacked ? "piggybacked" : "separate",
+               c->piggybacked ? "piggybacked" : c->declined ? "declined" : "separate",
                sparcml_algorithm_name((sparcml_algorithm)c->selected),
                settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks);
         fflush(stdout);

@@ -47,6 +47,7 @@ typedef struct sparcml_call {
     int result_dense;
     int chunks_run;      /* recursive doubling's chunks per round as it ran (0, 1: not pipelined) */
     int reason;          /* enum sparcml_reason, identical on all ranks */
+    int reason_rank;     /* the rank it is about, -1: every rank's alike */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     int pipeline_chunks; /* the agreed problem's chunks per round (select_pipeline_chunks; <= 1: none) */
     /* While a rider is set, every message carries its record ahead of the
@@ -57,6 +58,7 @@ typedef struct sparcml_call {
     const call_rider *rider;
     sv pending;
     int piggybacked;          /* this call's data travelled with the records */
+    int declined;             /* ... was to, but some rank declined (core/op.c) */
     int selected;             /* what the selector picks for the agreed numbers */
 } sparcml_call;
 
@@ -91,9 +93,10 @@ static inline int call_result_fits(sparcml_call *c, uint64_t bytes)
  * until the records say the call succeeded. */
 static inline int call_may_write_result(const sparcml_call *c) { return !c->rider; }
 
-/* Out-of-memory while the others go on: there is no way to tell them
- * without a hang-free protocol, so this is reported as MPI_ERR_NO_MEM on
- * this rank (see sparcml(7), LIMITATIONS). */
+/* A pool that cannot grow within an algorithm.  The op reserves every
+ * algorithm's scratch before it starts (alg/scratch.h), so this happens
+ * only where a bound is wrong; the call then fails with MPI_ERR_NO_MEM on
+ * this rank. */
 #define CALL_NOMEM(c) ((c)->reason = SPARCML_R_NOMEM, MPI_ERR_NO_MEM)
 
 #endif

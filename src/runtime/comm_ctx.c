@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/placement.h"
@@ -157,6 +158,13 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
     if (bytes == 0) bytes = 8;
     if (bytes > SIZE_MAX) return NULL;
     if (ctx->pool_bytes[which] < bytes) {
+#ifdef SPARCML_CHECK_SCRATCH
+        if (ctx->sealed) {
+            fprintf(stderr, "sparcml: internal: pool %d grows to %llu bytes within an algorithm\n", which,
+                    (unsigned long long)bytes);
+            abort();
+        }
+#endif
         /* Exactly what is asked (rounded to a cache line): the pool only
          * grows, so a repeated call of the same size never allocates, and
          * the peak stays at the largest single request (docs/design.md). */
@@ -167,4 +175,21 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
         if (!ctx->pool[which]) return NULL;
     }
     return ctx->pool[which];
+}
+
+void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES])
+{
+    for (int i = 0; i < POOL_RD_PART; i++) capacity[i] = ctx->pool_bytes[i];
+    capacity[POOL_RD_PART] = UINT64_MAX;
+    for (int i = POOL_RD_PART; i < POOL_COUNT_; i++)
+        if (ctx->pool_bytes[i] < capacity[POOL_RD_PART]) capacity[POOL_RD_PART] = ctx->pool_bytes[i];
+}
+
+int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES])
+{
+    for (int i = 0; i < POOL_COUNT_; i++) {
+        uint64_t bytes = need[i < POOL_RD_PART ? i : POOL_RD_PART];
+        if (bytes && !ctx_buffer(ctx, i, bytes)) return 0;
+    }
+    return 1;
 }

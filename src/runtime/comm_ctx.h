@@ -47,6 +47,7 @@ typedef struct sparcml_ctx {
     int rank, size;
     void *pool[POOL_COUNT_];
     size_t pool_bytes[POOL_COUNT_];
+    int sealed;         /* an algorithm runs on reserved pools (ctx_reserve) */
     MPI_Count *counts;  /* size entries, for the v-collectives */
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
@@ -98,7 +99,22 @@ int ctx_setup_done(sparcml_ctx *ctx);
 int ctx_finalize(void);
 
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
- * out of memory.  The contents are not preserved when it grows. */
+ * out of memory.  The contents are not preserved when it grows.  While
+ * the context is sealed, an algorithm runs on pools reserved for it: a
+ * pool that must still grow means its scratch bound is wrong (a build
+ * with the sanitizers stops there; others allocate as usual). */
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
+
+/* Scratch as the agreement compares it: one capacity per pool below
+ * POOL_RD_PART, and at POOL_RD_PART the least of the pipelined chunks'
+ * pools, which are reserved alike. */
+enum { CTX_CAPACITIES = POOL_RD_PART + 1 };
+
+/* The pools' capacities in bytes. */
+void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES]);
+
+/* Grow every pool to at least need[] (indexed as ctx_capacities); 1 if
+ * all are there, 0 if one could not be allocated. */
+int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES]);
 
 #endif

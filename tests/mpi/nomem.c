@@ -19,7 +19,7 @@
  * rank. */
 #include <string.h>
 
-#include "testlib.h"
+#include "refsum.h"
 #if MPI_VERSION < 4
 #include <mpi-ext.h> /* Open MPI 4.1: MPIX_Allreduce_init */
 #endif
@@ -35,24 +35,29 @@ static void expect(int cond, const char *what)
     fprintf(stderr, "FAIL rank %d: %s\n", rank, what);
 }
 
-static int call(const char *how, const float *send, float *recv)
+static int call_as(const char *how, const void *send, void *recv, int count, MPI_Datatype type)
 {
     MPI_Request req;
     int rc;
-    if (strcmp(how, "blocking") == 0) return MPI_Allreduce(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (strcmp(how, "blocking") == 0) return MPI_Allreduce(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD);
     if (strcmp(how, "wait") == 0) {
-        rc = MPI_Iallreduce(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        rc = MPI_Iallreduce(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
         return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
     }
 #if MPI_VERSION >= 4
-    rc = MPI_Allreduce_init(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    rc = MPI_Allreduce_init(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
 #else
-    rc = MPIX_Allreduce_init(send, recv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    rc = MPIX_Allreduce_init(send, recv, count, type, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
 #endif
     if (rc == MPI_SUCCESS) rc = MPI_Start(&req);
     if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     MPI_Request_free(&req);
     return rc;
+}
+
+static int call(const char *how, const float *send, float *recv)
+{
+    return call_as(how, send, recv, N, MPI_FLOAT);
 }
 
 /* Rank r holds r + 1 at every index i with i % every == (every == 1000 ? r
@@ -122,6 +127,67 @@ static void room(const char *how, float *send, float *recv)
     expect(cls == MPI_SUCCESS && ok, "room: the last call failed or is wrong");
 }
 
+/* Tagged calls (argv[2] "tagged"): the algorithm's scratch is reserved
+ * once the problem is agreed.  Streams of
+ * TAGGED_DIM floats, each rank's entries at density d (refsum.h; at
+ * d = 0.04 a stream holds 1.3 MiB).  In order: the first call fails
+ * (nothing is reserved yet); at d = 0.02 and 0.03 calls succeed and are
+ * right; at 0.05 the scratch must grow, and the call fails -- except
+ * where it runs piggybacked on the agreement (argv[3] "piggybacked":
+ * recursive doubling, not pipelined, chosen by the previous call), with a
+ * reservation for up to twice the previous inputs: the rank that cannot
+ * reserve that declines, and the call runs after the agreement on a
+ * reservation that succeeds; at 0.16,
+ * beyond what a piggybacked call reserves for, the call reserves after
+ * the agreement and fails on every rank; the same again succeeds. */
+enum { TAGGED_DIM = 1 << 22 };
+
+static void tagged_step(const char *how, int fails, double density, int must_succeed, uint64_t seed,
+                        const char *what, MPI_Datatype type, void *send, void *recv, void *scratch)
+{
+    MPI_Count count = sparcml_capacity(TAGGED_DIM, SPARCML_FLOAT);
+    rs_problem p = {seed, TAGGED_DIM, SPARCML_FLOAT, density};
+    int rc, cls = MPI_SUCCESS;
+    expect(rs_build(&p, rank, send, count, scratch) == SPARCML_OK, "tagged: could not build the input");
+    if (rank == size - 1 && fails) setenv("FAILALLOC_ARM", "1", 1);
+    rc = call_as(how, send, recv, (int)count, type);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    expect(getenv("FAILALLOC_ARM") == NULL, "tagged: the injection did not take place");
+    unsetenv("FAILALLOC_ARM");
+    if (!must_succeed) {
+        if (cls != MPI_ERR_NO_MEM) fprintf(stderr, "FAIL rank %d: tagged %s: class %d, not MPI_ERR_NO_MEM\n", rank, what, cls);
+        failures += cls != MPI_ERR_NO_MEM;
+        return;
+    }
+    /* rs_check leaves the result's dense values in scratch: the same bits
+     * on every rank */
+    if (rc != MPI_SUCCESS || rs_check(&p, size, recv, scratch) != 0
+        || !t_same_everywhere(t_fnv(scratch, (size_t)TAGGED_DIM * sizeof(float)), MPI_COMM_WORLD)) {
+        fprintf(stderr, "FAIL rank %d: tagged %s: rc %d or a wrong sum\n", rank, what, rc);
+        failures++;
+    }
+}
+
+static void tagged(const char *how, int piggybacked, void **send, void **recv)
+{
+    MPI_Count count = sparcml_capacity(TAGGED_DIM, SPARCML_FLOAT);
+    void *scratch = t_alloc_words((MPI_Count)TAGGED_DIM * 2);
+    MPI_Datatype t;
+    sparcml_type_create(SPARCML_FLOAT, &t);
+    free(*send);
+    free(*recv);
+    *send = t_alloc_words(count);
+    *recv = t_alloc_words(count);
+    tagged_step(how, 1, 0.04, 0, 1, "first call", t, *send, *recv, scratch);
+    tagged_step(how, 0, 0.02, 1, 2, "second call", t, *send, *recv, scratch);
+    tagged_step(how, 0, 0.03, 1, 3, "third call", t, *send, *recv, scratch);
+    tagged_step(how, 1, 0.05, piggybacked, 4, "grown scratch", t, *send, *recv, scratch);
+    tagged_step(how, 1, 0.16, 0, 5, "beyond a piggybacked reservation", t, *send, *recv, scratch);
+    tagged_step(how, 0, 0.16, 1, 6, "the same again", t, *send, *recv, scratch);
+    MPI_Type_free(&t);
+    free(scratch);
+}
+
 /* The failures of every rank, reported by rank 0; the exit status. */
 static int conclude(const char *how, const char *what, float *send, float *recv)
 {
@@ -147,6 +213,10 @@ int main(int argc, char **argv)
     if (argc > 2 && strcmp(argv[2], "room") == 0) {
         room(how, send, recv);
         return conclude(how, " room", send, recv);
+    }
+    if (argc > 2 && strcmp(argv[2], "tagged") == 0) {
+        tagged(how, argc > 3 && strcmp(argv[3], "piggybacked") == 0, (void **)&send, (void **)&recv);
+        return conclude(how, " tagged", send, recv);
     }
     /* Rank r holds r + 1 at every 1000th index from r: the sum at index i
      * is the sum of r + 1 over the ranks r with i % 1000 == r. */

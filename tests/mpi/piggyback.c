@@ -5,12 +5,15 @@
  * different counts (dim 65536 and 32768), small sparse calls (recursive
  * doubling), then at A's count a dense input (where recursive doubling is
  * the wrong choice), interleaved with B, in place and not, float and
- * int32.  Every result is checked against the exact sum (refsum.h).  The
- * script reads the library's verbose lines (rank 0) and checks each call's
- * agreement mode against the rule of sparcml(7): piggybacked exactly when
- * the latest call with the same count and value type chose recursive
- * doubling.  It also prints the sequence of (count, vtype, dense) so the
- * script can derive the expected modes itself. */
+ * int32, and densities that grow by less than twice from call to call
+ * across the selector's boundaries (recursive doubling, then a split
+ * algorithm at P = 3 and 4).  Every result is checked against the exact
+ * sum (refsum.h).  The script reads the library's verbose lines (rank 0)
+ * and checks each call's agreement mode against the rule of sparcml(7):
+ * piggybacked exactly when the latest call with the same count and value
+ * type chose recursive doubling, unless an input is beyond what that call
+ * reserved for (declined).  It also prints the sequence of (count,
+ * vtype) so the script can derive the expected modes itself. */
 #include "refsum.h"
 
 static int rank, size, failures;
@@ -39,7 +42,8 @@ int main(int argc, char **argv)
         {0, 1e-4, 0, 0}, {0, 1e-4, 0, 0}, {1, 2e-4, 1, 0}, {0, 1e-4, 1, 0}, {1, 2e-4, 0, 0},
         {0, 1.0, 0, 0},  {0, 1.0, 1, 0},  {1, 2e-4, 0, 0}, {0, 1e-4, 0, 0}, {0, 1e-4, 0, 0},
         {0, 1e-4, 0, 1}, {0, 1e-4, 0, 1}, {0, 1e-4, 0, 0}, {0, 1.0, 0, 0},  {1, 2e-4, 1, 0},
-        {0, 1e-4, 1, 0}, {0, 1e-4, 0, 0},
+        {0, 1e-4, 1, 0}, {0, 1e-4, 0, 0}, {0, 6e-3, 0, 0}, {0, 1e-2, 0, 0}, {0, 0.15, 0, 0},
+        {0, 0.25, 0, 0}, {0, 0.25, 1, 0},
     };
     static const uint64_t dims[2] = {65536, 32768};
     MPI_Datatype t_float, t_int;

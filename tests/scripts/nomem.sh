@@ -7,7 +7,10 @@
 # calls ("room": tests/mpi/nomem.c): a rank without the room or the grown
 # pool still completes the call on the stream's bytes, and one without
 # those fails it on every rank (recursive doubling forced, so that no call
-# goes to the vendor).
+# goes to the vendor).  Last, tagged calls of every algorithm, whose
+# scratch is reserved once the problem is agreed ("tagged": three calls
+# fail on every rank, two where a piggybacked call declines instead; one
+# line each, from the rank out of memory).
 . "$(dirname "$0")/common.sh"
 TIMEOUT=120
 # Under the sanitizers libasan comes first in the preload list and serves
@@ -36,4 +39,25 @@ for how in blocking wait persistent; do
             '[ "$(occurrences "out of memory" "$err")" -eq 1 ] && grep -q "rank $((p - 1)): out of memory" "$err"'
     done
 done
+# tagged P ALGORITHM HOW [piggybacked]
+tagged() {
+    local p=$1 alg=$2 how=$3 pig=${4:-} fails=3 chunks=0
+    [ "$pig" = piggybacked ] && fails=2 chunks=1
+    run_mpi "$p" "$YIELD:$FAILALLOC:$SHIM" SPARCML_ALGORITHM="$alg" SPARCML_PIPELINE_CHUNKS=$chunks \
+        -- "$TESTBIN/nomem" "$how" tagged $pig
+    rc=$?
+    check "tagged, $alg $pig, $how, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
+    check "tagged, $alg $pig, $how, P=$p: $fails lines, from that rank" \
+        '[ "$(occurrences "out of memory" "$err")" -eq "$fails" ] && [ "$(grep -c "rank $((p - 1)): out of memory" "$err")" -eq "$fails" ]'
+}
+for p in 2 3 4; do
+    for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do tagged "$p" "$alg" blocking; done
+    tagged "$p" ssar_recursive_double blocking piggybacked
+done
+for how in wait persistent; do
+    tagged 3 ssar_split_allgather "$how"
+    tagged 3 ssar_recursive_double "$how" piggybacked
+done
+tagged 8 ssar_split_allgather blocking
+tagged 8 ssar_recursive_double blocking piggybacked
 finish

@@ -6,7 +6,10 @@
 # lines themselves: a call is piggybacked exactly when the latest earlier
 # successful call with the same count and value type ended with the
 # selector choosing ssar_recursive_double (for a piggybacked call, the
-# "selector=" field: what the selector makes of its agreed numbers).  The
+# "selector=" field: what the selector makes of its agreed numbers) --
+# unless its dimension differs from that call's or its largest input
+# (max_k) exceeds twice that call's (or the dimension, whichever is less):
+# then it is "declined" and runs after the agreement.  The
 # sequence must contain at least one wrong prediction (a piggybacked call
 # the selector would not have run as recursive doubling) and its
 # correction (with the default cost model, not one measured at MPI_Init,
@@ -15,7 +18,7 @@
 . "$(dirname "$0")/common.sh"
 
 # replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
-# stdin; print "ok PIGGYBACKED WRONG" or "bad <line number>: <why>".
+# stdin; print "ok CALLS PIGGYBACKED WRONG CORRECTED DECLINED" or "bad <line number>: <why>".
 replay() {
     awk '
     /^sparcml: allreduce / {
@@ -25,6 +28,8 @@ replay() {
             if (kv[1] == "algorithm") alg = kv[2]
             if (kv[1] == "agreement") mode = kv[2]
             if (kv[1] == "selector") sel = kv[2]
+            if (kv[1] == "max_k") k = kv[2] + 0
+            if (kv[1] == "N") dim = kv[2] + 0
         }
         next
     }
@@ -33,6 +38,8 @@ replay() {
         split($2, c, "="); split($3, v, "=")
         key = c[2] "," v[2]
         want = (key in memo && memo[key]) ? "piggybacked" : "separate"
+        cap = memo_k[key] < int(dim / 2) ? 2 * memo_k[key] : dim
+        if (want == "piggybacked" && (dim != memo_n[key] || k > cap)) want = "declined"
         if (pig == 0) want = "separate"
         if (mode != want) { printf "bad call %d (%s): %s, expected %s\n", n, key, mode, want; bad = 1; exit }
         if (mode == "piggybacked") {
@@ -40,10 +47,13 @@ replay() {
             if (alg != "ssar_recursive_double") { printf "bad call %d: piggybacked ran %s\n", n, alg; bad = 1; exit }
             if (sel != "ssar_recursive_double") { nwrong++; corrected[key] = 0; pending[key] = 1 }
         } else if (pending[key]) { ncorr++; pending[key] = 0 }
+        if (mode == "declined") ndecl++
         memo[key] = (sel == "ssar_recursive_double")
+        memo_k[key] = k
+        memo_n[key] = dim
         alg = mode = sel = "none"
     }
-    END { if (!bad) printf "ok %d %d %d %d\n", n, npig, nwrong, ncorr }' pig="$1"
+    END { if (!bad) printf "ok %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl }' pig="$1"
 }
 
 for pig in 1 0; do
@@ -52,12 +62,12 @@ for pig in 1 0; do
         rc=$?
         check "SPARCML_PIGGYBACK=$pig P=$p: every result exact: $(tail -1 "$out")" \
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
-        read -r verdict calls npig nwrong ncorr < <(grep -E '^(sparcml: allreduce|call count=)' "$out" | replay "$pig")
+        read -r verdict calls npig nwrong ncorr ndecl < <(grep -E '^(sparcml: allreduce|call count=)' "$out" | replay "$pig")
         check "SPARCML_PIGGYBACK=$pig P=$p: agreement modes follow the rule ($verdict, calls ${calls:-?})" \
-            '[ "$verdict" = ok ] && [ "$calls" -eq 17 ]'
+            '[ "$verdict" = ok ] && [ "$calls" -eq 22 ]'
         if [ "$pig" = 1 ]; then
-            check "P=$p: piggybacked calls ${npig:-0}, wrong predictions ${nwrong:-0}, corrected ${ncorr:-0}" \
-                '[ "${npig:-0}" -ge 8 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ]'
+            check "P=$p: piggybacked calls ${npig:-0}, wrong predictions ${nwrong:-0}, corrected ${ncorr:-0}, declined ${ndecl:-0}" \
+                '[ "${npig:-0}" -ge 8 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ] && [ "${ndecl:-0}" -ge 1 ]'
         fi
     done
 done

@@ -124,17 +124,26 @@ END_TEST
 START_TEST(memo_remembers_recursive_doubling_only)
 {
     sparcml_rd_memo m = {0};
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT));
-    select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE);
-    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT));
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_DOUBLE));
-    ck_assert(!select_memo_hit(&m, 101, SPARCML_FLOAT));
-    select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE); /* no duplicate */
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_DOUBLE, NULL, NULL));
+    ck_assert(!select_memo_hit(&m, 101, SPARCML_FLOAT, NULL, NULL));
+    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE); /* no duplicate */
     ck_assert_int_eq(m.used, 1);
+    {   /* the latest call's dimension and k_max */
+        uint64_t dim = 0, k_max = 0;
+        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9},
+                         SPARCML_ALG_RECURSIVE_DOUBLE);
+        ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, &dim, &k_max));
+        ck_assert_uint_eq(dim, 5000);
+        ck_assert_uint_eq(k_max, 9);
+        ck_assert_int_eq(m.used, 1);
+    }
     for (int a = SPARCML_ALG_SSAR_SPLIT_ALLGATHER; a < SPARCML_ALG_COUNT_; a++) {
-        select_memo_note(&m, 100, SPARCML_FLOAT, SPARCML_ALG_RECURSIVE_DOUBLE);
-        select_memo_note(&m, 100, SPARCML_FLOAT, (sparcml_algorithm)a);
-        ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT));
+        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE);
+        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, (sparcml_algorithm)a);
+        ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
     }
 }
 END_TEST
@@ -143,17 +152,23 @@ START_TEST(memo_keeps_the_latest_pairs)
 {
     sparcml_rd_memo m = {0};
     uint64_t n = SELECT_MEMO_SLOTS + 3;
-    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, SPARCML_INT32, SPARCML_ALG_RECURSIVE_DOUBLE);
+    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE);
     for (uint64_t c = 1; c <= n; c++)
-        ck_assert_int_eq(select_memo_hit(&m, c, SPARCML_INT32), c > n - SELECT_MEMO_SLOTS);
-    select_memo_note(&m, n, SPARCML_INT32, SPARCML_ALG_DENSE); /* drop one in the middle */
-    ck_assert(!select_memo_hit(&m, n, SPARCML_INT32));
-    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32));
-    select_memo_note(&m, 1000, SPARCML_INT32, SPARCML_ALG_RECURSIVE_DOUBLE); /* fills the hole */
-    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32));
-    ck_assert(select_memo_hit(&m, 1000, SPARCML_INT32));
+        ck_assert_int_eq(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL), c > n - SELECT_MEMO_SLOTS);
+    select_memo_note(&m, n, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = n}, SPARCML_ALG_DENSE); /* drop one in the middle */
+    ck_assert(!select_memo_hit(&m, n, SPARCML_INT32, NULL, NULL));
+    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
+    select_memo_note(&m, 1000, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = 1000}, SPARCML_ALG_RECURSIVE_DOUBLE); /* fills the hole */
+    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
+    ck_assert(select_memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
+    /* each pair keeps its own latest k_max (the slot moved into the hole too) */
+    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) {
+        uint64_t k_max = 0;
+        ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, &k_max));
+        ck_assert_uint_eq(k_max, c);
+    }
     select_memo_forget(&m);
-    ck_assert(!select_memo_hit(&m, 1000, SPARCML_INT32));
+    ck_assert(!select_memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
 }
 END_TEST
 

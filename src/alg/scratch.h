@@ -1,0 +1,44 @@
+/* scratch.h -- what an algorithm may ask of the scratch pools.
+ *
+ * Every algorithm states, from agreed numbers only (the problem, the
+ * call's settings), the most bytes each pool (runtime/comm_ctx.h) may have
+ * to hold while its schedule runs: <stem>_scratch (alg/algorithms.h).  The
+ * op reserves that before the algorithm starts and agrees on the outcome
+ * (core/op.c), so a rank short of memory fails the call together with
+ * every other rank instead of leaving an exchange half-way.  The bounds
+ * below are upper bounds of what the kernels write (kernel/stream.h,
+ * kernel/qsgd.h); a build with the sanitizers checks them on every run. */
+#ifndef SPARCML_SCRATCH_H
+#define SPARCML_SCRATCH_H
+
+#include <stdint.h>
+
+#include "alg/cost_model.h"
+#include "runtime/call.h"
+
+/* need[pool] grows to at least bytes (indexed as ctx_capacities). */
+static inline void scratch_need(uint64_t *need, int pool, uint64_t bytes)
+{
+    if (need[pool] < bytes) need[pool] = bytes;
+}
+
+/* Can a sum of streams of dimension dim holding `entries` entries
+ * together be dense (a dense input, or a union no smaller dense)? */
+int scratch_may_be_dense(uint64_t dim, int vtype, uint64_t entries);
+
+/* Any stream a merge-add may write for a sum of streams of dimension dim
+ * holding `entries` entries together (stream_merge_bound), and any sum or
+ * message of at most that many entries. */
+uint64_t scratch_sum_bytes(uint64_t dim, int vtype, uint64_t entries);
+
+/* Any rank's input stream (at most k_max entries). */
+uint64_t scratch_input_bytes(const sparcml_problem *p);
+
+/* QSGD messages of such sums, `parts` of them (qsgd_grid_bound, which
+ * bounds separately encoded parts as well as parts of one block). */
+uint64_t scratch_coded_bytes(uint64_t dim, int vtype, uint64_t entries, const qsgd_params *q, uint64_t parts);
+
+/* The messages' QSGD parameters (bits 0: not quantized on the wire). */
+qsgd_params scratch_wire_q(const sparcml_problem *p);
+
+#endif
