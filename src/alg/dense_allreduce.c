@@ -15,8 +15,9 @@
  * Cost (dense_allreduce_cost): the vendor's min(ceil(log2 P) (alpha + beta
  *   D), 2 ceil(log2 P) alpha + 2 (P-1)/P beta D), plus the same for D/(8 vs)
  *   bytes of bitmap when the format is not certain.
- * Memory (dense_allreduce_scratch): recvbuf; a pool copy of a sparse input under MPI_IN_PLACE; the
- *   bitmap and a dense pool vector when the result's format is not certain.
+ * Memory (dense_allreduce_scratch): recvbuf; a pool copy of a sparse
+ *   input under MPI_IN_PLACE; the bitmap and a dense pool vector when the
+ *   result's format is not certain.
  * Rounds: the vendor's; twice when the format is not certain. */
 #include "config.h"
 
