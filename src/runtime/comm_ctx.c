@@ -189,7 +189,7 @@ int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES])
 {
     for (int i = 0; i < POOL_COUNT_; i++) {
         uint64_t bytes = need[i < POOL_RD_PART ? i : POOL_RD_PART];
-        if (bytes && !ctx_buffer(ctx, i, bytes)) return 0;
+        if (bytes > ctx->pool_bytes[i] && !ctx_buffer(ctx, i, bytes + bytes / 4)) return 0;
     }
     return 1;
 }

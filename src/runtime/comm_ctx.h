@@ -114,7 +114,10 @@ enum { CTX_CAPACITIES = POOL_RD_PART + 1 };
 void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES]);
 
 /* Grow every pool to at least need[] (indexed as ctx_capacities); 1 if
- * all are there, 0 if one could not be allocated. */
+ * all are there, 0 if one could not be allocated.  A pool that must grow
+ * gets a quarter more than it needs: inputs that vary a little from call
+ * to call then do not reallocate it each time (each reallocation leaves
+ * the allocator's heap a little more fragmented). */
 int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES]);
 
 #endif
