@@ -11,7 +11,8 @@
 # 2.5 ns), in that order, $BENCH_ROUNDS times (default 1).  shm: one
 # machine's shared memory with the tests' yield preload; rig: the emulated
 # Gigabit cluster, which must be up (scripts/netsim.sh up 8).  One CSV line
-# per run, appended to bench/results/calibration_regret_{shm,rig}.csv:
+# per run, appended to bench/results/calibration_regret_{shm,rig}.csv (or
+# to $BENCH_CSV):
 # median time per call, the algorithm auto ran (SPARCML_STATS) and the
 # calibration line (SPARCML_VERBOSE).  Regret tables: python3
 # bench/calibration_table.py CSV [--choice].  BENCH_METHODS, BENCH_REPS
@@ -27,7 +28,7 @@ export HYDRA_CONFIG_FILE=/dev/null
 
 plat=${1:?shm or rig} Ps=${2:?P list} ds=${3:?densities} pat=${4:-random}
 N=${BENCH_N:-16777216}
-csv=$top/bench/results/calibration_regret_$plat.csv
+csv=${BENCH_CSV:-$top/bench/results/calibration_regret_$plat.csv}
 [ -f "$csv" ] || echo "platform,P,N,density,pattern,method,median_s,algorithm,calibration" >"$csv"
 
 # one P d METHOD: one run, one CSV line.
