@@ -28,6 +28,7 @@ typedef struct sparcml_problem {
 typedef struct cost_model {
     double alpha, beta, gamma;
     uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
+    int copy_bound; /* a byte moves as a copy on the cores the merges share: no overlap */
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,

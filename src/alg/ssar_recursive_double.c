@@ -20,7 +20,8 @@
  *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
  *   (alpha + k beta).  Pipelined: C alpha + max(beta, gamma terms) +
  *   min(beta, gamma terms) / C per round, plus copying the input into
- *   chunks and joining the result (memcpy speed).
+ *   chunks and joining the result (memcpy speed); C alpha + both terms
+ *   where bytes move as copies on shared cores (cost_model.copy_bound).
  * Memory (ssar_recursive_double_scratch): two accumulators (pool
  *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
  *   and decoded messages.  Pipelined: two sets of C chunks (POOL_RD_PART)
@@ -321,6 +322,7 @@ int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
     double hidden = 0, rounds = 0, N = (double)p->dim, c;
     if (!pipeline_applies(p) || m->pipeline_chunks == 1) return 1;
     if (m->pipeline_chunks) return (int)m->pipeline_chunks;
+    if (m->copy_bound) return 1; /* nothing travels during a merge */
     for (int group = 1; group < cost_largest_power_of_two(p->P); group *= 2, rounds++) {
         double u = rd_round_entries(p, group);
         hidden += fmin(m->beta * cost_msg_bytes(p, u, N), m->gamma * 2 * u);
@@ -332,7 +334,9 @@ int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
 /* Per round a rank encodes its message, decodes its partner's and decodes
  * its own (both sides must add the same quantized operands).  Pipelined in
  * C chunks, a round costs C alpha and the larger of transfer and merge,
- * plus a chunk's share of the smaller (core/select.h). */
+ * plus a chunk's share of the smaller (core/select.h); where the transfer
+ * is a copy on the cores the merges share (cost_model.copy_bound), both in
+ * full. */
 double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
 {
     int p2 = cost_largest_power_of_two(p->P), C = ssar_recursive_double_chunks(m, p);
@@ -342,7 +346,7 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
                                        + cost_msg_bytes(p, cost_union_estimate(p, p->P), N));
     for (int group = 1; group < p2; group *= 2) {
         double u = rd_round_entries(p, group), send = m->beta * cost_msg_bytes(p, u, N), merge = m->gamma * 2 * u;
-        t += C * m->alpha + fmax(send, merge) + fmin(send, merge) / C
+        t += C * m->alpha + (m->copy_bound ? send + merge : fmax(send, merge) + fmin(send, merge) / C)
              + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + 2 * COST_QSGD_DECODE_PER_MERGE) * cost_msg_quantized_values(p, u, N);
     }
     return t;

@@ -33,7 +33,16 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * measures, so no floor applies there: one would price every byte of a
  * 100 Gbit/s network (0.08 ns/B) at 0.31 ns/B and turn the choice between
  * recursive doubling and SSAR split the wrong way (bench/RESULTS.md, the
- * SimGrid fat tree with the kernels charged). */
+ * SimGrid fat tree with the kernels charged).
+ *
+ * Where that floor binds, the copy runs on the very cores the merges
+ * need, all of them busy: it cannot travel while a merge runs, so
+ * recursive doubling's pipelined rounds hide nothing and only add
+ * messages.  On shared memory, 4 and 8 ranks on 2 cores, N = 4M floats,
+ * d = 1e-3 and 1e-2, the model's 3 to 8 chunks (calibrated alpha 0.05-1.9
+ * us) made recursive doubling 1.11-1.46 times slower than whole messages
+ * (medians of 10 alternating rounds, whole messages faster in 8 to 10 of
+ * them: bench/results/pipeline_shm_calibrated.csv). */
 #define BYTE_PER_MERGE 0.125
 
 static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
@@ -47,7 +56,10 @@ static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
      * (bench/RESULTS.md "Kernels"). */
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share,
                     .pipeline_chunks = s->pipeline_chunks};
-    if (share > 1) m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
+    if (share > 1) {
+        m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
+        m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
+    }
     return m;
 }
 

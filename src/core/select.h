@@ -24,7 +24,9 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
  * gamma merged) + min(beta m, gamma merged) / C instead of alpha + beta m +
  * gamma merged, best at C = sqrt(sum of the min terms / (rounds alpha)).
  * Only where no merge can make a chunk dense (the agreed k_sum keeps the
- * whole result sparse) and without QSGD; SPARCML_PIPELINE_CHUNKS forces a
+ * whole result sparse) and without QSGD; the model chooses 1 where ranks
+ * share cores and a byte moves as a copy on them (the beta floor binds:
+ * nothing travels during a merge).  SPARCML_PIPELINE_CHUNKS forces a
  * count there or turns it off. */
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
 

@@ -229,6 +229,48 @@ START_TEST(rig_measured_ordering_qsgd)
 }
 END_TEST
 
+/* Where ranks share cores and the beta floor binds, a byte moves as a copy
+ * on the cores the merges need, so pipelined rounds hide nothing: on shared
+ * memory (4 and 8 ranks on 2 cores, N = 4M floats, d = 1e-3 and 1e-2, the
+ * calibrated alpha, beta and gamma below) the model's 3 to 8 chunks made
+ * recursive doubling 1.11-1.46 times slower than whole messages
+ * (bench/results/pipeline_shm_calibrated.csv).  The same values with a core
+ * each, and the rig's 1 Gbit/s links shared 4 ways (where 8 chunks paid
+ * 17-21 % at d = 0.05), still pipeline; a forced count still holds, and
+ * then only adds latencies. */
+START_TEST(pipeline_off_where_copies_share_cores)
+{
+    sparcml_settings s = defaults();
+    double one[SPARCML_ALG_COUNT_], three[SPARCML_ALG_COUNT_];
+    s.alpha = 0.5e-6;
+    s.beta = 0.3e-9;
+    s.gamma = 1.7e-9;
+    for (int P = 4; P <= 8; P *= 2)
+        for (double d = 1e-3; d < 0.02; d *= 10) {
+            sparcml_problem p = problem(P, 4u << 20, (uint64_t)(d * (4u << 20)), 1);
+            p.ranks_per_core = P / 2;
+            ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+            p.ranks_per_core = 1;
+            ck_assert_int_gt(select_pipeline_chunks(&s, &p), 1);
+        }
+    {
+        sparcml_problem p = problem(8, 4u << 20, 4194, 1), rig = problem(8, 16u << 20, (16u << 20) / 20, 1);
+        p.ranks_per_core = 4;
+        s.pipeline_chunks = 3;
+        ck_assert_int_eq(select_pipeline_chunks(&s, &p), 3);
+        select_costs(&s, &p, three);
+        s.pipeline_chunks = 1;
+        select_costs(&s, &p, one);
+        ck_assert_double_eq_tol(three[SPARCML_ALG_RECURSIVE_DOUBLE] - one[SPARCML_ALG_RECURSIVE_DOUBLE],
+                                (3 - 1) * 3 * 4 * s.alpha, 1e-12); /* (C - 1) alpha, 3 rounds, 4 per core */
+        s = rig_settings();
+        s.gamma = 2.5e-9;
+        rig.ranks_per_core = 4;
+        ck_assert_int_gt(select_pipeline_chunks(&s, &rig), 1);
+    }
+}
+END_TEST
+
 /* Shared memory, 8 ranks on 2 cores (bench/results/shm_alpha_beta.txt:
  * collective alpha 16.7 us, 2-rank ping-pong beta 0.21 ns/B; gamma 17 ns as
  * on the rig), P = 8, N = 16M floats, random indices: the model must choose
@@ -364,6 +406,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
+    tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     tcase_add_test(tc, smpi_charged_ordering);
     tcase_add_test(tc, split_rounds);
