@@ -15,8 +15,12 @@
 # to $BENCH_CSV):
 # median time per call, the algorithm auto ran (SPARCML_STATS) and the
 # calibration line (SPARCML_VERBOSE).  Regret tables: python3
-# bench/calibration_table.py CSV [--choice].  BENCH_METHODS, BENCH_REPS
-# (default 10) and BUILD (default build/) adjust a run.
+# bench/calibration_table.py CSV [--choice].  Before each P and density the
+# run waits for an idle machine (scripts/quiet.sh: at most $BENCH_QUIET_MAX
+# s, default 60, 0 never; idle means $BENCH_QUIET_IDLE %, default 80) and
+# says on stderr how idle the CPUs were just before and just after the
+# point's runs.  BENCH_METHODS, BENCH_REPS (default 10) and BUILD (default
+# build/) adjust a run.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
@@ -25,6 +29,10 @@ yield=$build/tests/support/.libs/libyield.so
 bench=$build/bench/sparcml_bench
 methods=${BENCH_METHODS:-"ssar_recursive_double ssar_split_allgather dsar_split_allgather auto_calibrated auto_defaults"}
 export HYDRA_CONFIG_FILE=/dev/null
+quiet_max=${BENCH_QUIET_MAX:-60}
+quiet_idle=${BENCH_QUIET_IDLE:-80}
+quiet_note() { echo "bench_calibration: $*" >&2; }
+. "$top/scripts/quiet.sh"
 
 plat=${1:?shm or rig} Ps=${2:?P list} ds=${3:?densities} pat=${4:-random}
 N=${BENCH_N:-16777216}
@@ -54,7 +62,10 @@ one() {
 for r in $(seq "${BENCH_ROUNDS:-1}"); do
     for p in $Ps; do
         for d in $ds; do
+            wait_quiet
+            before=$(idle_pct)
             for m in $methods; do one "$p" "$d" "$m"; done
+            quiet_note "round $r P=$p d=$d: CPUs idle $before % before, $(idle_pct) % after"
         done
     done
 done
