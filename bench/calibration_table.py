@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""calibration_table.py CSV [--choice] -- the selector's regret with the
+"""calibration_table.py CSV [--choice] [--min-idle PCT] -- the selector's regret with the
 calibration at MPI_Init and with the built-in defaults, as a Markdown table:
 one row per (indices, density), one column per P, each cell
 "calibrated / defaults" (the median over rounds), regret = auto's time over the fastest forced
 algorithm's.  With --choice the forced time of the algorithm auto ran takes
 the place of auto's own time (for runs too noisy to compare single times).
+With --min-idle a point's runs count only where the CPUs were at least PCT
+% idle just before and just after them (columns idle_before, idle_after;
+rows without them count).
 Reads scripts/bench_calibration.sh's CSVs and scripts/smpi_sweep.sh's
 (SMPI_COST=calibrated|defaults)."""
 import collections
@@ -15,11 +18,13 @@ FORCED = ("ssar_recursive_double", "ssar_split_allgather", "dsar_split_allgather
 AUTOS = ("auto_calibrated", "auto_defaults")
 
 
-def load(path):
+def load(path, min_idle=0):
     runs = collections.defaultdict(dict)
     for r in csv.DictReader(open(path)):
         t = r.get("median_s", "")
         if t in ("", "NA"):
+            continue
+        if any(r.get(c) not in (None, "") and float(r[c]) < min_idle for c in ("idle_before", "idle_after")):
             continue
         method = r["method"].replace("sparcml_", "")
         key = (r["pattern"], float(r["density"]), int(r["P"]))
@@ -46,8 +51,10 @@ def cell(v, auto, choice):
 
 
 def main():
-    runs = load(sys.argv[1])
-    choice = "--choice" in sys.argv[2:]
+    args = sys.argv[2:]
+    min_idle = float(args[args.index("--min-idle") + 1]) if "--min-idle" in args else 0
+    runs = load(sys.argv[1], min_idle)
+    choice = "--choice" in args
     Ps = sorted({k[2] for k in runs})
     rows = sorted({k[:2] for k in runs})
     print("| indices, d | " + " | ".join("P = %d" % p for p in Ps) + " |")

@@ -18,9 +18,11 @@
 # bench/calibration_table.py CSV [--choice].  Before each P and density the
 # run waits for an idle machine (scripts/quiet.sh: at most $BENCH_QUIET_MAX
 # s, default 60, 0 never; idle means $BENCH_QUIET_IDLE %, default 80) and
-# says on stderr how idle the CPUs were just before and just after the
-# point's runs.  BENCH_METHODS, BENCH_REPS (default 10) and BUILD (default
-# build/) adjust a run.
+# records how idle the CPUs were just before and just after the point's
+# runs (columns idle_before and idle_after of a new CSV, and on stderr;
+# calibration_table.py --min-idle PCT leaves out points below).
+# BENCH_METHODS, BENCH_REPS (default 10) and BUILD (default build/) adjust
+# a run.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
@@ -37,9 +39,11 @@ quiet_note() { echo "bench_calibration: $*" >&2; }
 plat=${1:?shm or rig} Ps=${2:?P list} ds=${3:?densities} pat=${4:-random}
 N=${BENCH_N:-16777216}
 csv=${BENCH_CSV:-$top/bench/results/calibration_regret_$plat.csv}
-[ -f "$csv" ] || echo "platform,P,N,density,pattern,method,median_s,algorithm,calibration" >"$csv"
+[ -f "$csv" ] || echo "platform,P,N,density,pattern,method,median_s,algorithm,calibration,idle_before,idle_after" >"$csv"
+idle_cols=0
+head -1 "$csv" | grep -q ',idle_after$' && idle_cols=1
 
-# one P d METHOD: one run, one CSV line.
+# one P d METHOD: one run, one CSV line (without the idle columns) on stdout.
 one() {
     local p=$1 d=$2 m=$3 envs=(SPARCML_STATS=1 SPARCML_VERBOSE=1 BENCH_LABEL=$m) out line alg cal
     case $m in
@@ -56,7 +60,7 @@ one() {
     line=$(echo "$out" | grep -E "^sparcml_$m,$p," | head -1)
     alg=$(echo "$out" | awk '/^sparcml: [a-z_]+ +[0-9]+ /{ if ($3 > n) { n = $3; a = $2 } } END { print a }')
     cal=$(echo "$out" | sed -n 's/^sparcml: calibrated //p' | head -1 | tr ',' ';')
-    echo "$plat,$p,$N,$d,$pat,$m,$(echo "$line" | cut -d, -f7),$alg,$cal" | tee -a "$csv"
+    echo "$plat,$p,$N,$d,$pat,$m,$(echo "$line" | cut -d, -f7),$alg,$cal"
 }
 
 for r in $(seq "${BENCH_ROUNDS:-1}"); do
@@ -64,8 +68,13 @@ for r in $(seq "${BENCH_ROUNDS:-1}"); do
         for d in $ds; do
             wait_quiet
             before=$(idle_pct)
-            for m in $methods; do one "$p" "$d" "$m"; done
-            quiet_note "round $r P=$p d=$d: CPUs idle $before % before, $(idle_pct) % after"
+            lines=$(for m in $methods; do one "$p" "$d" "$m"; done)
+            after=$(idle_pct)
+            if [ "$idle_cols" -eq 1 ]; then
+                lines=$(echo "$lines" | sed "s/\$/,$before,$after/")
+            fi
+            echo "$lines" | tee -a "$csv"
+            quiet_note "round $r P=$p d=$d: CPUs idle $before % before, $after % after"
         done
     done
 done
