@@ -39,21 +39,25 @@ for how in blocking wait persistent; do
             '[ "$(occurrences "out of memory" "$err")" -eq 1 ] && grep -q "rank $((p - 1)): out of memory" "$err"'
     done
 done
-# tagged P ALGORITHM HOW [piggybacked]
+# tagged P ALGORITHM HOW [piggybacked | CHUNKS]: piggybacked runs recursive
+# doubling whole (so the calls piggyback), the others never piggyback and
+# pipeline recursive doubling in CHUNKS (default 0: as the model says).
 tagged() {
-    local p=$1 alg=$2 how=$3 pig=${4:-} fails=3 chunks=0
-    [ "$pig" = piggybacked ] && fails=2 chunks=1
+    local p=$1 alg=$2 how=$3 pig=${4:-} fails=3 chunks=${4:-0} piggyback=0
+    [ "$pig" = piggybacked ] && fails=2 chunks=1 piggyback=1
+    [ "$pig" = piggybacked ] || pig=
     run_mpi "$p" "$YIELD:$FAILALLOC:$SHIM" SPARCML_ALGORITHM="$alg" SPARCML_PIPELINE_CHUNKS=$chunks \
-        -- "$TESTBIN/nomem" "$how" tagged $pig
+        SPARCML_PIGGYBACK=$piggyback -- "$TESTBIN/nomem" "$how" tagged $pig
     rc=$?
-    check "tagged, $alg $pig, $how, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
-    check "tagged, $alg $pig, $how, P=$p: $fails lines, from that rank" \
+    check "tagged, $alg ${4:-}, $how, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
+    check "tagged, $alg ${4:-}, $how, P=$p: $fails lines, from that rank" \
         '[ "$(occurrences "out of memory" "$err")" -eq "$fails" ] && [ "$(grep -c "rank $((p - 1)): out of memory" "$err")" -eq "$fails" ]'
 }
 for p in 2 3 4; do
     for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do tagged "$p" "$alg" blocking; done
     tagged "$p" ssar_recursive_double blocking piggybacked
 done
+tagged 4 ssar_recursive_double blocking 4
 for how in wait persistent; do
     tagged 3 ssar_split_allgather "$how"
     tagged 3 ssar_recursive_double "$how" piggybacked
