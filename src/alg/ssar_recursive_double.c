@@ -356,11 +356,8 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
  * operand's entries make it up (stream_merge_bound of two chunks). */
 static uint64_t chunk_bytes(const sparcml_problem *p, int chunks)
 {
-    uint64_t range = (p->dim + (uint64_t)chunks - 1) / (uint64_t)chunks, entries = 2 * range;
-    uint64_t most = sparcml_dense_bytes(p->dim, p->vtype) + 8;
-    if (entries > p->k_sum) entries = p->k_sum;
-    return sparcml_sparse_bytes(p->dim, p->vtype, entries) < most ? sparcml_sparse_bytes(p->dim, p->vtype, entries)
-                                                                   : most;
+    uint64_t range = (p->dim + (uint64_t)chunks - 1) / (uint64_t)chunks;
+    return scratch_sum_bytes(p->dim, p->vtype, 2 * range < p->k_sum ? 2 * range : p->k_sum);
 }
 
 /* Messages are the input (the fold, the first round), group sums and the
