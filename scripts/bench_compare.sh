@@ -4,9 +4,12 @@
 # usage: scripts/bench_compare.sh LIB_A LIB_B [OUT.csv]
 #
 # Measures LIB_A (the reference) and LIB_B (the candidate) with the same
-# benchmark program on the same problems, alternating A B A B ... in one
+# benchmark program on the same problems, alternating A and B in one
 # session, so that slow drift of the machine affects both alike.  Each round
-# runs every case once with A and then once with B (a fresh mpiexec each);
+# runs every case once with each library (a fresh mpiexec each), A first in
+# odd rounds and B first in even ones: the second run of a pair can find the
+# machine in another state (page cache, frequency, the other run's exit), so
+# a fixed order would bias every case the same way;
 # the table reports, per case, the median over the rounds for A and for B,
 # the ratio B/A of the medians, and each library's spread over the rounds
 # (its minimum and maximum divided by its median).
@@ -50,7 +53,7 @@
 # Environment:
 #   BENCHBIN   build directory holding sparcml_bench (default build/bench)
 #   YIELD      the yield preload (default build/tests/support/.libs/libyield.so)
-#   ROUNDS     rounds, each A then B (default 7, at least 3)
+#   ROUNDS     rounds, A B then B A and so on (default 7, at least 3)
 #   NP         ranks (default 8)
 #   N          dimension of the tagged cases (default 16777216)
 #   REPS       repetitions per tagged run (default 50)
@@ -172,8 +175,9 @@ done
 for ((r = 1; r <= rounds; r++)); do
     wait_quiet
     log "round $r/$rounds ($((SECONDS - t_start)) s)"
+    order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
     for c in d1e-3 d1e-4 overhead agree; do
-        for w in A B; do
+        for w in $order; do
             lib=$lib_a; [ "$w" = B ] && lib=$lib_b
             case $c in
                 d1e-3) tagged "$lib" "$w" "$r" 1e-3 ;;
@@ -210,7 +214,7 @@ awk -F, '
     echo "# scripts/bench_compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm) cpus=$(nproc) mpich=$(mpichversion 2>/dev/null | head -1 | sed 's/.*:[[:space:]]*//')"
     echo "# A=$name_a sha256=$(sha256sum "$lib_a" | cut -c1-16)"
     echo "# B=$name_b sha256=$(sha256sum "$lib_b" | cut -c1-16)"
-    echo "# NP=$np N=$N reps=$reps batches=$batches rounds=$rounds (A then B in each round) elapsed_s=$elapsed"
+    echo "# NP=$np N=$N reps=$reps batches=$batches rounds=$rounds (A B in odd rounds, B A in even) elapsed_s=$elapsed"
     echo "# algorithm chosen: d=1e-3 A=${chosen[A1e-3]:-?} B=${chosen[B1e-3]:-?}; d=1e-4 A=${chosen[A1e-4]:-?} B=${chosen[B1e-4]:-?}"
     echo "case,lib,round,value"
     cat "$raw" "$summary"
@@ -219,7 +223,7 @@ awk -F, '
 # the table
 echo "A: $name_a"
 echo "B: $name_b"
-echo "$np ranks on $(nproc) cores (CPU-bound shared memory), $rounds rounds A B A B ..., $elapsed s"
+echo "$np ranks on $(nproc) cores (CPU-bound shared memory), $rounds rounds A B, B A, ..., $elapsed s"
 echo "algorithm (auto): d=1e-3 A=${chosen[A1e-3]:-?} B=${chosen[B1e-3]:-?}; d=1e-4 A=${chosen[A1e-4]:-?} B=${chosen[B1e-4]:-?}"
 echo
 awk -F, -v sizes=" $table_sizes " '
