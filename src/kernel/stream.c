@@ -119,16 +119,32 @@ int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint6
                         : check_indices_uint64_t(out->idx, out->nnz, out->dim, where);
 }
 
+/* --------------------------------------------------------- AVX2 dispatch */
+
+static atomic_int force_portable;
+
+void stream_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
+
+/* Whether the AVX2 kernels run (checked per call: a few loads). */
+static int avx2_runs(void)
+{
+#ifdef STREAM_X86
+    return !atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
 /* ---------------------------------------------------------------- kernels */
 
+/* Sparse a + sparse b -> (oi, ov); returns the number of entries. */
+typedef uint64_t (*merge_fn)(const void *ai, const void *av, uint64_t an, const void *bi, const void *bv,
+                             uint64_t bn, void *oi, void *ov);
+
 typedef struct kernels {
-    /* Sparse a + sparse b -> (oi, ov); returns the number of entries.
-     * merge needs room for an + bn entries in oi and in ov (it may write
+    /* merge needs room for an + bn entries in oi and in ov (it may write
      * beyond the union before compacting); merge_exact only for the union. */
-    uint64_t (*merge)(const void *ai, const void *av, uint64_t an, const void *bi,
-                      const void *bv, uint64_t bn, void *oi, void *ov);
-    uint64_t (*merge_exact)(const void *ai, const void *av, uint64_t an, const void *bi,
-                            const void *bv, uint64_t bn, void *oi, void *ov);
+    merge_fn merge, merge_exact;
     /* Number of distinct indices in the union of a and b. */
     uint64_t (*union_size)(const void *ai, uint64_t an, const void *bi, uint64_t bn);
     /* dense d[idx[i] - base] = left ? v[i] + d[..] : d[..] + v[i] */
@@ -362,6 +378,237 @@ static const kernels *kernels_for(int vtype, unsigned iw)
     return &kernel_table[vtype][iw == 8];
 }
 
+#ifdef STREAM_X86
+/* merge_*_avx2 (32-bit indices and 32-bit values): the merge advances by
+ * windows of 8 entries of each input.  With a7 and b7 the windows' last
+ * indices, the entries of the window of a up to b7 and those of b up to a7
+ * (na and nb, one of them 8) are the next na + nb of the merge; counting
+ * them is all that one window waits for from the one before, so windows
+ * overlap in the core where a two-pointer merge waits on every entry.
+ * Each entry becomes one 64-bit key, index above value bits, and a bitonic
+ * network sorts the 16 keys of both windows; the first na + nb go out.
+ * Keys order entries by index alone while no index is in both windows;
+ * a window where one is (a sum is due) is merged by the scalar loop, and
+ * the rest of the input by the portable merge once such windows are
+ * frequent (its chains suit shared indices).  Two fast paths: windows with
+ * the same 8 indices are summed lane by lane (identical indices), and a
+ * window that lies wholly below the other is copied (long runs).  A window
+ * reads 8 entries of each input and writes up to 16: VMERGE_ROOM entries
+ * left in each keep the stores inside the union. */
+#define VMERGE_ROOM 16
+#define VMERGE_PROBE 64       /* windows between checks of the sums' share */
+#define VMERGE_SUMS_MAX 16    /* windows with a sum per probe before giving up */
+
+/* Compare-exchange of keys: *x gets the smaller of each lane, *y the
+ * larger.  The compare is signed; the indices' top bit is flipped in the
+ * keys, so that it orders them as unsigned. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_cex(__m256i *x, __m256i *y)
+{
+    __m256d m = _mm256_castsi256_pd(_mm256_cmpgt_epi64(*x, *y));
+    __m256d a = _mm256_castsi256_pd(*x), b = _mm256_castsi256_pd(*y);
+    *x = _mm256_castpd_si256(_mm256_blendv_pd(a, b, m));
+    *y = _mm256_castpd_si256(_mm256_blendv_pd(b, a, m));
+}
+
+/* The last two levels of the network, on x and y (each a bitonic 4):
+ * out each sorted, as p = [x0 x1 y0 y1] and q = [x2 x3 y2 y3], the order
+ * from which vmerge_network's shuffles take indices and values. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_halves(__m256i x, __m256i y, __m256i *p, __m256i *q)
+{
+    __m256i t0 = _mm256_permute2x128_si256(x, y, 0x20), t1 = _mm256_permute2x128_si256(x, y, 0x31);
+    vmerge_cex(&t0, &t1);
+    __m256i u0 = _mm256_unpacklo_epi64(t0, t1), u1 = _mm256_unpackhi_epi64(t0, t1);
+    vmerge_cex(&u0, &u1);
+    *p = _mm256_unpacklo_epi64(u0, u1);
+    *q = _mm256_unpackhi_epi64(u0, u1);
+}
+
+/* The 8 keys of (index ^ 2^31, value) pairs k, v, in the order of the
+ * dword permutation `order` then unpacked: lo and hi get 4 keys each. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_keys(__m256i k, __m256i v, __m256i order,
+                                                                             __m256i *lo, __m256i *hi)
+{
+    k = _mm256_permutevar8x32_epi32(_mm256_xor_si256(k, _mm256_set1_epi32(INT32_MIN)), order);
+    v = _mm256_permutevar8x32_epi32(v, order);
+    *lo = _mm256_unpacklo_epi32(v, k);
+    *hi = _mm256_unpackhi_epi32(v, k);
+}
+
+/* Merge the windows (ka, va) and (kb, vb) into 16 sorted indices and
+ * values: ko[0..2), vo[0..2). */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_network(__m256i ka, __m256i va, __m256i kb, __m256i vb,
+                                                                 __m256i *ko, __m256i *vo)
+{
+    const __m256i sign = _mm256_set1_epi32(INT32_MIN);
+    __m256i r0, r1, r2, r3, p0, q0, p1, q1;
+    /* a ascending (r0: 0-3, r1: 4-7), b descending (r2: 7-4, r3: 3-0): bitonic */
+    vmerge_keys(ka, va, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7), &r0, &r1);
+    vmerge_keys(kb, vb, _mm256_setr_epi32(7, 6, 3, 2, 5, 4, 1, 0), &r2, &r3);
+    vmerge_cex(&r0, &r2);
+    vmerge_cex(&r1, &r3);
+    vmerge_cex(&r0, &r1);
+    vmerge_cex(&r2, &r3);
+    vmerge_sort_halves(r0, r1, &p0, &q0);
+    vmerge_sort_halves(r2, r3, &p1, &q1);
+    ko[0] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p0), _mm256_castsi256_ps(q0), 0xDD)), sign);
+    ko[1] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p1), _mm256_castsi256_ps(q1), 0xDD)), sign);
+    vo[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p0), _mm256_castsi256_ps(q0), 0x88));
+    vo[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p1), _mm256_castsi256_ps(q1), 0x88));
+}
+
+/* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
+__attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m256i *ko)
+{
+    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    __m256i n0 = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(ko[0], next),
+                                    _mm256_permutevar8x32_epi32(ko[1], _mm256_setzero_si256()), 0x80);
+    __m256i n1 = _mm256_permutevar8x32_epi32(ko[1], next);
+    unsigned e0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[0], n0)));
+    unsigned e1 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[1], n1)));
+    return e0 | (e1 & 0x7f) << 8;
+}
+
+/* Number of the 8 indices in k that are <= *bound. */
+__attribute__((target("avx2"))) static inline uint64_t vmerge_count_le(__m256i k, const uint32_t *bound)
+{
+    __m256i b = _mm256_castps_si256(_mm256_broadcast_ss((const float *)bound));
+    __m256i le = _mm256_cmpeq_epi32(_mm256_max_epu32(k, b), b);
+    return (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(le)));
+}
+
+/* o[t] = a[t] + b[t], t < 8, a the first operand (written in assembly: the
+ * compiler may swap the operands of an addition, and x86 returns the first
+ * operand's NaN when both are NaN). */
+__attribute__((target("avx2"))) static inline __m256i vmerge_add_f32(__m256i a, __m256i b)
+{
+    __m256 r;
+    __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(_mm256_castsi256_ps(a)), "x"(_mm256_castsi256_ps(b)));
+    return _mm256_castps_si256(r);
+}
+
+__attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, __m256i b)
+{
+    return _mm256_add_epi32(a, b);
+}
+
+#define VMERGE_KERNELS(NAME, VT, ADD)                                          \
+    /* Where a window merge stands: the next entries of a, b and out.  */  \
+    typedef struct vmerge_cursor_##NAME {                                      \
+        const uint32_t *ai, *bi;                                               \
+        const VT *av, *bv;                                                     \
+        uint32_t *oi;                                                          \
+        VT *ov;                                                                \
+    } vmerge_cursor_##NAME;                                                    \
+    /* The windows at c when neither lies below the other: the network, or \
+     * the scalar merge when an index is in both (returns whether).  */    \
+    __attribute__((target("avx2"), always_inline)) static inline int          \
+    vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, __m256i ka, __m256i va,       \
+                        __m256i kb, __m256i vb, uint64_t na, uint64_t nb)      \
+    {                                                                          \
+        __m256i ko[2], vo[2];                                                  \
+        vmerge_network(ka, va, kb, vb, ko, vo);                                \
+        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+            uint64_t n = merge_scalar_##NAME(c->ai, c->av, na, c->bi, c->bv, nb, \
+                                             c->oi, c->ov);                    \
+            c->oi += n;                                                        \
+            c->ov += n;                                                        \
+            return 1;                                                          \
+        }                                                                      \
+        _mm256_storeu_si256((__m256i *)c->oi, ko[0]);                          \
+        _mm256_storeu_si256((__m256i *)(c->oi + 8), ko[1]);                    \
+        _mm256_storeu_si256((__m256i *)c->ov, vo[0]);                          \
+        _mm256_storeu_si256((__m256i *)(c->ov + 8), vo[1]);                    \
+        c->oi += na + nb;                                                      \
+        c->ov += na + nb;                                                      \
+        return 0;                                                              \
+    }                                                                          \
+    /* One window at c; returns whether it held a sum.  */                 \
+    __attribute__((target("avx2"), always_inline)) static inline int          \
+    vmerge_window_##NAME(vmerge_cursor_##NAME *c)                              \
+    {                                                                          \
+        __m256i ka = _mm256_loadu_si256((const __m256i *)c->ai);               \
+        __m256i kb = _mm256_loadu_si256((const __m256i *)c->bi);               \
+        __m256i va = _mm256_loadu_si256((const __m256i *)c->av);               \
+        __m256i vb = _mm256_loadu_si256((const __m256i *)c->bv);               \
+        uint64_t na = vmerge_count_le(ka, c->bi + 7), nb = vmerge_count_le(kb, c->ai + 7); \
+        int sum = 0;                                                           \
+        /* The fast paths advance by constants: no wait for the counts.  */ \
+        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(ka, kb)) == -1) {          \
+            _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
+            _mm256_storeu_si256((__m256i *)c->ov, ADD(va, vb));                \
+            na = nb = 8;                                                       \
+            c->oi += 8;                                                        \
+            c->ov += 8;                                                        \
+        } else if (nb == 0) {                                                  \
+            _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
+            _mm256_storeu_si256((__m256i *)c->ov, va);                         \
+            na = 8;                                                            \
+            c->oi += 8;                                                        \
+            c->ov += 8;                                                        \
+        } else if (na == 0) {                                                  \
+            _mm256_storeu_si256((__m256i *)c->oi, kb);                         \
+            _mm256_storeu_si256((__m256i *)c->ov, vb);                         \
+            nb = 8;                                                            \
+            c->oi += 8;                                                        \
+            c->ov += 8;                                                        \
+        } else {                                                               \
+            sum = vmerge_mixed_##NAME(c, ka, va, kb, vb, na, nb);              \
+        }                                                                      \
+        c->ai += na;                                                           \
+        c->av += na;                                                           \
+        c->bi += nb;                                                           \
+        c->bv += nb;                                                           \
+        return sum;                                                            \
+    }                                                                          \
+    /* Windows while there is room and sums are rare; the rest by `rest`. */ \
+    __attribute__((target("avx2"))) static uint64_t vmerge_##NAME(            \
+        const void *ai, const void *av, uint64_t an, const void *bi,           \
+        const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
+    {                                                                          \
+        vmerge_cursor_##NAME c = {ai, bi, av, bv, oi, ov};                     \
+        const uint32_t *aend = c.ai + an, *bend = c.bi + bn;                   \
+        unsigned sums = 0, windows = 0;                                        \
+        while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
+            sums += (unsigned)vmerge_window_##NAME(&c);                        \
+            if (++windows < VMERGE_PROBE) continue;                            \
+            if (sums > VMERGE_SUMS_MAX) break;                                 \
+            sums = windows = 0;                                                \
+        }                                                                      \
+        _mm256_zeroupper(); /* see stream_lines */                             \
+        return (uint64_t)(c.oi - (uint32_t *)oi)                               \
+               + rest(c.ai, c.av, (uint64_t)(aend - c.ai), c.bi, c.bv,         \
+                      (uint64_t)(bend - c.bi), c.oi, c.ov);                    \
+    }                                                                          \
+    static uint64_t merge_##NAME##_avx2(const void *ai, const void *av,        \
+                                        uint64_t an, const void *bi,           \
+                                        const void *bv, uint64_t bn, void *oi, \
+                                        void *ov)                              \
+    {                                                                          \
+        return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_##NAME);    \
+    }                                                                          \
+    static uint64_t merge_exact_##NAME##_avx2(const void *ai, const void *av,  \
+                                              uint64_t an, const void *bi,     \
+                                              const void *bv, uint64_t bn,     \
+                                              void *oi, void *ov)              \
+    {                                                                          \
+        return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_scalar_##NAME); \
+    }
+
+VMERGE_KERNELS(f32_i32, float, vmerge_add_f32)
+VMERGE_KERNELS(u32_i32, uint32_t, vmerge_add_u32)
+
+typedef struct vmerge {
+    merge_fn merge, merge_exact;
+} vmerge;
+
+#define VTAB(NAME) {merge_##NAME##_avx2, merge_exact_##NAME##_avx2}
+/* Indexed by [value type]; 32-bit indices only. */
+static const vmerge vmerge_table[5] = {
+    [SPARCML_FLOAT] = VTAB(f32_i32),
+    [SPARCML_INT32] = VTAB(u32_i32),
+};
+#endif
+
 /* ---------------------------------------------- dense vectors: the sweeps */
 
 /* Transparent mode reads the application's dense buffer once (the gather
@@ -369,20 +616,6 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * dense result once (the densify sweep).  Where the CPU has AVX2 the
  * gather tests 128 bytes a step and large results are written with
  * streaming stores; the portable loops compute the same bytes. */
-
-static atomic_int force_portable;
-
-void stream_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
-
-/* Whether the AVX2 kernels run (checked per call: a few loads). */
-static int avx2_runs(void)
-{
-#ifdef STREAM_X86
-    return !atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2");
-#else
-    return 0;
-#endif
-}
 
 /* Where the gather is: the next element to read and the next entry to write. */
 typedef struct gather_cursor {
@@ -701,6 +934,16 @@ static sv merge_into_dense(const sv *a, const sv *b, void *outbuf)
     return out;
 }
 
+/* The sparse merge for a and b: exact needs room for the union only. */
+static merge_fn merge_for(const kernels *k, const sv *a, int exact)
+{
+#ifdef STREAM_X86
+    const vmerge *v = &vmerge_table[a->vtype];
+    if (a->iw == 4 && v->merge && avx2_runs()) return exact ? v->merge_exact : v->merge;
+#endif
+    return exact ? k->merge_exact : k->merge;
+}
+
 sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
 {
     const kernels *k = kernels_for(a->vtype, a->iw);
@@ -720,8 +963,7 @@ sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
      * down to where they belong for the real count (memmove: regions overlap). */
     out = stream_init(outbuf, a->dim, a->vtype, n, 0);
     vals = out.val;
-    n = (exact ? k->merge_exact : k->merge)(a->idx, a->val, a->nnz, b->idx, b->val, b->nnz,
-                                            out.idx, vals);
+    n = merge_for(k, a, exact)(a->idx, a->val, a->nnz, b->idx, b->val, b->nnz, out.idx, vals);
     if (exact) return out;
     out = stream_init(outbuf, a->dim, a->vtype, n, 0);
     memmove(out.val, vals, n * out.vs);

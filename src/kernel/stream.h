@@ -125,9 +125,9 @@ uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out)
  * only when v has more than nnz nonzeros and the sparse form was chosen. */
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
 
-/* Tests (the result is the same either way): nonzero makes the gather and
- * the densify sweep run their portable loops even where the CPU has AVX2;
- * 0 restores the run-time choice. */
+/* Tests and benchmarks (the result is the same either way): nonzero makes
+ * the merge-add, the gather and the densify sweep run their portable loops
+ * even where the CPU has AVX2; 0 restores the run-time choice. */
 void stream_force_portable(int on);
 
 /* The bytes of a presence bitmap of dim indices (whole 64-bit words). */
