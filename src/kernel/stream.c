@@ -185,16 +185,44 @@ static inline uint64_t merge_safe_steps(const merge_chain *c)
     return m;
 }
 
+/* a + b of one pair of values, a the first operand of the x86 addition:
+ * where both are NaN it returns a's (quieted), so that the merge's sums
+ * do not depend on which of its loops adds a pair.  Written in assembly
+ * because the compiler may swap the operands of a C addition (it folds a
+ * load into the second). */
+static inline float merge_add_f32(float a, float b)
+{
+#ifdef STREAM_X86
+    __asm__("addss %1, %0" : "+x"(a) : "xm"(b));
+    return a;
+#else
+    return a + b;
+#endif
+}
+
+static inline double merge_add_f64(double a, double b)
+{
+#ifdef STREAM_X86
+    __asm__("addsd %1, %0" : "+x"(a) : "xm"(b));
+    return a;
+#else
+    return a + b;
+#endif
+}
+
+static inline uint32_t merge_add_u32(uint32_t a, uint32_t b) { return a + b; }
+static inline uint64_t merge_add_u64(uint64_t a, uint64_t b) { return a + b; }
+
 /* One branch-free step of a chain with cursors (i, j, o) over ai/av,
  * bi/bv into oi/ov: the smaller index, both values summed (a left) when
  * equal, both cursors advanced by the comparison.  Values are chosen on
  * their bits (BT: an unsigned integer of their size) with masks: a
  * compiler turns a floating-point select into a branch, which would
  * mispredict as often as the merge it replaces. */
-#define MERGE_STEP(VT, IT, BT, i, j, o)                                        \
+#define MERGE_STEP(VT, IT, BT, ADD, i, j, o)                                   \
     do {                                                                       \
         IT x_ = ai[i], y_ = bi[j];                                             \
-        VT va_ = av[i], vb_ = bv[j], sum_ = (VT)(va_ + vb_);                   \
+        VT va_ = av[i], vb_ = bv[j], sum_ = ADD(va_, vb_);                     \
         BT ba_, bb_, bs_, pick_;                                               \
         memcpy(&ba_, &va_, sizeof ba_);                                        \
         memcpy(&bb_, &vb_, sizeof bb_);                                        \
@@ -209,7 +237,7 @@ static inline uint64_t merge_safe_steps(const merge_chain *c)
         j += (uint64_t)tb_;                                                    \
     } while (0)
 
-#define KERNELS(NAME, VT, IT, BT)                                              \
+#define KERNELS(NAME, VT, IT, BT, ADD)                                         \
     static uint64_t merge_scalar_##NAME(const void *ai_, const void *av_,      \
                                         uint64_t an, const void *bi_,          \
                                         const void *bv_, uint64_t bn,          \
@@ -224,7 +252,7 @@ static inline uint64_t merge_safe_steps(const merge_chain *c)
             IT x = ai[i], y = bi[j];                                           \
             if (x < y) { oi[o] = x; ov[o++] = av[i++]; }                       \
             else if (y < x) { oi[o] = y; ov[o++] = bv[j++]; }                  \
-            else { oi[o] = x; ov[o++] = (VT)(av[i++] + bv[j++]); }             \
+            else { oi[o] = x; ov[o++] = ADD(av[i++], bv[j++]); }               \
         }                                                                      \
         for (; i < an; i++, o++) { oi[o] = ai[i]; ov[o] = av[i]; }             \
         for (; j < bn; j++, o++) { oi[o] = bi[j]; ov[o] = bv[j]; }             \
@@ -289,10 +317,10 @@ static inline uint64_t merge_safe_steps(const merge_chain *c)
             uint64_t i2 = c[2].i, j2 = c[2].j, o2 = c[2].o;                    \
             uint64_t i3 = c[3].i, j3 = c[3].j, o3 = c[3].o;                    \
             for (uint64_t t = 0; t < m; t++) {                                 \
-                MERGE_STEP(VT, IT, BT, i0, j0, o0);                                \
-                MERGE_STEP(VT, IT, BT, i1, j1, o1);                                \
-                MERGE_STEP(VT, IT, BT, i2, j2, o2);                                \
-                MERGE_STEP(VT, IT, BT, i3, j3, o3);                                \
+                MERGE_STEP(VT, IT, BT, ADD, i0, j0, o0);                           \
+                MERGE_STEP(VT, IT, BT, ADD, i1, j1, o1);                           \
+                MERGE_STEP(VT, IT, BT, ADD, i2, j2, o2);                           \
+                MERGE_STEP(VT, IT, BT, ADD, i3, j3, o3);                           \
             }                                                                  \
             c[0].i = i0; c[0].j = j0; c[0].o = o0;                             \
             c[1].i = i1; c[1].j = j1; c[1].o = o1;                             \
@@ -355,14 +383,14 @@ static inline uint64_t merge_safe_steps(const merge_chain *c)
         for (uint64_t i = 0; i < n; i++) d[ix[i]] = v[i];                      \
     }
 
-KERNELS(f32_i32, float, uint32_t, uint32_t)
-KERNELS(f32_i64, float, uint64_t, uint32_t)
-KERNELS(f64_i32, double, uint32_t, uint64_t)
-KERNELS(f64_i64, double, uint64_t, uint64_t)
-KERNELS(u32_i32, uint32_t, uint32_t, uint32_t)
-KERNELS(u32_i64, uint32_t, uint64_t, uint32_t)
-KERNELS(u64_i32, uint64_t, uint32_t, uint64_t)
-KERNELS(u64_i64, uint64_t, uint64_t, uint64_t)
+KERNELS(f32_i32, float, uint32_t, uint32_t, merge_add_f32)
+KERNELS(f32_i64, float, uint64_t, uint32_t, merge_add_f32)
+KERNELS(f64_i32, double, uint32_t, uint64_t, merge_add_f64)
+KERNELS(f64_i64, double, uint64_t, uint64_t, merge_add_f64)
+KERNELS(u32_i32, uint32_t, uint32_t, uint32_t, merge_add_u32)
+KERNELS(u32_i64, uint32_t, uint64_t, uint32_t, merge_add_u32)
+KERNELS(u64_i32, uint64_t, uint32_t, uint64_t, merge_add_u64)
+KERNELS(u64_i64, uint64_t, uint64_t, uint64_t, merge_add_u64)
 
 #define KTAB(NAME) {merge_##NAME, merge_scalar_##NAME, union_##NAME, scatter_add_##NAME, dense_add_##NAME, scatter_##NAME}
 /* Indexed by [value type][index width == 8]. */
