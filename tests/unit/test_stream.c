@@ -1,6 +1,7 @@
 /* Streams: encode/decode, validation, merge-add, slice/concat, helpers.
  * References are computed here from plain arrays, never via stream.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,8 +99,9 @@ static const double densities[] = {0, 0.001, 0.05, 0.3, 0.7, 1};
 
 START_TEST(merge_add_matches_reference)
 {
-    int vtype = _i + 1;
-    rng_state = 42 + (uint64_t)_i;
+    int vtype = _i % 4 + 1;
+    stream_force_portable(_i / 4);
+    rng_state = 42 + (uint64_t)(_i % 4);
     for (size_t da = 0; da < sizeof densities / sizeof densities[0]; da++) {
         for (size_t db = 0; db < sizeof densities / sizeof densities[0]; db++) {
             uint64_t dim = 1 + rnd() % 3000;
@@ -112,6 +114,7 @@ START_TEST(merge_add_matches_reference)
             free(out); free(want); free_vec(&a); free_vec(&b);
         }
     }
+    stream_force_portable(0);
 }
 END_TEST
 
@@ -160,36 +163,99 @@ static sv list_stream(void *buf, uint64_t dim, int vtype, const uint64_t *idx, u
     return s;
 }
 
+/* x + y of one pair of values into out, bit for bit, spelled out rather
+ * than left to how the compiler orders the operands: a NaN operand's bits,
+ * quieted, the first operand's when both are NaN (x86's rule for SSE and
+ * AVX additions), else the sum (which does not depend on the order). */
+static void ref_add(int vtype, const void *x, const void *y, void *out)
+{
+    if (vtype == SPARCML_FLOAT) {
+        float a, b, r;
+        uint32_t bits;
+        memcpy(&a, x, 4);
+        memcpy(&b, y, 4);
+        if (isnan(a) || isnan(b)) {
+            memcpy(&bits, isnan(a) ? x : y, 4);
+            bits |= UINT32_C(1) << 22;
+            memcpy(out, &bits, 4);
+            return;
+        }
+        r = a + b;
+        memcpy(out, &r, 4);
+    } else if (vtype == SPARCML_DOUBLE) {
+        double a, b, r;
+        uint64_t bits;
+        memcpy(&a, x, 8);
+        memcpy(&b, y, 8);
+        if (isnan(a) || isnan(b)) {
+            memcpy(&bits, isnan(a) ? x : y, 8);
+            bits |= UINT64_C(1) << 51;
+            memcpy(out, &bits, 8);
+            return;
+        }
+        r = a + b;
+        memcpy(out, &r, 8);
+    } else if (vtype == SPARCML_INT32) {
+        uint32_t a, b;
+        memcpy(&a, x, 4);
+        memcpy(&b, y, 4);
+        a += b;
+        memcpy(out, &a, 4);
+    } else {
+        uint64_t a, b;
+        memcpy(&a, x, 8);
+        memcpy(&b, y, 8);
+        a += b;
+        memcpy(out, &a, 8);
+    }
+}
+
+/* A plain two-pointer merge: indices to ri, values to rv; the count. */
 static uint64_t reference_merge(const sv *a, const sv *b, uint64_t *ri, char *rv)
 {
     uint64_t i = 0, j = 0, o = 0, vs = a->vs;
     while (i < a->nnz || j < b->nnz) {
         uint64_t x = i < a->nnz ? sparcml_get_index(a->idx, a->iw, i) : UINT64_MAX;
         uint64_t y = j < b->nnz ? sparcml_get_index(b->idx, b->iw, j) : UINT64_MAX;
-        if (x < y) { ri[o] = x; memcpy(rv + o * vs, (char *)a->val + i++ * vs, vs); }
-        else if (y < x) { ri[o] = y; memcpy(rv + o * vs, (char *)b->val + j++ * vs, vs); }
-        else {
-            vec va = {.vtype = a->vtype, .dense = (char *)a->val + i++ * vs};
-            vec vb = {.vtype = a->vtype, .dense = (char *)b->val + j++ * vs};
-            void *sum;
-            va.dim = vb.dim = 1;
-            sum = dense_sum(&va, &vb);
-            ri[o] = x;
-            memcpy(rv + o * vs, sum, vs);
-            free(sum);
-        }
+        const char *va = (const char *)a->val + i * vs, *vb = (const char *)b->val + j * vs;
+        ri[o] = x < y ? x : y;
+        if (x < y) memcpy(rv + o * vs, va, vs);
+        else if (y < x) memcpy(rv + o * vs, vb, vs);
+        else ref_add(a->vtype, va, vb, rv + o * vs);
+        i += x <= y;
+        j += y <= x;
         o++;
     }
     return o;
 }
 
+/* r must be, bit for bit, the reference merge of a and b. */
+static void assert_merge_is_reference(const sv *a, const sv *b, const sv *r, const char *what)
+{
+    uint64_t *ri = malloc((a->nnz + b->nnz + 1) * 8);
+    char *rv = malloc((a->nnz + b->nnz + 1) * 8);
+    uint64_t n = reference_merge(a, b, ri, rv);
+    ck_assert_msg(!r->dense, "%s: dense result", what);
+    ck_assert_msg(r->nnz == n, "%s: %llu entries, want %llu", what, (unsigned long long)r->nnz,
+                  (unsigned long long)n);
+    for (uint64_t k = 0; k < n; k++) {
+        ck_assert_msg(sparcml_get_index(r->idx, r->iw, k) == ri[k], "%s: index %llu differs", what,
+                      (unsigned long long)k);
+        ck_assert_msg(memcmp((char *)r->val + k * r->vs, rv + k * r->vs, r->vs) == 0, "%s: value %llu differs",
+                      what, (unsigned long long)k);
+    }
+    free(ri);
+    free(rv);
+}
+
 START_TEST(merge_add_interleaved_matches_reference)
 {
-    int vtype = _i % 4 + 1, wide = _i >= 4;
+    int vtype = _i % 4 + 1, wide = _i / 4 % 2;
     uint64_t N = 100000, scale = wide ? 3000000 : 1; /* wide: dim > 2^32, 64-bit indices */
-    uint64_t dim = N * scale, *ia = malloc(N * 8), *ib = malloc(N * 8), *ri = malloc(2 * N * 8);
-    char *abuf = malloc(N * 16 + 64), *bbuf = malloc(N * 16 + 64), *rv = malloc(2 * N * 8);
-    rng_state = 99 + (uint64_t)_i;
+    uint64_t dim = N * scale, *ia = malloc(N * 8), *ib = malloc(N * 8);
+    char *abuf = malloc(N * 16 + 64), *bbuf = malloc(N * 16 + 64);
+    stream_force_portable(_i / 8);
+    rng_state = 99 + (uint64_t)(_i % 8);
     for (int l = 0; l < L_COUNT; l++) {
         uint64_t na, nb;
         switch (l) {
@@ -218,17 +284,151 @@ START_TEST(merge_add_interleaved_matches_reference)
         sv a = list_stream(abuf, dim, vtype, ia, na, scale), b = list_stream(bbuf, dim, vtype, ib, nb, scale);
         void *out = malloc(stream_merge_bound(&a, &b));
         sv r = stream_merge_add(&a, &b, out);
-        uint64_t n = reference_merge(&a, &b, ri, rv);
+        char what[32];
+        snprintf(what, sizeof what, "layout %d", l);
         ck_assert_msg(a.nnz + b.nnz >= 4096 && !r.dense, "layout %d does not reach the interleaved merge", l);
-        ck_assert_uint_eq(r.nnz, n);
-        for (uint64_t k = 0; k < n; k++) {
-            ck_assert_uint_eq(sparcml_get_index(r.idx, r.iw, k), ri[k]);
-            ck_assert_msg(memcmp((char *)r.val + k * r.vs, rv + k * r.vs, r.vs) == 0,
-                          "layout %d: value %llu differs", l, (unsigned long long)k);
-        }
+        assert_merge_is_reference(&a, &b, &r, what);
         free(out);
     }
-    free(ia); free(ib); free(ri); free(abuf); free(bbuf); free(rv);
+    stream_force_portable(0);
+    free(ia); free(ib); free(abuf); free(bbuf);
+}
+END_TEST
+
+/* Pairs for the merge-add at every length around the AVX2 merge's windows
+ * (8 entries of each input) and its room (16 left in each): */
+enum pair_layout {
+    P_DISJOINT,   /* randomly interleaved */
+    P_HALF,       /* a third of the indices in both */
+    P_IDENTICAL,  /* the same indices */
+    P_A_BELOW,    /* all of a below all of b */
+    P_FEW_SHARED, /* interleaved, one index in 50 in both */
+    P_RUNS,       /* runs of 1 to 20 from one input, then the other */
+    P_A_EMPTY,
+    P_B_EMPTY,
+    P_COUNT
+};
+
+/* Indices of layout l, n in each input (none in an empty one), ascending
+ * and ending at top - 1: into ia and ib, their counts into na and nb. */
+static void pair_indices(int l, uint64_t n, uint64_t top, uint64_t *ia, uint64_t *na, uint64_t *ib,
+                         uint64_t *nb)
+{
+    uint64_t x = 0, run = 0, wa = l == P_A_EMPTY ? 0 : n, wb = l == P_B_EMPTY ? 0 : n, shift;
+    int side = 0;
+    *na = *nb = 0;
+    while (*na < wa || *nb < wb) {
+        int to_a, to_b, r = (int)(rnd() % 3);
+        x += 1 + rnd() % 2;
+        if (run == 0) { run = 1 + rnd() % 20; side = !side; }
+        run--;
+        switch (l) {
+        case P_HALF: to_a = r != 1; to_b = r != 0; break;
+        case P_IDENTICAL: to_a = to_b = 1; break;
+        case P_A_BELOW: to_a = *na < wa; to_b = !to_a; break;
+        case P_FEW_SHARED: to_a = rnd() % 50 == 0 || r == 0; to_b = !to_a || rnd() % 50 == 0; break;
+        case P_RUNS: to_a = side; to_b = !side; break;
+        default: to_a = r == 0; to_b = !to_a; break;
+        }
+        if (*na >= wa) { to_b |= to_a; to_a = 0; }
+        if (*nb >= wb) { to_a |= to_b; to_b = 0; }
+        if (to_a) ia[(*na)++] = x;
+        if (to_b) ib[(*nb)++] = x;
+    }
+    ck_assert_uint_lt(x, top);
+    shift = top - 1 - x;
+    for (uint64_t k = 0; k < *na; k++) ia[k] += shift;
+    for (uint64_t k = 0; k < *nb; k++) ib[k] += shift;
+}
+
+/* Special values at indices in both: NaN + NaN (different payloads,
+ * quiet and signalling), -0.0 + +0.0, +Inf + -Inf, NaN + a number. */
+static void put_shared_specials(sv *a, sv *b, const uint64_t *ia, uint64_t na, const uint64_t *ib, uint64_t nb)
+{
+    static const uint32_t f32a[] = {0x7fc00123u, 0x7f800001u, 0x80000000u, 0x7f800000u, 0xffc00042u};
+    static const uint32_t f32b[] = {0xffc00001u, 0x7fc00777u, 0x00000000u, 0xff800000u, 0x3f800000u};
+    static const uint64_t f64a[] = {UINT64_C(0x7ff8000000000123), UINT64_C(0x7ff0000000000001), UINT64_C(1) << 63,
+                                    UINT64_C(0x7ff0000000000000), UINT64_C(0xfff8000000000042)};
+    static const uint64_t f64b[] = {UINT64_C(0xfff8000000000001), UINT64_C(0x7ff8000000000777), 0,
+                                    UINT64_C(0xfff0000000000000), UINT64_C(0x3ff0000000000000)};
+    uint64_t i = 0, j = 0, k = 0;
+    if (a->vtype != SPARCML_FLOAT && a->vtype != SPARCML_DOUBLE) return;
+    while (i < na && j < nb && k < 5) {
+        if (ia[i] < ib[j]) { i++; continue; }
+        if (ib[j] < ia[i]) { j++; continue; }
+        if (a->vtype == SPARCML_FLOAT) {
+            memcpy((char *)a->val + 4 * i, &f32a[k], 4);
+            memcpy((char *)b->val + 4 * j, &f32b[k], 4);
+        } else {
+            memcpy((char *)a->val + 8 * i, &f64a[k], 8);
+            memcpy((char *)b->val + 8 * j, &f64b[k], 8);
+        }
+        i++, j++, k++;
+    }
+}
+
+static void put_specials(int vtype, void *dense, uint64_t dim);
+
+/* Both operand orders of the merge-add of layout l, n entries each, in a
+ * space of dimension dim: each result is the reference merge's. */
+static void check_pair(int l, uint64_t n, uint64_t dim, int vtype, uint64_t *ia, uint64_t *ib)
+{
+    uint64_t na, nb;
+    char what[64];
+    pair_indices(l, n, dim, ia, &na, ib, &nb);
+    char *abuf = malloc(sparcml_sparse_bytes(dim, vtype, na)), *bbuf = malloc(sparcml_sparse_bytes(dim, vtype, nb));
+    sv a = list_stream(abuf, dim, vtype, ia, na, 1), b = list_stream(bbuf, dim, vtype, ib, nb, 1);
+    if (na > 2) put_specials(vtype, a.val, na);
+    if (nb > 2) put_specials(vtype, b.val, nb);
+    put_shared_specials(&a, &b, ia, na, ib, nb);
+    for (int order = 0; order < 2; order++) {
+        const sv *x = order ? &b : &a, *y = order ? &a : &b;
+        char *out = malloc(stream_merge_bound(x, y));
+        sv r = stream_merge_add(x, y, out);
+        snprintf(what, sizeof what, "layout %d n %llu order %d", l, (unsigned long long)n, order);
+        ck_assert_uint_le(stream_bytes(&r), stream_merge_bound(x, y));
+        assert_merge_is_reference(x, y, &r, what);
+        free(out);
+    }
+    free(abuf);
+    free(bbuf);
+}
+
+/* Every layout and length, each value type and index width (indices up
+ * to the largest of each: the AVX2 merge flips their top bit), on both
+ * paths (stream_force_portable). */
+START_TEST(merge_add_layouts_both_paths)
+{
+    static const uint64_t ns[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 127, 200, 1000, 4099, 40000};
+    int vtype = _i % 4 + 1, wide = _i / 4 % 2;
+    uint64_t dim = wide ? SPARCML_MAX_DIM : UINT64_C(1) << 32, *ia = malloc(40001 * 8), *ib = malloc(40001 * 8);
+    stream_force_portable(_i / 8);
+    rng_state = 3131 + (uint64_t)_i % 8;
+    for (int l = 0; l < P_COUNT; l++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) check_pair(l, ns[k], dim, vtype, ia, ib);
+    stream_force_portable(0);
+    free(ia);
+    free(ib);
+}
+END_TEST
+
+/* Unions near the dense line, where the merge counts the union first and
+ * has room for it only (32-bit indices: the AVX2 merge's). */
+START_TEST(merge_add_exact_room_both_paths)
+{
+    static const int layouts[] = {P_IDENTICAL, P_HALF, P_FEW_SHARED};
+    static const uint64_t ns[] = {3000, 3000, 2500};
+    int vtype = _i % 4 + 1;
+    /* dense from 5000 entries (4-byte values) or 6667 (8-byte): bounds
+     * beyond that, unions below */
+    uint64_t dim = 10000, scale = sparcml_value_size(vtype) == 4 ? 15 : 17;
+    uint64_t *ia = malloc(3401 * 8), *ib = malloc(3401 * 8);
+    stream_force_portable(_i / 4);
+    rng_state = 4747 + (uint64_t)_i % 4;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) check_pair(layouts[k], ns[k] * scale / 15, dim, vtype, ia, ib);
+    stream_force_portable(0);
+    free(ia);
+    free(ib);
 }
 END_TEST
 
@@ -920,8 +1120,10 @@ Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("algebra");
-    tcase_add_loop_test(tc, merge_add_matches_reference, 0, 4);
-    tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 8);
+    tcase_add_loop_test(tc, merge_add_matches_reference, 0, 8);
+    tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 16);
+    tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
+    tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
     tcase_add_loop_test(tc, range_merges_join_to_the_whole_merge, 0, 4);
