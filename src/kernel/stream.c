@@ -407,22 +407,24 @@ static const kernels *kernels_for(int vtype, unsigned iw)
 }
 
 #ifdef STREAM_X86
-/* merge_*_avx2 (32-bit indices and 32-bit values): the merge advances by
- * windows of 8 entries of each input.  With a7 and b7 the windows' last
- * indices, the entries of the window of a up to b7 and those of b up to a7
- * (na and nb, one of them 8) are the next na + nb of the merge; counting
- * them is all that one window waits for from the one before, so windows
- * overlap in the core where a two-pointer merge waits on every entry.
- * Each entry becomes one 64-bit key, index above value bits, and a bitonic
- * network sorts the 16 keys of both windows; the first na + nb go out.
- * Keys order entries by index alone while no index is in both windows;
- * a window where one is (a sum is due) is merged by the scalar loop, and
- * the rest of the input by the portable merge once such windows are
- * frequent (its chains suit shared indices).  Two fast paths: windows with
- * the same 8 indices are summed lane by lane (identical indices), and a
- * window that lies wholly below the other is copied (long runs).  A window
- * reads 8 entries of each input and writes up to 16: VMERGE_ROOM entries
- * left in each keep the stores inside the union. */
+/* merge_*_avx2 (32-bit indices): the merge advances by windows of 8
+ * entries of each input.  With a7 and b7 the windows' last indices, the
+ * entries of the window of a up to b7 and those of b up to a7 (na and nb,
+ * one of them 8) are the next na + nb of the merge; counting them is all
+ * that one window waits for from the one before, so windows overlap in
+ * the core where a two-pointer merge waits on every entry.  Each entry
+ * becomes one 64-bit key, its index above what rides with it (a 4-byte
+ * value, else the entry's number, by which its 8-byte value is picked
+ * after), and a bitonic network sorts the 16 keys of both windows; the
+ * first na + nb go out.  Keys order entries by index alone while no index
+ * is in both windows; a window where one is (a sum is due) is merged by
+ * the scalar loop, and the rest of the input by the portable merge once
+ * such windows are frequent (its chains suit shared indices).  Two fast
+ * paths: windows with the same 8 indices are summed lane by lane
+ * (identical indices), and a window that lies wholly below the other is
+ * copied (long runs).  A window reads 8 entries of each input and writes
+ * up to 16: VMERGE_ROOM entries left in each keep the stores inside the
+ * union. */
 #define VMERGE_ROOM 16
 #define VMERGE_PROBE 64       /* windows between checks of the sums' share */
 #define VMERGE_SUMS_MAX 16    /* windows with a sum per probe before giving up */
@@ -462,8 +464,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_keys(__
     *hi = _mm256_unpackhi_epi32(v, k);
 }
 
-/* Merge the windows (ka, va) and (kb, vb) into 16 sorted indices and
- * values: ko[0..2), vo[0..2). */
+/* Merge the windows: indices ka and kb, and what rides with them (va and
+ * vb), into 16 sorted indices ko[0..2) and their riders vo[0..2). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_network(__m256i ka, __m256i va, __m256i kb, __m256i vb,
                                                                  __m256i *ko, __m256i *vo)
 {
@@ -504,22 +506,107 @@ __attribute__((target("avx2"))) static inline uint64_t vmerge_count_le(__m256i k
     return (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(le)));
 }
 
-/* o[t] = a[t] + b[t], t < 8, a the first operand (written in assembly: the
+/* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
+typedef struct vmerge_vals {
+    __m256i x[2];
+} vmerge_vals;
+
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_load4(const void *p)
+{
+    vmerge_vals v = {{_mm256_loadu_si256((const __m256i *)p), _mm256_setzero_si256()}};
+    return v;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_load8(const void *p)
+{
+    vmerge_vals v = {{_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)p + 1)}};
+    return v;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_store4(void *out, vmerge_vals v)
+{
+    _mm256_storeu_si256((__m256i *)out, v.x[0]);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_store8(void *out, vmerge_vals v)
+{
+    _mm256_storeu_si256((__m256i *)out, v.x[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, v.x[1]);
+}
+
+/* a + b lane by lane, a the first operand (written in assembly: the
  * compiler may swap the operands of an addition, and x86 returns the first
  * operand's NaN when both are NaN). */
-__attribute__((target("avx2"))) static inline __m256i vmerge_add_f32(__m256i a, __m256i b)
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_add_f32(vmerge_vals a, vmerge_vals b)
 {
-    __m256 r;
-    __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(_mm256_castsi256_ps(a)), "x"(_mm256_castsi256_ps(b)));
-    return _mm256_castps_si256(r);
+    __asm__("vaddps %1, %0, %0" : "+x"(a.x[0]) : "x"(b.x[0]));
+    return a;
 }
 
-__attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, __m256i b)
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_add_f64(vmerge_vals a, vmerge_vals b)
 {
-    return _mm256_add_epi32(a, b);
+    __asm__("vaddpd %1, %0, %0" : "+x"(a.x[0]) : "x"(b.x[0]));
+    __asm__("vaddpd %1, %0, %0" : "+x"(a.x[1]) : "x"(b.x[1]));
+    return a;
 }
 
-#define VMERGE_KERNELS(NAME, VT, ADD)                                          \
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_add_u32(vmerge_vals a, vmerge_vals b)
+{
+    a.x[0] = _mm256_add_epi32(a.x[0], b.x[0]);
+    return a;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_add_u64(vmerge_vals a, vmerge_vals b)
+{
+    a.x[0] = _mm256_add_epi64(a.x[0], b.x[0]);
+    a.x[1] = _mm256_add_epi64(a.x[1], b.x[1]);
+    return a;
+}
+
+/* What rides with the index through the network: 4-byte values
+ * themselves; for 8-byte ones the entry's number (a: 0-7, b: 8-15). */
+#define VMERGE_RIDE4_A(v) ((v).x[0])
+#define VMERGE_RIDE4_B(v) ((v).x[0])
+#define VMERGE_RIDE8_A(v) _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
+#define VMERGE_RIDE8_B(v) _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)
+
+/* The 16 sorted values to out: ride[h] holds those of entries 8h..8h+7. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *ride,
+                                                                             vmerge_vals va, vmerge_vals vb)
+{
+    (void)va;
+    (void)vb;
+    _mm256_storeu_si256((__m256i *)out, ride[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, ride[1]);
+}
+
+/* 4 values of 8 bytes picked by the entry numbers n (64-bit lanes): from
+ * a's (va) for 0-7, b's (vb) for 8-15. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_pick8(__m256i n, vmerge_vals va,
+                                                                                 vmerge_vals vb)
+{
+    __m256i d = _mm256_slli_epi64(_mm256_and_si256(n, _mm256_set1_epi64x(3)), 1);
+    __m256i idx = _mm256_or_si256(_mm256_or_si256(d, _mm256_slli_epi64(d, 32)), _mm256_set1_epi64x(INT64_C(1) << 32));
+    __m256d hi = _mm256_castsi256_pd(_mm256_slli_epi64(n, 61)), ab = _mm256_castsi256_pd(_mm256_slli_epi64(n, 60));
+    __m256d a = _mm256_blendv_pd(_mm256_castsi256_pd(_mm256_permutevar8x32_epi32(va.x[0], idx)),
+                                 _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(va.x[1], idx)), hi);
+    __m256d b = _mm256_blendv_pd(_mm256_castsi256_pd(_mm256_permutevar8x32_epi32(vb.x[0], idx)),
+                                 _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(vb.x[1], idx)), hi);
+    return _mm256_castpd_si256(_mm256_blendv_pd(a, b, ab));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *ride,
+                                                                             vmerge_vals va, vmerge_vals vb)
+{
+    for (int h = 0; h < 2; h++) {
+        __m256i n0 = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ride[h]));
+        __m256i n1 = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ride[h], 1));
+        _mm256_storeu_si256((__m256i *)out + 2 * h, vmerge_pick8(n0, va, vb));
+        _mm256_storeu_si256((__m256i *)out + 2 * h + 1, vmerge_pick8(n1, va, vb));
+    }
+}
+
+#define VMERGE_KERNELS(NAME, VT, W, ADD)                                       \
     /* Where a window merge stands: the next entries of a, b and out.  */  \
     typedef struct vmerge_cursor_##NAME {                                      \
         const uint32_t *ai, *bi;                                               \
@@ -530,12 +617,13 @@ __attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, 
     /* The windows at c when neither lies below the other: the network, or \
      * the scalar merge when an index is in both (returns whether).  */    \
     __attribute__((target("avx2"), always_inline)) static inline int          \
-    vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, __m256i ka, __m256i va,       \
-                        __m256i kb, __m256i vb, uint64_t na, uint64_t nb)      \
+    vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, __m256i ka, vmerge_vals va,   \
+                        __m256i kb, vmerge_vals vb, uint64_t na, uint64_t nb)  \
     {                                                                          \
         __m256i ko[2], vo[2];                                                  \
-        vmerge_network(ka, va, kb, vb, ko, vo);                                \
+        vmerge_network(ka, VMERGE_RIDE##W##_A(va), kb, VMERGE_RIDE##W##_B(vb), ko, vo); \
         if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+            _mm256_zeroupper(); /* see stream_lines */                         \
             uint64_t n = merge_scalar_##NAME(c->ai, c->av, na, c->bi, c->bv, nb, \
                                              c->oi, c->ov);                    \
             c->oi += n;                                                        \
@@ -544,8 +632,7 @@ __attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, 
         }                                                                      \
         _mm256_storeu_si256((__m256i *)c->oi, ko[0]);                          \
         _mm256_storeu_si256((__m256i *)(c->oi + 8), ko[1]);                    \
-        _mm256_storeu_si256((__m256i *)c->ov, vo[0]);                          \
-        _mm256_storeu_si256((__m256i *)(c->ov + 8), vo[1]);                    \
+        vmerge_put##W(c->ov, vo, va, vb);                                      \
         c->oi += na + nb;                                                      \
         c->ov += na + nb;                                                      \
         return 0;                                                              \
@@ -556,26 +643,25 @@ __attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, 
     {                                                                          \
         __m256i ka = _mm256_loadu_si256((const __m256i *)c->ai);               \
         __m256i kb = _mm256_loadu_si256((const __m256i *)c->bi);               \
-        __m256i va = _mm256_loadu_si256((const __m256i *)c->av);               \
-        __m256i vb = _mm256_loadu_si256((const __m256i *)c->bv);               \
+        vmerge_vals va = vmerge_load##W(c->av), vb = vmerge_load##W(c->bv);    \
         uint64_t na = vmerge_count_le(ka, c->bi + 7), nb = vmerge_count_le(kb, c->ai + 7); \
         int sum = 0;                                                           \
         /* The fast paths advance by constants: no wait for the counts.  */ \
         if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(ka, kb)) == -1) {          \
             _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
-            _mm256_storeu_si256((__m256i *)c->ov, ADD(va, vb));                \
+            vmerge_store##W(c->ov, ADD(va, vb));                               \
             na = nb = 8;                                                       \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else if (nb == 0) {                                                  \
             _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
-            _mm256_storeu_si256((__m256i *)c->ov, va);                         \
+            vmerge_store##W(c->ov, va);                                        \
             na = 8;                                                            \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else if (na == 0) {                                                  \
             _mm256_storeu_si256((__m256i *)c->oi, kb);                         \
-            _mm256_storeu_si256((__m256i *)c->ov, vb);                         \
+            vmerge_store##W(c->ov, vb);                                        \
             nb = 8;                                                            \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
@@ -622,8 +708,10 @@ __attribute__((target("avx2"))) static inline __m256i vmerge_add_u32(__m256i a, 
         return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_scalar_##NAME); \
     }
 
-VMERGE_KERNELS(f32_i32, float, vmerge_add_f32)
-VMERGE_KERNELS(u32_i32, uint32_t, vmerge_add_u32)
+VMERGE_KERNELS(f32_i32, float, 4, vmerge_add_f32)
+VMERGE_KERNELS(f64_i32, double, 8, vmerge_add_f64)
+VMERGE_KERNELS(u32_i32, uint32_t, 4, vmerge_add_u32)
+VMERGE_KERNELS(u64_i32, uint64_t, 8, vmerge_add_u64)
 
 typedef struct vmerge {
     merge_fn merge, merge_exact;
@@ -633,7 +721,9 @@ typedef struct vmerge {
 /* Indexed by [value type]; 32-bit indices only. */
 static const vmerge vmerge_table[5] = {
     [SPARCML_FLOAT] = VTAB(f32_i32),
+    [SPARCML_DOUBLE] = VTAB(f64_i32),
     [SPARCML_INT32] = VTAB(u32_i32),
+    [SPARCML_INT64] = VTAB(u64_i32),
 };
 #endif
 
