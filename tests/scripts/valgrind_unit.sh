@@ -14,10 +14,9 @@ if ! command -v valgrind >/dev/null; then
     finish
     exit 1
 fi
-# A bound for a hang, not a timing: the suite needs about 2 minutes of CPU
-# under memcheck, and make check -j2 runs it beside 8- to 31-rank MPI tests
-# on 2 cores (it ran past 600 s twice on 2026-11-23, once the non-blocking
-# tests joined the suite).
+# A bound for a hang, not a timing: the suite needs about 6 minutes of CPU
+# under memcheck (most of it the merge-add's layout tests on both paths),
+# and make check -j2 runs it beside 8- to 31-rank MPI tests on 2 cores.
 TIMEOUT=1800
 CK_FORK=no timeout -k 10 "$TIMEOUT" valgrind -q --error-exitcode=99 --leak-check=full \
     --errors-for-leak-kinds=definite,indirect "$unit" >"$out" 2>"$err"
