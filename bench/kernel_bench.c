@@ -1,8 +1,8 @@
 /* kernel_bench.c -- times the hot stream kernels of src/kernel/stream.c against a
  * memcpy of the same bytes, side by side in one run (best of 5), and the
  * merge-add against its portable path (stream_force_portable: the loops
- * that run without AVX2) and against a copy of the merge-add as it was
- * before issue 13 (baseline_*, benchmark code only).
+ * that run without AVX2) and against a plain two-pointer merge-add
+ * (baseline_*, benchmark code only).
  *
  *   kernel_bench          CSV on stdout: kernel,case,vtype,iw,k,ns_per_entry,
  *                         memcpy_ns_per_entry,x_memcpy,x_baseline
@@ -10,6 +10,7 @@
  *                         stream builders of include/sparcml.h, QSGD block
  *                         encode and decode, top-k selection)
  *   kernel_bench --merge  the same CSV, merge-add only
+ *   kernel_bench --builders  the same CSV, the builders and QSGD only
  *   kernel_bench --topk   the same CSV, top-k selection only
  *   kernel_bench --scan   CSV: transparent mode's passes over a dense
  *                         buffer (the one-read gather, the densify sweep,
@@ -631,6 +632,11 @@ int main(int argc, char **argv)
         rc = smoke(abuf, bbuf, obuf, cbuf);
     } else if (argc > 1 && strcmp(argv[1], "--scan") == 0) {
         scans(abuf, obuf, cbuf, bbuf);
+    } else if (argc > 1 && strcmp(argv[1], "--builders") == 0) {
+        printf("%s\n", csv_header);
+        for (size_t n = 0; n < sizeof ks / sizeof ks[0]; n++)
+            for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++)
+                bench_builders(vt, ks[n], abuf, bbuf, obuf, cbuf);
     } else if (argc > 1 && strcmp(argv[1], "--topk") == 0) {
         printf("%s\n", csv_header);
         for (int vt = SPARCML_FLOAT; vt <= SPARCML_DOUBLE; vt++) bench_topk(vt);

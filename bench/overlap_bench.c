@@ -1,5 +1,5 @@
 /* overlap_bench.c -- how much of a non-blocking tagged allreduce hides
- * behind computation (issue 14's benchmark), side by side in one run:
+ * behind computation, side by side in one run:
  *
  *   comm      MPI_Allreduce alone                      -> t_comm
  *   compute   the computation alone                    -> t_compute

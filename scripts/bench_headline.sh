@@ -2,7 +2,7 @@
 # bench_headline.sh -- the seeds' end-to-end result (SparCML Table 2, Greina,
 # Gigabit Ethernet, 8 nodes, logistic regression: Webspam 20.26x, URL 12.65x
 # end to end) reproduced with examples/topk_sgd on the emulated Gigabit
-# cluster (scripts/netsim.sh, needs root), P = 8 (issue 13, section 3).
+# cluster (scripts/netsim.sh, needs root), P = 8.
 #
 # Two synthetic data sets shaped like the real ones (feature count and mean
 # non-zeros per sample; see bench/RESULTS.md for how they differ):

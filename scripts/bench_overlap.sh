@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench_overlap.sh -- non-blocking tagged allreduces against blocking ones
 # on the emulated Gigabit cluster (scripts/netsim.sh, needs root), P = 8
-# (issue 14's benchmark):
+#
 #  1. bench/overlap_bench: N = 16M floats, d = 1e-3, random indices; a loop
 #     of (start, compute for about the allreduce's own time, wait) against
 #     (compute, then allreduce), the application testing every 100 us and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench_pipeline.sh -- pipelined recursive doubling on the emulated Gigabit
-# rig (issue 13 section 2), side by side in one run: for every P and
+# rig, side by side in one run: for every P and
 # density, alternating in each round, the library with pipelining off
 # (SPARCML_PIPELINE_CHUNKS=1: the rounds of the library before it) and on
 # (the cost model's chunks), for auto and for recursive doubling forced;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench_transparent.sh -- SPARCML_TRANSPARENT measured side by side with the
-# vendor (issue 12's benchmarks); results in bench/results/transparent_*.
+# vendor; results in bench/results/transparent_*.
 #   1. transparent mode's passes over the dense buffer (gather, densify,
 #      both) against a plain read, a memcpy and the two-pass kernels
 #      (count, gather, zero fill, scatter: kernel_bench --scan);

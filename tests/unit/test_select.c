@@ -193,9 +193,7 @@ END_TEST
 /* The library's own defaults (settings.c: alpha 20 us, beta 8.3 ns/B, gamma
  * 2.5 ns, for a rank with a core of its own) on the rig, where 8 ranks share
  * 2 cores: scaled by the 4 ranks per core the library detects, they choose
- * what was measured fastest too.  Unscaled, session 3's defaults (gamma
- * 5 ns) chose recursive doubling at d = 1e-2 (122.8 ms against SSAR's
- * 107.5, sweep_rig_density_s3.csv). */
+ * what was measured fastest too (sweep_rig_density_s3.csv). */
 static const char *no_variables(const char *name)
 {
     (void)name;
