@@ -59,6 +59,12 @@ static void put_code(unsigned char *codes, uint64_t i, int bits, unsigned code)
     codes[i * bits / 8] |= (unsigned char)(code << (i * bits % 8));
 }
 
+/* bits is 2, 4 or 8: a code never spans two bytes. */
+static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
+{
+    return (unsigned)(codes[i * bits / 8] >> (i * bits % 8)) & ((1u << bits) - 1);
+}
+
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
  * the level of a value already on a bucket's grid. */
 #define QSGD_KERNELS(NAME, VT, VMIN)                                              \
@@ -102,15 +108,23 @@ static void put_code(unsigned char *codes, uint64_t i, int bits, unsigned code)
         }                                                                        \
         return 1;                                                                \
     }                                                                            \
+    /* A bucket with more values than there are codes decodes through a     \
+     * table of every code's value: one division per code instead of one per \
+     * value, by the same function, so to the same bits. */                   \
     static void decode_bucket_##NAME(VT *v, uint64_t n, VT scale, unsigned s,    \
                                      int bits, uint64_t first,                   \
                                      const unsigned char *codes)                 \
     {                                                                            \
         unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);               \
-        for (uint64_t i = 0; i < n; i++) {                                       \
-            unsigned code = (codes[(first + i) * bits / 8] >> ((first + i) * bits % 8)) & mask; \
-            v[i] = level_value_##NAME(scale, s, code, sign);                     \
+        VT level[256];                                                           \
+        if (n <= mask) {                                                         \
+            for (uint64_t i = 0; i < n; i++)                                     \
+                v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
+            return;                                                              \
         }                                                                        \
+        for (unsigned code = 0; code <= mask; code++) level[code] = level_value_##NAME(scale, s, code, sign); \
+        for (uint64_t i = 0; i < n; i++)                                         \
+            v[i] = level[get_code(codes, first + i, bits)];                      \
     }                                                                            \
     /* With block_scales NULL: quantize (phase 0); otherwise re-encode values \
      * on the grid of those scales without loss (0 when one is not on it). */  \
