@@ -352,13 +352,14 @@ static inline int sparcml_value_is_zero_(size_t value_size, const void *v)
  * own, a loop compilers turn into vector code. */
 static inline uint64_t sparcml_count_nonzero_(size_t vs, const char *d, uint64_t n)
 {
-    uint64_t i = 0, nnz = 0;
-    for (; i + 8 <= n; i += 8) {
+    uint64_t b, i, nnz = 0;
+    for (b = 0; b < n / 8; b++) {
+        const char *block = d + b * 8 * vs;
         unsigned c = 0, j;
-        for (j = 0; j < 8; j++) c += !sparcml_value_is_zero_(vs, d + (i + j) * vs);
+        for (j = 0; j < 8; j++) c += !sparcml_value_is_zero_(vs, block + j * vs);
         nnz += c;
     }
-    for (; i < n; i++) nnz += !sparcml_value_is_zero_(vs, d + i * vs);
+    for (i = n / 8 * 8; i < n; i++) nnz += !sparcml_value_is_zero_(vs, d + i * vs);
     return nnz;
 }
 
