@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alg/cost_model.h"
 #include "base/placement.h"
 #include "core/calibrate.h"
 #include "core/settings.h"
@@ -20,10 +21,21 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
 {
     calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN};
     double share = ranks_per_core > 1 ? ranks_per_core : 1;
+    if (t->exchangers > 1) {
+        /* The fastest repetition, as the ranks saw it on average: delays
+         * only add, and in every repetition all P ranks run, so where they
+         * share cores each holds the waits for the scheduler.  The model
+         * prices recursive doubling's ceil(log2 P) rounds at alpha times
+         * the ranks per core each (core/select.c): alpha is a round of the
+         * exchange over the sharing. */
+        int64_t fastest = t->round_ps[0];
+        for (int r = 1; r < CALIB_ROUND_REPS; r++)
+            if (t->round_ps[r] < fastest) fastest = t->round_ps[r];
+        v.alpha = 1e-12 * (double)fastest / (double)t->exchangers / cost_ceil_log2((int)t->exchangers) / share;
+    }
     if (t->pairs > 0) {
         double small = 1e-12 * (double)t->small_ps / (double)t->pairs;
         double large = 1e-12 * (double)t->large_ps / (double)t->pairs;
-        v.alpha = small / 2 / share;
         v.beta = (large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
     }
     if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
@@ -86,23 +98,43 @@ static int ping_pong(MPI_Comm comm, int partner, int first, char *buf, int bytes
     return rc;
 }
 
-/* This rank's share of the totals: its merge time, and as the first of a
- * pair its round trips (one exchange of each size first, untimed, sets up
- * the connection), with buf of CALIB_LARGE_BYTES. */
+/* reps exchanges of CALIB_SMALL_BYTES over all ranks in ceil(log2 P)
+ * rounds, each rank sending to rank + 2^i and receiving from rank - 2^i in
+ * round i (mod P): every round waits for a partner as recursive doubling's
+ * do, scheduling included where ranks share cores.  ps[r]: this rank's
+ * time for repetition r (NULL: untimed). */
+static int exchange(MPI_Comm comm, int rank, int size, char *buf, int reps, int64_t *ps)
+{
+    int rc = MPI_SUCCESS;
+    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
+        double t0 = PMPI_Wtime();
+        for (int d = 1; rc == MPI_SUCCESS && d < size; d *= 2)
+            rc = PMPI_Sendrecv(buf, CALIB_SMALL_BYTES, MPI_BYTE, (rank + d) % size, 1, buf + CALIB_SMALL_BYTES,
+                               CALIB_SMALL_BYTES, MPI_BYTE, (rank - d + size) % size, 1, comm, MPI_STATUS_IGNORE);
+        if (ps) ps[r] = calib_ps(PMPI_Wtime() - t0);
+    }
+    return rc;
+}
+
+/* This rank's share of the totals: its merge time, its exchanges over all
+ * ranks (one untimed first: connection set-up, and no rank leaves it
+ * before every rank has entered), and as the first of a pair its round trips (one of each size
+ * first, untimed), with buf of CALIB_LARGE_BYTES. */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, calib_totals *mine)
 {
     int half = size / 2, partner = rank < half ? rank + half : rank - half, first = rank < half;
     double small = 0, large = 0, merge = time_merge();
-    int rc = MPI_SUCCESS;
+    int rc = exchange(comm, rank, size, buf, 1, NULL);
+    *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge)};
+    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_ROUND_REPS, mine->round_ps);
     if (rank >= 2 * half) partner = MPI_PROC_NULL; /* odd P: the last rank rests */
-    if (partner != MPI_PROC_NULL) {
+    if (rc == MPI_SUCCESS && partner != MPI_PROC_NULL) {
         rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, 1, &small);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, CALIB_SMALL_REPS, &small);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, 1, &large);
         if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, CALIB_LARGE_REPS, &large);
     }
-    *mine = (calib_totals){.pairs = partner != MPI_PROC_NULL && first, .ranks = merge >= 0,
-                           .merge_ps = calib_ps(merge)};
+    mine->pairs = partner != MPI_PROC_NULL && first;
     if (mine->pairs) {
         mine->small_ps = calib_ps(small);
         mine->large_ps = calib_ps(large);

@@ -33,34 +33,69 @@ START_TEST(picoseconds)
 }
 END_TEST
 
-/* Totals of 4 pairs with a 40 us small and a large round trip of 40 us
+/* Totals of 8 ranks on a rig-like network: every rank takes 240 us for
+ * each exchange of 3 rounds (80 us a round: 4 ranks per core waiting 20 us
+ * each), 4 pairs with a 40 us small round trip and a large one of 40 us
  * plus 2 beta per byte at 8.3 ns/B, 8 ranks merging at 2.5 ns/entry. */
 static calib_totals rig_like(void)
 {
     double large = 40e-6 + 2 * 8.3e-9 * (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
-    return (calib_totals){.pairs = 4, .small_ps = 4 * calib_ps(40e-6), .large_ps = 4 * calib_ps(large),
-                          .ranks = 8, .merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
+    calib_totals t = {.exchangers = 8, .pairs = 4, .small_ps = 4 * calib_ps(40e-6), .large_ps = 4 * calib_ps(large),
+                      .ranks = 8, .merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = 8 * calib_ps(240e-6);
+    return t;
 }
 
 START_TEST(derive)
 {
     calib_totals t = rig_like();
     calib_values v = calib_derive(&t, 1), shared = calib_derive(&t, 4);
-    ck_assert_double_eq_tol(v.alpha, 20e-6, 1e-12);
+    ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12); /* 240 us over 3 rounds */
     ck_assert_double_eq_tol(v.beta, 8.3e-9, 1e-14);
     ck_assert_double_eq_tol(v.gamma, 2.5e-9, 1e-14);
     /* Sharing cores: the model multiplies alpha by the ranks per core, so
-     * the measured round trip, which holds the wait, is divided by them. */
-    ck_assert_double_eq_tol(shared.alpha, 5e-6, 1e-12);
+     * the measured round, which holds the wait, is divided by them. */
+    ck_assert_double_eq_tol(shared.alpha, 20e-6, 1e-12);
     ck_assert(shared.beta == v.beta && shared.gamma == v.gamma);
     ck_assert(calib_derive(&t, 0.5).alpha == v.alpha); /* below 1 counts as 1 */
-    /* Pairs that differ: the mean of their fastest round trips. */
+    /* Pairs that differ: beta from the mean of their fastest round trips;
+     * alpha is the exchange's alone. */
     t.pairs = 2;
     t.small_ps = calib_ps(30e-6) + calib_ps(50e-6);
     t.large_ps = t.small_ps + 2 * 2 * calib_ps(2e-9 * (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES));
     v = calib_derive(&t, 1);
-    ck_assert_double_eq_tol(v.alpha, 20e-6, 1e-12);
+    ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 2e-9, 1e-14);
+}
+END_TEST
+
+/* The repetitions' totals of 4 ranks (2 rounds), in us per rank: most
+ * are held up by other processes to some degree; the fastest, 10 us, is
+ * 5 us a round, whichever ranks paid the delays. */
+START_TEST(derive_fastest_round)
+{
+    static const double us[] = {30, 12, 900, 10.5, 14, 11, 2000, 13, 16, 25, 10, 400, 18, 12, 11, 60};
+    calib_totals t = {.exchangers = 4};
+    _Static_assert(sizeof us / sizeof us[0] == CALIB_ROUND_REPS, "one time a repetition");
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = 4 * calib_ps(us[r] * 1e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 5e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 2.5e-6, 1e-12);
+    /* Without pairs or merges, only alpha. */
+    ck_assert(isnan(calib_derive(&t, 1).beta) && isnan(calib_derive(&t, 1).gamma));
+}
+END_TEST
+
+/* An exchange of P ranks has ceil(log2 P) rounds: 1 at P = 2, 2 at 3 and
+ * 4, 3 at 5 to 8, 4 at 9; each rank 12 us an exchange. */
+START_TEST(derive_rounds_of_p)
+{
+    static const struct { int P; double alpha; } cases[] = {{2, 12e-6}, {3, 6e-6}, {4, 6e-6}, {5, 4e-6},
+                                                            {8, 4e-6}, {9, 3e-6}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        calib_totals t = {.exchangers = cases[i].P};
+        for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = cases[i].P * calib_ps(12e-6);
+        ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, cases[i].alpha, 1e-12);
+    }
 }
 END_TEST
 
@@ -69,6 +104,9 @@ START_TEST(derive_without_samples)
     calib_totals t = {0};
     calib_values v = calib_derive(&t, 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.gamma));
+    t.exchangers = 1; /* one rank: no round */
+    t.round_ps[0] = calib_ps(1e-6);
+    ck_assert(isnan(calib_derive(&t, 1).alpha));
 }
 END_TEST
 
@@ -139,6 +177,8 @@ Suite *calibrate_suite(void)
     TCase *tc = tcase_create("arithmetic");
     tcase_add_test(tc, picoseconds);
     tcase_add_test(tc, derive);
+    tcase_add_test(tc, derive_fastest_round);
+    tcase_add_test(tc, derive_rounds_of_p);
     tcase_add_test(tc, derive_without_samples);
     tcase_add_test(tc, same_totals_same_settings);
     tcase_add_test(tc, user_setting_wins);
