@@ -102,7 +102,8 @@ static int ping_pong(MPI_Comm comm, int partner, int first, char *buf, int bytes
  * rounds, each rank sending to rank + 2^i and receiving from rank - 2^i in
  * round i (mod P): every round waits for a partner as recursive doubling's
  * do, scheduling included where ranks share cores.  ps[r]: this rank's
- * time for repetition r (NULL: untimed). */
+ * time for repetition r (NULL: untimed).  Tag 1: a rank done early may
+ * already send its ping-pong's (tag 0) to a rank still exchanging. */
 static int exchange(MPI_Comm comm, int rank, int size, char *buf, int reps, int64_t *ps)
 {
     int rc = MPI_SUCCESS;
