@@ -119,8 +119,8 @@ static int exchange(MPI_Comm comm, int rank, int size, char *buf, int reps, int6
 
 /* This rank's share of the totals: its merge time, its exchanges over all
  * ranks (one untimed first: connection set-up, and no rank leaves it
- * before every rank has entered), and as the first of a pair its round trips (one of each size
- * first, untimed), with buf of CALIB_LARGE_BYTES. */
+ * before every rank has entered), and as the first of a pair its round
+ * trips (one of each size first, untimed), with buf of CALIB_LARGE_BYTES. */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, calib_totals *mine)
 {
     int half = size / 2, partner = rank < half ? rank + half : rank - half, first = rank < half;
