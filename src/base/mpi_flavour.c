@@ -83,6 +83,16 @@ int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Co
     return release_type(&t, rc);
 }
 
+int flv3_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req,
+                     MPI_Count limit)
+{
+    int n, rc;
+    MPI_Datatype t;
+    rc = as_elements(bytes, limit, &n, &t);
+    if (rc == MPI_SUCCESS) rc = PMPI_Irecv(buf, n, t, src, tag, comm, req);
+    return release_type(&t, rc);
+}
+
 int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit)
 {
     int n, rc;
@@ -191,6 +201,11 @@ int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Com
     return PMPI_Isend_c(buf, bytes, MPI_BYTE, dest, tag, comm, req);
 }
 
+int flv_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    return PMPI_Irecv_c(buf, bytes, MPI_BYTE, src, tag, comm, req);
+}
+
 int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg)
 {
     return PMPI_Mrecv_c(buf, bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE);
@@ -236,6 +251,11 @@ int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req)
 {
     return flv3_isend_bytes(buf, bytes, dest, tag, comm, req, INT_MAX);
+}
+
+int flv_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    return flv3_irecv_bytes(buf, bytes, src, tag, comm, req, INT_MAX);
 }
 
 int flv_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg)

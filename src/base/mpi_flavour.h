@@ -34,8 +34,10 @@ void flv_require_own_mpi(void);
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm);
 
-/* Point-to-point messages of `bytes` bytes. */
+/* Point-to-point messages of `bytes` bytes (the receive for a size both
+ * ends know; beyond the int limit, whole words only). */
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+int flv_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req);
 
 /* The size in bytes of a matched message, and receiving it. */
 int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes);
@@ -87,6 +89,8 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Count limit);
 int flv3_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req,
+                     MPI_Count limit);
+int flv3_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req,
                      MPI_Count limit);
 int flv3_mrecv_bytes(void *buf, MPI_Count bytes, MPI_Message *msg, MPI_Count limit);
 int flv3_allgatherv_bytes(const void *sendbuf, MPI_Count sendbytes, void *recvbuf, const MPI_Count *counts,

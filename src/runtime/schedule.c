@@ -47,6 +47,16 @@ static MPI_Request *coll_slot(sched *s)
     return s->nreqs < SCHED_MAX_REQS ? &s->reqs[s->nreqs] : NULL;
 }
 
+int sched_recv_bytes(sched *s, void *buf, MPI_Count bytes, int src, int tag)
+{
+    MPI_Request *req = coll_slot(s);
+    int rc;
+    if (!req) return MPI_ERR_INTERN;
+    rc = flv_irecv_bytes(buf, bytes, src, tag + s->c->tag_offset, s->c->ctx->comm, req);
+    if (rc == MPI_SUCCESS) s->nreqs++;
+    return rc;
+}
+
 int sched_allgather(sched *s, const void *mine, int bytes, void *all)
 {
     MPI_Comm comm = s->c->ctx->comm;

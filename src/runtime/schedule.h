@@ -48,7 +48,7 @@
 typedef struct sched sched;
 typedef int (*sched_step)(sched *s);
 
-enum { SCHED_MAX_REQS = 8 }; /* a round's collective requests (chunks) */
+enum { SCHED_MAX_REQS = 8 }; /* a round's collectives (chunks) and receives of known size */
 enum { SCHED_STATE_BYTES = 2048 };
 
 struct sched {
@@ -60,7 +60,7 @@ struct sched {
     int done;
     p2p_recv recv;          /* at most one receive per round */
     int nrecv;
-    MPI_Request reqs[SCHED_MAX_REQS]; /* the round's collectives */
+    MPI_Request reqs[SCHED_MAX_REQS]; /* the round's collectives and sized receives */
     int nreqs;
     MPI_Request *sends;     /* ctx->reqs: sends in flight */
     int nsends;
@@ -99,6 +99,9 @@ int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv
 /* The same, but matched and started now (blocking: as soon as the message
  * is there), so that it travels while the step goes on to merge. */
 int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out);
+/* A receive of a size both ends know, straight into buf (no probe, no
+ * pool): `bytes` from src, sent with sched_send and the same tag. */
+int sched_recv_bytes(sched *s, void *buf, MPI_Count bytes, int src, int tag);
 int sched_allgather(sched *s, const void *mine, int bytes, void *all);
 int sched_allgatherv_bytes(sched *s, const void *sendbuf, MPI_Count sendbytes, void *recvbuf,
                            const MPI_Count *counts, const MPI_Aint *displs);
