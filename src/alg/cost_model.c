@@ -105,6 +105,29 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
     return (ring ? P - 1 : cost_ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
+/* Recursive doubling (P a power of two) or Bruck's dissemination: ceil(log2
+ * P) rounds, and every rank receives every part but its own, once. */
+double cost_library_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
+{
+    double P = p->P;
+    return cost_ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * bytes;
+}
+
+/* Where the vendor gathers in ceil(log2 P) rounds too, both cost the same
+ * and the vendor's keeps it: its rounds run inside the MPI library, not as
+ * steps of the schedule. */
+int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes)
+{
+    if (m->gather != COST_GATHER_MODEL) return m->gather == COST_GATHER_LIBRARY;
+    return cost_library_allgather(m, p, bytes) < cost_vendor_allgather(m, p, bytes);
+}
+
+double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)
+{
+    return cost_gather_by_library(m, p, bytes) ? cost_library_allgather(m, p, bytes)
+                                               : cost_vendor_allgather(m, p, bytes);
+}
+
 /* The vendor picks recursive doubling or Rabenseifner; assume the better. */
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes)
 {

@@ -25,9 +25,13 @@ typedef struct sparcml_problem {
 
 /* The parameters the costs are computed with (core/select.c adjusts the
  * settings' alpha, beta and gamma for the machine), in seconds. */
+/* SPARCML_SPLIT_GATHER: who gathers the split algorithms' messages. */
+typedef enum cost_gather { COST_GATHER_MODEL, COST_GATHER_VENDOR, COST_GATHER_LIBRARY } cost_gather;
+
 typedef struct cost_model {
     double alpha, beta, gamma;
     uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
+    int gather;               /* cost_gather: the model's choice or a forced one */
     int copy_bound; /* a byte moves as a copy on the cores the merges share: no overlap */
 } cost_model;
 
@@ -77,5 +81,13 @@ int cost_format_uncertain(const sparcml_problem *p);
 /* The vendor's allgather of `bytes` in all, and its allreduce of `bytes`. */
 double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes);
+
+/* The library's own allgather of parts of any sizes, `bytes` in all
+ * (alg/split_gather.c); whether a split algorithm gathers `bytes` with it
+ * (forced, or the model prices it below the vendor's), and what the gather
+ * it runs costs. */
+double cost_library_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
+int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes);
+double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes);
 
 #endif

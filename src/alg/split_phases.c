@@ -10,8 +10,8 @@
  * with it the final result -- does not depend on message arrival order:
  * runs are reproducible.
  *
- * Allgather of messages of different sizes: the sizes first (one
- * MPI_Allgather), then MPI_Allgatherv. */
+ * Allgather of the reduced slices: each owner's slice is one message
+ * (split_gather.c gathers them), assembled in rank order into recvbuf. */
 #include "config.h"
 
 #include <math.h>
@@ -289,78 +289,6 @@ int split_gather(sched *s)
     if (rc != MPI_SUCCESS) return rc;
     if (!c->q.bits) known_sizes(c, st->dense);
     return split_allgather_messages(s, !c->q.bits, gather_assemble);
-}
-
-/* MPICH's ring MPI_Allgatherv for long messages cuts every block into
- * chunks of the smallest count.  When the counts differ, the block a rank
- * sends and the one it receives end at different chunks, and from there on
- * each sendrecv moves a whole chunk one way and a remainder the other: half
- * the link (1.7-1.8x slower at P = 16 to 64 in SimGrid's copy of that code,
- * bench/RESULTS.md).  Equal counts keep the chunks in step, so when padding
- * every message to the largest costs at most 1/16 more bytes, all travel in
- * slots of that size.  Every rank knows every count: all choose alike. */
-static MPI_Count common_slot(const sparcml_ctx *ctx)
-{
-    MPI_Count largest = 0, total = 0;
-    for (int r = 0; r < ctx->size; r++) {
-        total += ctx->counts[r];
-        if (ctx->counts[r] > largest) largest = ctx->counts[r];
-    }
-    return largest * ctx->size - total <= total / 16 ? largest : 0;
-}
-
-/* This rank's message in a slot of `slot` bytes, the tail zeroed. */
-static int fill_slot(sparcml_call *c, split_state *st, MPI_Count slot)
-{
-    char *padded;
-    if (slot == st->my_bytes) return MPI_SUCCESS;
-    padded = ctx_buffer(c->ctx, POOL_SLOT, (uint64_t)slot);
-    if (!padded) return CALL_NOMEM(c);
-    memcpy(padded, st->w.buf, (size_t)st->my_bytes);
-    memset(padded + st->my_bytes, 0, (size_t)(slot - st->my_bytes));
-    st->w.buf = padded;
-    st->my_bytes = slot;
-    return MPI_SUCCESS;
-}
-
-/* The sizes are known: gather the messages. */
-static int gather_messages(sched *s)
-{
-    split_state *st = sched_state(s);
-    sparcml_call *c = s->c;
-    sparcml_ctx *ctx = c->ctx;
-    MPI_Count total = 0, slot = common_slot(ctx);
-    if (slot) {
-        int rc = fill_slot(c, st, slot);
-        if (rc != MPI_SUCCESS) return rc;
-        for (int r = 0; r < ctx->size; r++) ctx->counts[r] = slot;
-    }
-    for (int r = 0; r < ctx->size; r++) {
-        ctx->displs[r] = (MPI_Aint)total;
-        total += ctx->counts[r];
-    }
-    /* A ring allgather sends every message but the last one it receives:
-     * per rank about the total less its own. */
-    c->bytes_sent += (uint64_t)(total - st->my_bytes);
-    st->gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)total);
-    if (!st->gathered) return CALL_NOMEM(c);
-    sched_next(s, st->phase_then);
-    return sched_allgatherv_bytes(s, st->w.buf, st->my_bytes, st->gathered, ctx->counts, ctx->displs);
-}
-
-int split_allgather_messages(sched *s, int sizes_known, sched_step then)
-{
-    split_state *st = sched_state(s);
-    sparcml_ctx *ctx = s->c->ctx;
-    st->my_bytes = (MPI_Count)sparcml_round8(st->w.bytes);
-    st->phase_then = then;
-    /* Whole words, so every gathered message starts 8-byte aligned; zero the
-     * tail so no uninitialised byte goes on the wire (every pool buffer is
-     * allocated in multiples of 64 bytes, so the tail is there). */
-    memset((char *)st->w.buf + st->w.bytes, 0, (size_t)st->my_bytes - st->w.bytes);
-    if (sizes_known) return gather_messages(s);
-    sched_next(s, gather_messages);
-    return sched_allgather(s, &st->my_bytes, (int)sizeof st->my_bytes, ctx->counts);
 }
 
 /* The sparse reduce-scatter both split algorithms share.  The owner of a

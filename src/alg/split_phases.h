@@ -1,7 +1,7 @@
 /* split_phases.h -- the phases both split algorithms share (SparCML,
- * SC'19, 5.2 "split allgather"; split_phases.c), and their state in the
- * schedule (runtime/schedule.h, sched_state).  Each phase runs `then` when
- * it is complete. */
+ * SC'19, 5.2 "split allgather"; split_phases.c, split_gather.c), and
+ * their state in the schedule (runtime/schedule.h, sched_state).  Each
+ * phase runs `then` when it is complete. */
 #ifndef SPARCML_SPLIT_PHASES_H
 #define SPARCML_SPLIT_PHASES_H
 
@@ -23,6 +23,7 @@ typedef struct split_state {
     wire *wires, w;
     uint64_t *present;
     int step, sum_pool, dense, dense_certain;
+    int round; /* of the library's gather (split_gather.c) */
     MPI_Count my_bytes;
     char *gathered;
     sched_step phase_then; /* what follows the running phase */
@@ -48,9 +49,9 @@ int split_union(sched *s, sched_step then);
 int split_gather(sched *s);
 
 /* Allgather of one message of any size per rank (w) into POOL_GATHER
- * (gathered); message r starts at ctx->displs[r].  Its sizes are
- * allgathered first unless sizes_known (then ctx->counts holds them,
- * rounded to 8). */
+ * (gathered), by the vendor or the library (split_gather.c); message r
+ * starts at ctx->displs[r].  Its sizes are allgathered first unless
+ * sizes_known (then ctx->counts holds them, rounded to 8). */
 int split_allgather_messages(sched *s, int sizes_known, sched_step then);
 
 #endif

@@ -10,13 +10,16 @@
  * Restrictions: none (any P, any dim, every value type).
  * Cost (ssar_split_allgather_cost): the reduce-scatter's (P-1) (alpha +
  *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
- *   vendor's allgather of the result (cost_vendor_allgather: ceil(log2 P)
- *   or, from 512 KiB, P-1 alpha) + beta (P-1)/P (size of the result), and
- *   copying the result into place.
+ *   allgather of the result (cost_split_gather: the library's exchange,
+ *   ceil(log2 P) alpha, where the vendor's would run a ring of P-1 rounds,
+ *   else the vendor's) + beta (P-1)/P (size of the result), and copying
+ *   the result into place.
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums, the gathered result.
- * Rounds: P-1 point-to-point, then two allgathers (three with QSGD: the
- *   quantized sizes are not known in advance). */
+ * Rounds: P-1 point-to-point, then the allgather of the union sizes and
+ *   the gather of the slices (split_gather.c: one allgatherv or ceil(log2
+ *   P) rounds), with QSGD after an allgather of the quantized sizes, which
+ *   are not known in advance. */
 #include "config.h"
 
 #include <math.h>
@@ -49,7 +52,7 @@ double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     /* the owner encodes its slice, every rank decodes all P */
     double quantized = cost_msg_quantized_values(p, u / P, N / P);
     return split_reduce_scatter_cost(m, p) + cost_ceil_log2(p->P) * m->alpha
-           + cost_vendor_allgather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * u
+           + cost_split_gather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * u
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }
 

@@ -284,6 +284,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     int held = 1;
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
+    c->gather_min_bytes = select_gather_min_bytes(op->set, p);
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
      * every rank alike (the problem is agreed) before it touches anything. */

@@ -55,7 +55,7 @@ static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
      * about 6 ns (3.5-8.8) against 2.5 on a core of its own
      * (bench/RESULTS.md "Kernels"). */
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share,
-                    .pipeline_chunks = s->pipeline_chunks};
+                    .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather};
     if (share > 1) {
         m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
         m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
@@ -78,6 +78,22 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = model_of(s, p);
     return ssar_recursive_double_chunks(&m, p);
+}
+
+/* The gather a split algorithm runs changes once, from the vendor's to the
+ * library's, as the bytes grow (the vendor's rounds only grow with them):
+ * bisect for that size. */
+uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p)
+{
+    cost_model m = model_of(s, p);
+    uint64_t lo = 0, hi = UINT64_MAX;
+    if (!cost_gather_by_library(&m, p, (double)UINT64_MAX)) return UINT64_MAX;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cost_gather_by_library(&m, p, (double)mid)) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)

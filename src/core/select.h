@@ -30,6 +30,12 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
  * count there or turns it off. */
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
 
+/* The fewest bytes in all that the split algorithms gather with the
+ * library's own exchange instead of the vendor's allgatherv
+ * (cost_gather_by_library; UINT64_MAX: none, 0: all).  SPARCML_SPLIT_GATHER
+ * forces either. */
+uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p);
+
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithms[a].restriction), or the cheapest applicable one. */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);

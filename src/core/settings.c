@@ -14,7 +14,9 @@
 
 extern char **environ;
 
-typedef enum { KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER, KIND_COMPRESS } kind;
+typedef enum {
+    KIND_BOOL, KIND_ALGORITHM, KIND_POSITIVE, KIND_QBITS, KIND_UINT, KIND_AUTO_OR_NUMBER, KIND_COMPRESS, KIND_GATHER
+} kind;
 
 /* Where a setting must have the same value (as MPICH's MPI_T scopes):
  *  SCOPE_RANK  may differ between ranks;
@@ -78,6 +80,10 @@ static const struct var {
      * (core/select.c); 1 turns pipelining off; 2..8 force that many chunks. */
     {"SPARCML_PIPELINE_CHUNKS", SCOPE_CALL, KIND_UINT, "0", offsetof(sparcml_settings, pipeline_chunks), 0, 0,
      SPARCML_PIPELINE_CHUNKS_MAX},
+    /* auto: the cost model picks, per call, the vendor's allgatherv or the
+     * library's own exchange for the split algorithms' gathers
+     * (alg/split_gather.c); vendor and library force one. */
+    {"SPARCML_SPLIT_GATHER", SCOPE_CALL, KIND_GATHER, "auto", offsetof(sparcml_settings, split_gather), 0, 0, 0},
     /* Compression decides which untagged calls the library takes over: a
      * job-wide choice, as transparent mode's.  The density's default is the
      * densest measured to keep both example programs' final loss within the
@@ -120,12 +126,14 @@ static const char *algorithm_choices(char *buf, size_t len)
     return buf;
 }
 
-static const char *const compress_names[] = {"off", "topk", "cltk"};
+/* The names of KIND_COMPRESS and KIND_GATHER values, in enum order. */
+static const char *const compress_names[] = {"off", "topk", "cltk", NULL};
+static const char *const gather_names[] = {"auto", "vendor", "library", NULL};
 
-static int parse_compress(const char *v, int *out)
+static int parse_name(const char *v, const char *const *names, int *out)
 {
-    for (int m = 0; m < (int)(sizeof compress_names / sizeof compress_names[0]); m++)
-        if (strcmp(v, compress_names[m]) == 0) { *out = m; return 0; }
+    for (int m = 0; names[m]; m++)
+        if (strcmp(v, names[m]) == 0) { *out = m; return 0; }
     return -1;
 }
 
@@ -199,8 +207,12 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected 0, 2, 4 or 8)", v->name, text);
         return -1;
     case KIND_COMPRESS:
-        if (parse_compress(text, (int *)field) == 0) return 0;
+        if (parse_name(text, compress_names, (int *)field) == 0) return 0;
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected off, topk or cltk)", v->name, text);
+        return -1;
+    case KIND_GATHER:
+        if (parse_name(text, gather_names, (int *)field) == 0) return 0;
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected auto, vendor or library)", v->name, text);
         return -1;
     case KIND_UINT:
         if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;
@@ -222,7 +234,7 @@ static int known_name(const char *name)
 static size_t field_bytes(kind k)
 {
     switch (k) {
-    case KIND_BOOL: case KIND_QBITS: case KIND_COMPRESS: return sizeof(int);
+    case KIND_BOOL: case KIND_QBITS: case KIND_COMPRESS: case KIND_GATHER: return sizeof(int);
     case KIND_ALGORITHM: return sizeof(sparcml_algorithm);
     case KIND_POSITIVE: case KIND_AUTO_OR_NUMBER: return sizeof(double);
     case KIND_UINT: return sizeof(uint64_t);

@@ -27,6 +27,9 @@ static atomic_uint_fast64_t compressed_calls, compressed_exact;
 static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, held_back_n, feedback_resets,
     feedback_full;
 
+/* By call_gather. */
+static const char *const gather_names[] = {"none", "vendor", "library"};
+
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
 {
@@ -52,14 +55,14 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
                "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g "
-               "pipeline_chunks=%d\n",
+               "pipeline_chunks=%d gather=%s\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                c->piggybacked ? "piggybacked" : c->declined ? "declined" : "separate",
                sparcml_algorithm_name((sparcml_algorithm)c->selected),
-               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks);
+               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run]);
         fflush(stdout);
     }
 }

@@ -50,6 +50,12 @@ typedef struct sparcml_call {
     int reason_rank;     /* the rank it is about, -1: every rank's alike */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     int pipeline_chunks; /* the agreed problem's chunks per round (select_pipeline_chunks; <= 1: none) */
+    /* The split algorithms gather messages of this many bytes in all or
+     * more with the library's own exchange, smaller ones with the vendor's
+     * allgatherv (select_gather_min_bytes: from agreed facts, so every rank
+     * compares the same numbers); gather_run says which ran. */
+    uint64_t gather_min_bytes;
+    int gather_run;      /* call_gather */
     /* While a rider is set, every message carries its record ahead of the
      * stream (absent streams send the record alone, runtime/p2p.c) and the
      * result is kept in `pending` instead of being delivered
@@ -61,6 +67,9 @@ typedef struct sparcml_call {
     int declined;             /* ... was to, but some rank declined (core/op.c) */
     int selected;             /* what the selector picks for the agreed numbers */
 } sparcml_call;
+
+/* The gather a split algorithm ran (SPARCML_VERBOSE names it). */
+typedef enum call_gather { CALL_GATHER_NONE, CALL_GATHER_VENDOR, CALL_GATHER_LIBRARY } call_gather;
 
 /* Internal tags: only ever used on the private duplicate communicator.  A
  * TAG_FOLD_OUT message carries the final result, and while the agreement

@@ -392,6 +392,42 @@ START_TEST(split_rounds)
 }
 END_TEST
 
+/* The split algorithms' gather: the library's exchange exactly where
+ * MPICH's allgather would run a ring of P - 1 rounds against its ceil(log2
+ * P) (from 512 KiB in all at a power of two, from 80 KiB otherwise), the
+ * vendor's where both take the same rounds (below that, and at P = 2 and 3
+ * throughout); SPARCML_SPLIT_GATHER forces either; the split algorithm's
+ * cost follows the gather it runs. */
+START_TEST(split_gather_choice)
+{
+    sparcml_settings s = defaults();
+    const struct { int P; uint64_t from; } pts[] = {
+        {2, UINT64_MAX}, {3, UINT64_MAX}, {4, 524288}, {5, 81920}, {7, 81920}, {8, 524288}, {12, 81920},
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        sparcml_problem p = problem(pts[i].P, 16u << 20, 16384, 1);
+        uint64_t from = select_gather_min_bytes(&s, &p);
+        ck_assert_msg(from == pts[i].from, "P = %d: from %llu bytes", pts[i].P, (unsigned long long)from);
+    }
+    for (int P = 1; P <= 9; P++) {
+        sparcml_problem p = problem(P, 16u << 20, 65536, 1);
+        double c[SPARCML_ALG_COUNT_], forced;
+        s.split_gather = COST_GATHER_VENDOR;
+        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), UINT64_MAX);
+        select_costs(&s, &p, c);
+        forced = c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER];
+        s.split_gather = COST_GATHER_LIBRARY;
+        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), 0);
+        select_costs(&s, &p, c);
+        /* P 64K entries gathered, at least 512 KiB: the vendor's ring
+         * where P - 1 > ceil(log2 P) */
+        if (P - 1 > cost_ceil_log2(P)) ck_assert_double_lt(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
+        else ck_assert_double_eq(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
+        s.split_gather = COST_GATHER_MODEL;
+    }
+}
+END_TEST
+
 Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -408,6 +444,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     tcase_add_test(tc, smpi_charged_ordering);
     tcase_add_test(tc, split_rounds);
+    tcase_add_test(tc, split_gather_choice);
     suite_add_tcase(s, tc);
     return s;
 }

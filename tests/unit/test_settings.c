@@ -59,6 +59,12 @@ START_TEST(valid_values)
     ck_assert(s.ranks_per_core == 0);
     ck_assert_int_eq(parse_with(&s, "SPARCML_PIGGYBACK", "0"), 0);
     ck_assert_int_eq(s.piggyback, 0);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "vendor"), 0);
+    ck_assert_int_eq(s.split_gather, COST_GATHER_VENDOR);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "library"), 0);
+    ck_assert_int_eq(s.split_gather, COST_GATHER_LIBRARY);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "auto"), 0);
+    ck_assert_int_eq(s.split_gather, COST_GATHER_MODEL);
 }
 END_TEST
 
@@ -74,7 +80,8 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_RANKS_PER_CORE", "0.5"}, {"SPARCML_RANKS_PER_CORE", "Auto"},
         {"SPARCML_RANKS_PER_CORE", ""},   {"SPARCML_PIGGYBACK", "on"},
         {"SPARCML_PIPELINE_CHUNKS", "9"}, {"SPARCML_PIPELINE_CHUNKS", "-1"},
-        {"SPARCML_PIPELINE_CHUNKS", "auto"},
+        {"SPARCML_PIPELINE_CHUNKS", "auto"}, {"SPARCML_SPLIT_GATHER", "Library"},
+        {"SPARCML_SPLIT_GATHER", "ring"}, {"SPARCML_SPLIT_GATHER", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;
@@ -115,6 +122,8 @@ START_TEST(hash_tracks_selection_settings)
     parse_with(&c, "SPARCML_PIGGYBACK", "0");
     ck_assert_uint_ne(a.hash, b.hash);
     ck_assert_uint_ne(c.hash, b.hash);
+    parse_with(&a, "SPARCML_SPLIT_GATHER", "library");
+    ck_assert_uint_ne(a.hash, b.hash);
 }
 END_TEST
 
