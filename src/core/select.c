@@ -82,12 +82,15 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
 
 /* The gather a split algorithm runs changes once, from the vendor's to the
  * library's, as the bytes grow (the vendor's rounds only grow with them):
- * bisect for that size. */
+ * bisect for that size.  Only up to the most any gather of the problem
+ * holds (every index and value of the vector, 16 bytes an entry at most,
+ * and a header per message): at 2^64 bytes the beta term would round away
+ * the few alphas between the two. */
 uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = model_of(s, p);
-    uint64_t lo = 0, hi = UINT64_MAX;
-    if (!cost_gather_by_library(&m, p, (double)UINT64_MAX)) return UINT64_MAX;
+    uint64_t lo = 0, hi = 16 * p->dim + 1024 * (uint64_t)p->P;
+    if (!cost_gather_by_library(&m, p, (double)hi)) return UINT64_MAX;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (cost_gather_by_library(&m, p, (double)mid)) hi = mid;

@@ -406,9 +406,17 @@ START_TEST(split_gather_choice)
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         sparcml_problem p = problem(pts[i].P, 16u << 20, 16384, 1);
-        uint64_t from = select_gather_min_bytes(&s, &p);
-        ck_assert_msg(from == pts[i].from, "P = %d: from %llu bytes", pts[i].P, (unsigned long long)from);
+        for (int machine = 0; machine < 2; machine++) {
+            uint64_t from;
+            /* as calibrated on 2 cores: a tiny alpha against beta */
+            s.alpha = machine ? 0.3e-6 : 3e-6;
+            s.beta = machine ? 2.3e-9 : 0.25e-9;
+            p.ranks_per_core = machine ? 2 : 1;
+            from = select_gather_min_bytes(&s, &p);
+            ck_assert_msg(from == pts[i].from, "P = %d: from %llu bytes", pts[i].P, (unsigned long long)from);
+        }
     }
+    s = defaults();
     for (int P = 1; P <= 9; P++) {
         sparcml_problem p = problem(P, 16u << 20, 65536, 1);
         double c[SPARCML_ALG_COUNT_], forced;
