@@ -1,0 +1,70 @@
+#!/bin/bash
+# The split algorithms' two gathers (src/alg/split_gather.c,
+# SPARCML_SPLIT_GATHER): with each forced, ssar_split_allgather and
+# dsar_split_allgather run the case matrix of sparse_allreduce (reference
+# sums, bitwise identical results on every rank) at P = 1, 2, 3, 4, 5, 7, 8
+# (recursive doubling at powers of two, Bruck's dissemination otherwise),
+# blocking, non-blocking (MPI_Test in a loop) and persistent; every call
+# that gathered names the forced gather on its verbose line and none names
+# the other; and the vendor's and the library's runs give the same bits
+# (the first result hash of every case, compared line by line).  The same
+# with QSGD (4 bits: the sizes are allgathered first) at P = 3, 4 and 5.
+# Under auto the model's choice shows: at P = 4 the library gathers 2 MB,
+# the vendor 50 KB (MPICH rings from 512 KiB); at P = 5 from 80 KiB.
+. "$(dirname "$0")/common.sh"
+TIMEOUT=180
+bench="${BENCHBIN:?}/sparcml_bench"
+hashes=$(mktemp)
+trap 'rm -f "$out" "$err" "$hashes" "$hashes".*' EXIT
+
+# run_gather GATHER P ALG [VAR=value ...] -- ARGS: one run of sparse_allreduce;
+# its hashes go to $hashes.GATHER.
+run_gather() {
+    local g=$1 p=$2 alg=$3 other
+    shift 3
+    [ "$g" = vendor ] && other=library || other=vendor
+    run_mpi "$p" "$with_shim" SPARCML_ALGORITHM="$alg" SPARCML_SPLIT_GATHER="$g" SPARCML_VERBOSE=1 "$@"
+    rc=$?
+    grep '^hash ' "$out" >"$hashes.$g"
+    check "gather=$g $alg P=$p ${*//$TESTBIN\//}: $(tail -1 "$out")" \
+        '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && grep -q "failures=0" "$out" &&
+         grep -q "gather=$g" "$out" && ! grep -q "gather=$other" "$out"'
+}
+
+# same_bits DESCRIPTION: the two gathers' runs just made gave the same hashes.
+same_bits() {
+    check "$1: the vendor's and the library's gathers give the same bits ($(wc -l <"$hashes.vendor") cases)" \
+        '[ -s "$hashes.vendor" ] && cmp -s "$hashes.vendor" "$hashes.library"'
+}
+
+for alg in ssar_split_allgather dsar_split_allgather; do
+    for p in 1 2 3 4 5 7 8; do
+        for call in blocking test persistent; do
+            # Half of the value types each, to keep the script near 5 minutes.
+            [ "$call" = test ] && types=double,int32 || types=float,int64
+            for g in vendor library; do
+                run_gather "$g" "$p" "$alg" -- "$TESTBIN/sparse_allreduce" --hashes --call=$call --types=$types
+            done
+            same_bits "$alg P=$p --call=$call"
+        done
+    done
+    for p in 3 4 5; do
+        for g in vendor library; do
+            run_gather "$g" "$p" "$alg" SPARCML_QSGD_BITS=4 -- "$TESTBIN/sparse_allreduce" --hashes --types=float,double
+        done
+        same_bits "$alg P=$p QSGD bits=4"
+    done
+done
+
+# auto_gather P N DENSITY: the gather the model chose for the timed call.
+auto_gather() {
+    run_mpi "$1" "$with_shim" SPARCML_ALGORITHM=ssar_split_allgather SPARCML_VERBOSE=1 -- \
+        "$bench" --bytes --n "$2" --density "$3" --warmup 1
+    grep '^sparcml: allreduce' "$out" | tail -1 | sed -n 's/.* gather=\([a-z]*\).*/\1/p'
+}
+for pt in "4 1048576 0.1 library" "4 1048576 0.001 vendor" "5 1048576 0.01 library" "5 262144 0.001 vendor"; do
+    read -r p n d want <<<"$pt"
+    got=$(auto_gather "$p" "$n" "$d")
+    check "auto, P=$p N=$n density $d: the model picks the $want's gather (got: $got)" '[ "$got" = "$want" ]'
+done
+finish
