@@ -13,9 +13,8 @@
  *   Library: the messages travel straight between the places in
  *   POOL_GATHER, in ceil(log2 P) rounds.  P a power of two: recursive
  *   doubling -- in round k each rank swaps the 2^k messages its group holds
- *   with the partner rank ^ 2^k (a pairwise exchange: a rank's send and
- *   receive go to the same peer, which keeps both sides of a transfer
- *   running together where ranks share cores).  Other P: Bruck's
+ *   with the partner rank ^ 2^k (pairwise: a round pairs ranks off, where
+ *   Bruck's chains them).  Other P: Bruck's
  *   dissemination -- in round k rank r, holding messages r .. r+2^k-1
  *   (mod P), sends min(2^k, P - 2^k) of them to rank r - 2^k and receives
  *   as many from rank r + 2^k; a range that wraps past rank P-1 travels as
@@ -26,11 +25,15 @@
  *   the vendor's algorithms: MPICH (cost_vendor_allgather) runs a ring of
  *   P - 1 rounds from 512 KiB in all (80 KiB when P is not a power of
  *   two), and there the library's wins; below, the vendor's own recursive
- *   doubling or Bruck costs the same and keeps the gather.  Recursive
- *   doubling, not a ring or Bruck, for powers of two: on shared memory,
- *   P = 8, MPICH's ring allgatherv of 10.4 MB took 25.9 ms against 13.1 ms
- *   for recursive doubling of the same bytes (P = 4: 11.0 against 5.2 ms;
- *   bench/RESULTS.md, "Split gathers").
+ *   doubling or Bruck costs the same and keeps the gather.  For P not a
+ *   power of two Bruck keeps both optima: recursive doubling with the
+ *   surplus ranks folded in and out adds two rounds and moves the folded
+ *   ranks' messages twice, a ring takes P - 1 rounds.  Measured on shared
+ *   memory (ranks sharing 2 cores, 16M floats, d = 1e-3: 0.5-1.1 MB
+ *   gathered), SSAR split ran 2.4 times faster with this gather than with
+ *   MPICH's ring at P = 4, 5 and 8; below the ring's threshold (d = 1e-4)
+ *   the vendor's own recursive doubling was as fast or faster
+ *   (bench/RESULTS.md, "Split gathers").
  * Memory: POOL_GATHER, the messages in place (no padding on the library's
  *   path); the vendor's padded slot in POOL_SLOT (split_scratch).
  * Rounds: one allgather of sizes (quantized slices only), then one
