@@ -44,6 +44,9 @@
  *                  result hash ("hash SEED COMM HASH"): two runs that must
  *                  give the same bits (SPARCML_PIPELINE_CHUNKS, in
  *                  tests/scripts/pipeline.sh) are compared line by line.
+ *   --hashes=FILE  the same lines into FILE: where other ranks print too
+ *                  (SPARCML_VERBOSE), Open MPI's forwarding of the ranks'
+ *                  output may cut a line into another's.
  *
  * Under SPARCML_QSGD_BITS=b (float and double only; integers stay exact) the
  * tolerance is a hard bound instead: one quantization moves a value by at
@@ -78,6 +81,7 @@ typedef struct tcase {
 static int failures, checks, qsgd_levels_s;
 static int type_enabled[5] = {0, 1, 1, 1, 1}; /* by enum sparcml_value_type */
 static int check_own_slice, print_hashes, world_rank;
+static FILE *hash_file; /* where --hashes prints: stdout or FILE */
 enum { CALL_BLOCKING, CALL_WAIT, CALL_TEST, CALL_PERSISTENT };
 static int call_how = CALL_BLOCKING;
 /* SPARCML_ALGORITHM unset or auto: the selector may pick another algorithm
@@ -395,7 +399,8 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         if (repeat && hash != first_hash && !adaptive) fail(t, rank, "repeated call gave a different result");
         if (!repeat) first_hash = hash;
         if (rep == 0 && print_hashes && world_rank == 0)
-            printf("hash %llu %s %016llx\n", (unsigned long long)t->seed, t->comm_name, (unsigned long long)hash);
+            fprintf(hash_file, "hash %llu %s %016llx\n", (unsigned long long)t->seed, t->comm_name,
+                    (unsigned long long)hash);
         if (!repeat || hash != first_hash) {
             check_format(t, rank, &ref, recv);
             sparcml_stream_to_dense(recv, got, t->dim);
@@ -452,6 +457,11 @@ static int parse_options(int argc, char **argv)
             }
         } else if (strcmp(argv[a], "--hashes") == 0) {
             print_hashes = 1;
+            hash_file = stdout;
+        } else if (strncmp(argv[a], "--hashes=", 9) == 0) {
+            print_hashes = 1;
+            hash_file = world_rank == 0 ? fopen(argv[a] + 9, "w") : stdout; /* rank 0 prints */
+            if (!hash_file) return -1;
         } else if (strcmp(argv[a], "--check=slice") == 0) {
             check_own_slice = 1;
         } else if (strcmp(argv[a], "--call=blocking") == 0) {
@@ -483,7 +493,7 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv) != 0) {
         if (rank == 0)
             fprintf(stderr, "usage: sparse_allreduce [--types=float,double,int32,int64] [--check=slice]"
-                            " [--call=blocking|wait|test|persistent] [--hashes]\n");
+                            " [--call=blocking|wait|test|persistent] [--hashes[=FILE]]\n");
         MPI_Finalize();
         return 2;
     }
@@ -506,6 +516,7 @@ int main(int argc, char **argv)
                call_how == CALL_WAIT ? " call=wait" : call_how == CALL_TEST ? " call=test"
                : call_how == CALL_PERSISTENT ? " call=persistent" : "", checks,
                total_fail);
+    if (hash_file && hash_file != stdout) fclose(hash_file);
     MPI_Finalize();
     return total_fail ? 1 : 0;
 }
