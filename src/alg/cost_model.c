@@ -97,11 +97,15 @@ int cost_largest_power_of_two(int P)
 #define VENDOR_RING_BYTES_POW2 524288.0
 #define VENDOR_RING_BYTES 81920.0
 
+static double vendor_ring_bytes(const sparcml_problem *p)
+{
+    return cost_largest_power_of_two(p->P) == p->P ? VENDOR_RING_BYTES_POW2 : VENDOR_RING_BYTES;
+}
+
 double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P;
-    int pow2 = cost_largest_power_of_two(p->P) == p->P;
-    int ring = bytes >= (pow2 ? VENDOR_RING_BYTES_POW2 : VENDOR_RING_BYTES);
+    int ring = bytes >= vendor_ring_bytes(p);
     return (ring ? P - 1 : cost_ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
@@ -113,13 +117,22 @@ double cost_library_allgather(const cost_model *m, const sparcml_problem *p, dou
     return cost_ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
-/* Where the vendor gathers in ceil(log2 P) rounds too, both cost the same
- * and the vendor's keeps it: its rounds run inside the MPI library, not as
+/* Both gathers move the same bytes; they differ in rounds only.  So the
+ * library's is the cheaper exactly where the vendor's ring runs and takes
+ * more rounds than ceil(log2 P) (P >= 4); where both take the same rounds
+ * the vendor's keeps it: its rounds run inside the MPI library, not as
  * steps of the schedule. */
+uint64_t cost_library_gather_min_bytes(const cost_model *m, const sparcml_problem *p)
+{
+    if (m->gather != COST_GATHER_MODEL) return m->gather == COST_GATHER_LIBRARY ? 0 : UINT64_MAX;
+    if (p->P - 1 <= cost_ceil_log2(p->P)) return UINT64_MAX;
+    return (uint64_t)vendor_ring_bytes(p);
+}
+
 int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes)
 {
-    if (m->gather != COST_GATHER_MODEL) return m->gather == COST_GATHER_LIBRARY;
-    return cost_library_allgather(m, p, bytes) < cost_vendor_allgather(m, p, bytes);
+    uint64_t from = cost_library_gather_min_bytes(m, p);
+    return from != UINT64_MAX && bytes >= (double)from;
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)

@@ -83,10 +83,12 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes);
 
 /* The library's own allgather of parts of any sizes, `bytes` in all
- * (alg/split_gather.c); whether a split algorithm gathers `bytes` with it
- * (forced, or the model prices it below the vendor's), and what the gather
- * it runs costs. */
+ * (alg/split_gather.c); the fewest bytes a split algorithm gathers with it
+ * (forced, or where the model prices it below the vendor's; UINT64_MAX:
+ * none, 0: all); whether it gathers `bytes` so, and what the gather it
+ * runs costs. */
 double cost_library_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
+uint64_t cost_library_gather_min_bytes(const cost_model *m, const sparcml_problem *p);
 int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes);
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes);
 

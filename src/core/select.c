@@ -80,23 +80,10 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
     return ssar_recursive_double_chunks(&m, p);
 }
 
-/* The gather a split algorithm runs changes once, from the vendor's to the
- * library's, as the bytes grow (the vendor's rounds only grow with them):
- * bisect for that size.  Only up to the most any gather of the problem
- * holds (every index and value of the vector, 16 bytes an entry at most,
- * and a header per message): at 2^64 bytes the beta term would round away
- * the few alphas between the two. */
 uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = model_of(s, p);
-    uint64_t lo = 0, hi = 16 * p->dim + 1024 * (uint64_t)p->P;
-    if (!cost_gather_by_library(&m, p, (double)hi)) return UINT64_MAX;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (cost_gather_by_library(&m, p, (double)mid)) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
+    return cost_library_gather_min_bytes(&m, p);
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
