@@ -4,7 +4,7 @@
 # dsar_split_allgather run the case matrix of sparse_allreduce (reference
 # sums, bitwise identical results on every rank) at P = 1, 2, 3, 4, 5, 7, 8
 # (recursive doubling at powers of two, Bruck's dissemination otherwise),
-# blocking, non-blocking (MPI_Test in a loop) and persistent; every call
+# each P blocking, non-blocking (MPI_Test in a loop) or persistent; every call
 # that gathered names the forced gather on its verbose line and none names
 # the other; and the vendor's and the library's runs give the same bits
 # (the first result hash of every case, written to a file: Open MPI may cut
@@ -38,17 +38,24 @@ same_bits() {
         '[ -s "$hashes.vendor" ] && cmp -s "$hashes.vendor" "$hashes.library"'
 }
 
+calls=(blocking test persistent)
+shift_calls=0
 for alg in ssar_split_allgather dsar_split_allgather; do
+    i=0
     for p in 1 2 3 4 5 7 8; do
-        for call in blocking test persistent; do
-            # Half of the value types each, to keep the script near 5 minutes.
-            [ "$call" = test ] && types=double,int32 || types=float,int64
-            for g in vendor library; do
-                run_gather "$g" "$p" "$alg" -- "$TESTBIN/sparse_allreduce" --call=$call --types=$types
-            done
-            same_bits "$alg P=$p --call=$call"
+        # One call mode per (algorithm, P), in turn and shifted between the
+        # algorithms, so that every mode meets both exchanges of each
+        # algorithm (recursive doubling at 4 and 8, Bruck's at 3, 5 or 7);
+        # half of the value types each.
+        call=${calls[$(((i + shift_calls) % 3))]}
+        [ $((i % 2)) = 0 ] && types=float,int64 || types=double,int32
+        for g in vendor library; do
+            run_gather "$g" "$p" "$alg" -- "$TESTBIN/sparse_allreduce" --call=$call --types=$types
         done
+        same_bits "$alg P=$p --call=$call"
+        i=$((i + 1))
     done
+    shift_calls=1
     for p in 3 4 5; do
         for g in vendor library; do
             run_gather "$g" "$p" "$alg" SPARCML_QSGD_BITS=4 -- "$TESTBIN/sparse_allreduce" --types=float,double
