@@ -900,8 +900,8 @@ static int tagged_call(void *v)
     return MPI_Allreduce(c->s, c->r, (int)c->count, c->t, MPI_SUM, MPI_COMM_WORLD);
 }
 
-/* The agreement record of src/core/agree.c: 16 int64 fields. */
-#define AGREE_FIELDS 16
+/* The agreement record of src/core/agree.c: 17 int64 fields. */
+#define AGREE_FIELDS 17
 typedef struct { MPI_Datatype t; MPI_Op op; int64_t v[AGREE_FIELDS]; } agree_ctx;
 static void agree_max(void *in, void *inout, int *len, MPI_Datatype *dt)
 {

@@ -16,8 +16,7 @@ enum {
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_EXACT_MAX, F_SEQUENCE_MAX, F_DECLINED_MAX,
-    F_CAPACITY_NEG, /* CTX_CAPACITIES of them */
-    F_NNZ_SUM = F_CAPACITY_NEG + CTX_CAPACITIES, /* the summed fields: keep them last */
+    F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
 };
@@ -29,13 +28,6 @@ static int64_t reason_field(int reason, int rank)
 {
     if (reason == 0) return 0;
     return ((int64_t)reason << RANK_BITS) | (int64_t)((1 << RANK_BITS) - 1 - rank);
-}
-
-/* Capacities beyond 2^62 bytes (an unused pool set's UINT64_MAX) are
- * equally unlimited. */
-static int64_t capacity_field(uint64_t bytes)
-{
-    return bytes < (UINT64_C(1) << 62) ? (int64_t)bytes : INT64_C(1) << 62;
 }
 
 void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
@@ -51,7 +43,6 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_EXACT_MAX] = l->exact;
     v[F_SEQUENCE_MAX] = (int64_t)l->sequence;
     v[F_DECLINED_MAX] = l->declined;
-    for (int i = 0; i < CTX_CAPACITIES; i++) v[F_CAPACITY_NEG + i] = -capacity_field(l->capacity[i]);
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
 }
@@ -84,7 +75,6 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->exact = (int)v[F_EXACT_MAX];
     out->sequence = (uint64_t)v[F_SEQUENCE_MAX];
     out->declined = (int)v[F_DECLINED_MAX];
-    for (int i = 0; i < CTX_CAPACITIES; i++) out->capacity[i] = (uint64_t)-v[F_CAPACITY_NEG + i];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The
      * piggyback decision follows from count, value type, settings and the

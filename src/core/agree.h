@@ -2,9 +2,8 @@
  *
  * Each rank describes what it knows locally -- whether its arguments are
  * valid, dim, value type, count, nnz, a hash of its settings, whether
- * it piggybacks its data on the agreement, and its scratch pools'
- * capacities -- in a fixed record.  The records of all ranks are combined (maxima, minima and
- * sums) along the recursive-doubling schedule, riding on the messages of
+ * it piggybacks its data on the agreement -- in a fixed record.  The records of all ranks are combined (maxima,
+ * minima and sums) along the recursive-doubling schedule, riding on the messages of
  * ssar_recursive_double.c (core/op.c explains when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
  * same algorithm, and a failure on any rank is known to all ranks together:
@@ -29,7 +28,6 @@ typedef struct sparcml_local {
      * reserved for): its data stays back, and every rank runs the call
      * after the agreement (core/op.c). */
     int declined;
-    uint64_t capacity[CTX_CAPACITIES]; /* ctx_capacities */
     /* Nonzero values in this rank's 1/P of the previous call's result, when
      * that result was dense (0 otherwise): their sum is the previous union
      * size, for the selector's overlap estimate (core/op.c). */
@@ -53,12 +51,11 @@ typedef struct sparcml_agreed {
     int exact;          /* some rank's */
     uint64_t sequence;  /* the largest */
     int declined;       /* some rank's */
-    uint64_t capacity[CTX_CAPACITIES]; /* the least of every rank's */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 17 + CTX_CAPACITIES };
+enum { AGREE_FIELDS = 17 };
 
-/* The record on the wire: 272 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 136 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "alg/algorithms.h"
 #include "base/errors.h"
@@ -130,6 +131,24 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
     return p;
 }
 
+/* What the memo keeps of a call that ran `alg` (select.h): recursive
+ * doubling only where its rounds were not pipelined -- piggybacking is for
+ * calls whose rounds are not: the records ride on whole messages, and a
+ * separate agreement costs little beside rounds long enough to pipeline. */
+static sparcml_algorithm memo_choice(const sparcml_call *c, sparcml_algorithm alg)
+{
+    return c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
+}
+
+/* Do the pools every rank is known to hold (the communicator's agreed
+ * capacities) cover `need`? */
+static int pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES])
+{
+    int held = 1;
+    for (int i = 0; i < CTX_CAPACITIES; i++) held &= need[i] <= ctx->agreed_capacity[i];
+    return held;
+}
+
 /* After the algorithm: report a failure it found, or learn and count. */
 static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
                     const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
@@ -157,12 +176,9 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
                        detail);
     }
     /* A piggybacked call ran recursive doubling on a prediction: remember
-     * what the selector makes of the agreed numbers now.  Piggybacking is
-     * for calls whose rounds are not pipelined: the records ride on whole
-     * messages, and a separate agreement costs little beside rounds long
-     * enough to pipeline. */
+     * what the selector makes of the agreed numbers now. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : c->selected);
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(c, c->selected));
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - t0);
@@ -189,12 +205,12 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  * rank's input is invalid, its stream is absent and the records tell every
  * rank at the end; if ranks predicted differently (an erroneous program),
  * they still exchange the same messages, and the records say so.  A
- * piggybacked run allocates nothing: each rank reserves its scratch first
- * (piggyback_reserve), and one that cannot, or whose input is beyond what
- * was reserved, declines -- its stream stays back, so every rank's sum is
- * absent, and the records tell all ranks to run the call after the
- * agreement instead.  Each record also carries the rank's pool capacities,
- * from which op_run knows whether the algorithm's scratch is there.
+ * piggybacked exchange allocates nothing: it runs only where the pools
+ * every rank is known to hold cover it (the call before reserved them:
+ * tagged_scratch_ahead), and a rank whose input is beyond that declines --
+ * its stream stays back, so every rank's sum is absent, and the records
+ * tell all ranks to run the call after the agreement instead.  No rank's
+ * choice depends on its own memory, so none can fail alone.
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */
@@ -203,23 +219,22 @@ static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *recor
     const op_policy *pol = op_policy_of(c->ctx);
     sv input = c->input;
     local->union_part = pol->union_pending ? pol->union_part : 0;
-    ctx_capacities(c->ctx, local->capacity);
     agree_record_init(record, c->ctx->rank, local);
     *rider = agree_rider(record);
     c->rider = rider;
     c->pending = sv_absent();
     if (!local->piggyback || local->declined || local->reason != SPARCML_R_OK) c->input = sv_absent();
-    else c->ctx->sealed = 1;
+    c->ctx->sealed = local->piggyback;
     return input;
 }
 
-static void agree_end(sparcml_call *c, sv input, const agree_record *record, int rc, sparcml_agreed *agreed)
+static void agree_end(sparcml_call *c, sv input, const agree_record *record, sparcml_agreed *agreed)
 {
     c->rider = NULL;
     c->ctx->sealed = 0;
     c->input = input;
     agree_record_read(record, agreed);
-    if (rc == MPI_SUCCESS && agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
+    if (agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
 }
 
 void op_quantization(sparcml_call *c, const sparcml_settings *s)
@@ -267,12 +282,17 @@ static int op_algorithm(sched *s)
     return sparcml_algorithms[op->alg].first(s);
 }
 
+/* The reservation's minima: the lowest rank that could not reserve (or P),
+ * and what every rank's pools hold now, which calls after this one take
+ * as agreed. */
 static int scratch_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
-    if (op->short_rank >= op->c.ctx->size) return op_algorithm(s);
+    sparcml_ctx *ctx = op->c.ctx;
+    memcpy(ctx->agreed_capacity, op->reserved + 1, sizeof ctx->agreed_capacity);
+    if (op->reserved[0] >= (uint64_t)ctx->size) return op_algorithm(s);
     op->c.reason = SPARCML_R_NOMEM;
-    op->c.reason_rank = op->short_rank;
+    op->c.reason_rank = (int)op->reserved[0];
     return MPI_SUCCESS; /* on to `then`, which concludes */
 }
 
@@ -281,7 +301,6 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
-    int held = 1;
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     c->gather_min_bytes = select_gather_min_bytes(op->set, p);
@@ -291,24 +310,25 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     c->reason = sparcml_algorithms[op->alg].restriction(p);
     if (c->reason != SPARCML_R_OK) return then(s);
     s->then = then;
-    /* Its scratch, from agreed numbers: where every rank's pools hold it
-     * (their least capacities came with the agreement), nobody allocates
-     * while it runs.  Else every rank reserves, and one allreduce of the
-     * lowest rank that could not (or P) decides for all: no rank is ever
-     * short of memory half-way through an exchange. */
+    /* Its scratch, from agreed numbers: where every rank's pools are known
+     * to hold it (an earlier reservation's minima), nobody allocates while
+     * it runs.  Else every rank reserves, and one allreduce of the lowest
+     * rank that could not (or P) decides for all: no rank is ever short of
+     * memory half-way through an exchange. */
     sparcml_algorithms[op->alg].scratch(c, p, need);
-    for (int i = 0; i < CTX_CAPACITIES; i++) held &= need[i] <= op->agreed.capacity[i];
-    if (held) return op_algorithm(s);
-    op->short_rank = ctx_reserve(c->ctx, need) ? c->ctx->size : op->rank;
+    if (op->kind->scratch_ahead) op->kind->scratch_ahead(op, p, need);
+    if (pools_hold(c->ctx, need)) return op_algorithm(s);
+    op->reserved[0] = (uint64_t)(ctx_reserve(c->ctx, need) ? c->ctx->size : op->rank);
+    ctx_capacities(c->ctx, op->reserved + 1);
     sched_next(s, scratch_agreed);
-    return sched_allreduce(s, &op->short_rank, 1, MPI_INT, MPI_MIN);
+    return sched_allreduce(s, op->reserved, 1 + CTX_CAPACITIES, MPI_UINT64_T, MPI_MIN);
 }
 
 static int op_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    agree_end(c, op->input, &op->record, MPI_SUCCESS, &op->agreed);
+    agree_end(c, op->input, &op->record, &op->agreed);
     if (op->agreed.reason != SPARCML_R_OK) {
         select_memo_forget(&op_policy_of(c->ctx)->memo);
         if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
@@ -382,38 +402,61 @@ static int tagged_agreed(sched *s)
     return op_run(s, &p, op_concluded);
 }
 
-/* Reserve what a piggybacked run may ask of the pools (agree_begin): its
- * recursive doubling for the memo's dimension and inputs of up to twice
- * the memo's k_max (room for inputs that vary), every message behind a
- * record.  0: this rank declines. */
-static int piggyback_reserve(sparcml_op *op, uint64_t dim, uint64_t k_max)
+/* A piggybacked call takes inputs of up to twice the memo's k_max (room
+ * for inputs that vary). */
+static uint64_t piggyback_cap(uint64_t dim, uint64_t k_max)
 {
-    sparcml_call *c = &op->c;
-    uint64_t need[CTX_CAPACITIES] = {0}, cap = k_max < dim / 2 ? 2 * k_max : dim;
+    return k_max < dim / 2 ? 2 * k_max : dim;
+}
+
+/* What a piggybacked run may ask of the pools: recursive doubling, whole
+ * messages, of dimension `dim` and inputs of up to `cap` entries, every
+ * message behind a record -- from agreed numbers and call-scoped settings,
+ * the same on every rank. */
+static void piggyback_scratch(const sparcml_call *c, uint64_t dim, uint64_t cap, uint64_t need[CTX_CAPACITIES])
+{
     uint64_t P = (uint64_t)c->ctx->size;
     sparcml_agreed guess = {.k_max = cap, .k_sum = cap < dim / P ? P * cap : dim};
-    sparcml_problem p = problem_of(c, &guess);
-    if (c->input.dim != dim || c->input.nnz > cap) return 0;
-    p.dim = dim;
-    ssar_recursive_double_scratch(c, &p, need);
-    need[POOL_RECV] += sizeof op->record;
+    sparcml_call whole = *c;
+    sparcml_problem p;
+    whole.dim = dim;
+    whole.pipeline_chunks = 1;
+    p = problem_of(&whole, &guess);
+    ssar_recursive_double_scratch(&whole, &p, need);
+    need[POOL_RECV] += sizeof(agree_record);
     need[POOL_FRAME] = need[POOL_RECV];
-    return ctx_reserve(c->ctx, need);
+}
+
+/* A call the memo will keep for recursive doubling reserves, beside its
+ * own scratch, what the next call of its count may ask of the pools
+ * piggybacked: so the next call piggybacks on pools every rank is known
+ * to hold, and nobody allocates while the records travel. */
+static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
+{
+    uint64_t next[CTX_CAPACITIES] = {0};
+    if (!op->set->piggyback || memo_choice(&op->c, op->alg) != SPARCML_ALG_RECURSIVE_DOUBLE) return;
+    piggyback_scratch(&op->c, p->dim, piggyback_cap(p->dim, p->k_max), next);
+    for (int i = 0; i < CTX_CAPACITIES; i++)
+        if (next[i] > need[i]) need[i] = next[i];
 }
 
 static int tagged_begin(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    uint64_t dim = 0, k_max = 0;
-    /* Decided when the call runs, not when it is started: the memo is what
-     * the communicator's previous calls left, the same on every rank only
-     * once they have all completed. */
-    op->local.piggyback = op->set->piggyback
-                          && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype,
-                                             &dim, &k_max);
+    uint64_t dim = 0, k_max = 0, need[CTX_CAPACITIES] = {0};
+    /* Decided when the call runs, not when it is started: the memo and the
+     * agreed capacities are what the communicator's previous calls left,
+     * the same on every rank only once they have all completed.  A rank
+     * whose input is beyond the reservation declines (agree_begin). */
+    int hit = op->set->piggyback
+              && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype, &dim,
+                                 &k_max);
+    if (hit) piggyback_scratch(c, dim, piggyback_cap(dim, k_max), need);
+    op->local.piggyback = hit && pools_hold(c->ctx, need);
     c->piggybacked = op->local.piggyback;
-    if (c->piggybacked && op->local.reason == SPARCML_R_OK) op->local.declined = !piggyback_reserve(op, dim, k_max);
+    if (c->piggybacked && op->local.reason == SPARCML_R_OK)
+        op->local.declined = c->input.dim != dim || c->input.nnz > piggyback_cap(dim, k_max);
     return op_agree(s, tagged_agreed);
 }
 
@@ -439,7 +482,8 @@ static void tagged_fill(sparcml_op *op, int vtype)
     c->vtype = vtype;
 }
 
-const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin};
+const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin,
+                                           .scratch_ahead = tagged_scratch_ahead};
 
 void op_fill_dense(sparcml_op *op, int vtype)
 {

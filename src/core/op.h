@@ -50,6 +50,9 @@ typedef struct sparcml_op sparcml_op;
 typedef struct sparcml_op_kind {
     void (*fill)(sparcml_op *op, int vtype);
     sched_step begin;
+    /* Scratch the kind's next call may need, to reserve with this call's
+     * (op_run raises `need` to it); or NULL. */
+    void (*scratch_ahead)(const sparcml_op *op, const sparcml_problem *p, uint64_t *need);
 } sparcml_op_kind;
 
 /* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
@@ -75,7 +78,9 @@ struct sparcml_op {
     /* Called once the algorithm's scratch is agreed, right before it
      * starts (compression: the contribution changes only then); or NULL. */
     void (*ready)(sparcml_op *op);
-    int short_rank;            /* the lowest rank without that scratch, or P */
+    /* A reservation's allreduce (minima): this rank if it could not
+     * reserve the algorithm's scratch, else P; then ctx_capacities. */
+    uint64_t reserved[1 + CTX_CAPACITIES];
     double t0;
     int result;
     char detail[sizeof ((sparcml_settings *)0)->error];

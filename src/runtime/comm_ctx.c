@@ -167,12 +167,15 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
 #endif
         /* Exactly what is asked (rounded to a cache line): the pool only
          * grows, so a repeated call of the same size never allocates, and
-         * the peak stays at the largest single request (docs/design.md). */
+         * the peak stays at the largest single request (docs/design.md).
+         * A pool that cannot grow keeps what it has: what the ranks agreed
+         * their pools hold (core/op.c) stays true. */
         size_t want = ((size_t)bytes + 63) & ~(size_t)63;
+        void *grown = aligned_alloc(64, want);
+        if (!grown) return NULL;
         free(ctx->pool[which]);
-        ctx->pool[which] = aligned_alloc(64, want);
-        ctx->pool_bytes[which] = ctx->pool[which] ? want : 0;
-        if (!ctx->pool[which]) return NULL;
+        ctx->pool[which] = grown;
+        ctx->pool_bytes[which] = want;
     }
     return ctx->pool[which];
 }

@@ -39,6 +39,11 @@ enum {
     POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
 };
 
+/* Scratch as reservations count it: one capacity per pool below
+ * POOL_RD_PART, and at POOL_RD_PART the least of the pipelined chunks'
+ * pools, which are reserved alike. */
+enum { CTX_CAPACITIES = POOL_RD_PART + 1 };
+
 typedef struct sparcml_ctx {
     MPI_Comm comm; /* the private duplicate */
     int ready;            /* 0 until the first call's set-up steps have run */
@@ -48,6 +53,10 @@ typedef struct sparcml_ctx {
     void *pool[POOL_COUNT_];
     size_t pool_bytes[POOL_COUNT_];
     int sealed;         /* an algorithm runs on reserved pools (ctx_reserve) */
+    /* What every rank's pools are known to hold (indexed as ctx_capacities,
+     * the same on all ranks): the minima of the last reservation all ranks
+     * took part in (core/op.c); pools never shrink. */
+    uint64_t agreed_capacity[CTX_CAPACITIES];
     MPI_Count *counts;  /* size entries, for the v-collectives */
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
@@ -99,16 +108,12 @@ int ctx_setup_done(sparcml_ctx *ctx);
 int ctx_finalize(void);
 
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
- * out of memory.  The contents are not preserved when it grows.  While
+ * out of memory (the pool is then as it was).  The contents are not
+ * preserved when it grows.  While
  * the context is sealed, an algorithm runs on pools reserved for it: a
  * pool that must still grow means its scratch bound is wrong (a build
  * with the sanitizers stops there; others allocate as usual). */
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
-
-/* Scratch as the agreement compares it: one capacity per pool below
- * POOL_RD_PART, and at POOL_RD_PART the least of the pipelined chunks'
- * pools, which are reserved alike. */
-enum { CTX_CAPACITIES = POOL_RD_PART + 1 };
 
 /* The pools' capacities in bytes. */
 void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES]);

@@ -12,11 +12,11 @@
  * With argv[2] "room", the input stream's pool instead (the scan gathers
  * into a room reserved before the count is known; a count beyond it
  * reserves the pool grown to twice the count, else the stream's bytes):
- * on the last rank, the grown pool fails and the stream's bytes do not,
- * so the call succeeds; both fail, so every rank gets MPI_ERR_NO_MEM; the
- * room itself fails (the pool is gone), so that rank counts alone and the
- * call succeeds.  Every call that succeeds gives the right sum on every
- * rank. */
+ * on the last rank, the room itself fails, so that rank counts alone and
+ * the call succeeds; the grown pool fails and the stream's bytes do not,
+ * so the call succeeds; both fail, so every rank gets MPI_ERR_NO_MEM, and
+ * the pool keeps what it held, so the next call allocates nothing.  Every
+ * call that succeeds gives the right sum on every rank. */
 #include <string.h>
 
 #include "refsum.h"
@@ -79,10 +79,11 @@ static int right(const float *recv, int every)
     return ok && t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD);
 }
 
-/* One call with `fails` large allocations (at least min_bytes) failing on
- * the last rank: its MPI error class, and whether the injection took
- * place. */
-static int armed_call(const char *how, const float *send, float *recv, int fails, const char *min_bytes)
+/* One call with `fails` allocations of min_bytes to max_bytes (NULL: no
+ * limit) failing on the last rank: its MPI error class.  `injected`: the
+ * call must have met every armed failure, else none of them. */
+static int armed_call(const char *how, const float *send, float *recv, int fails, const char *min_bytes,
+                      const char *max_bytes, int injected)
 {
     char arm[8];
     int rc, cls = MPI_SUCCESS;
@@ -90,86 +91,131 @@ static int armed_call(const char *how, const float *send, float *recv, int fails
     if (rank == size - 1 && fails > 0) {
         setenv("FAILALLOC_ARM", arm, 1);
         setenv("FAILALLOC_MIN_BYTES", min_bytes, 1);
+        if (max_bytes) setenv("FAILALLOC_MAX_BYTES", max_bytes, 1);
     }
     memset(recv, 0, N * sizeof *recv);
     rc = call(how, send, recv);
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-    expect(getenv("FAILALLOC_ARM") == NULL, "an allocation meant to fail did not (the injection did not take place)");
+    if (injected)
+        expect(getenv("FAILALLOC_ARM") == NULL, "an allocation meant to fail did not (the injection did not take place)");
+    else if (rank == size - 1 && fails > 0)
+        expect(getenv("FAILALLOC_ARM") && strcmp(getenv("FAILALLOC_ARM"), arm) == 0,
+               "a call meant to allocate nothing did");
     unsetenv("FAILALLOC_ARM");
     unsetenv("FAILALLOC_MIN_BYTES");
+    unsetenv("FAILALLOC_MAX_BYTES");
     return cls;
 }
 
 /* The input pool's routes (argv[2] "room"), N floats: dense 4 MiB, the
  * room at least 256 KiB; every 5th index gives a 1.6 MiB stream, every
- * 4th 2 MiB, both pools grown to about 4 MiB. */
+ * 4th 2 MiB, both pools grown to about 4 MiB.  The first call's room is
+ * the only allocation of 64 KiB to 1 MiB (the result's pool is 4 MiB). */
 static void room(const char *how, float *send, float *recv)
 {
     int cls, ok;
     fill(send, 1000);
-    cls = armed_call(how, send, recv, 0, NULL);
+    cls = armed_call(how, send, recv, 1, "65536", "1048576", 1);
     ok = right(recv, 1000);
-    expect(cls == MPI_SUCCESS && ok, "room: the first call failed or is wrong");
+    expect(cls == MPI_SUCCESS && ok, "room: without the room the call failed or is wrong");
     fill(send, 5);
-    cls = armed_call(how, send, recv, 1, "1048576");
+    cls = armed_call(how, send, recv, 1, "1048576", NULL, 1);
     ok = right(recv, 5);
     expect(cls == MPI_SUCCESS && ok, "room: without the grown pool the call failed or is wrong");
     fill(send, 4);
-    cls = armed_call(how, send, recv, 2, "1048576");
+    cls = armed_call(how, send, recv, 2, "1048576", NULL, 1);
     expect(cls == MPI_ERR_NO_MEM, "room: without the stream's bytes the call did not fail with MPI_ERR_NO_MEM");
     fill(send, 1000);
-    cls = armed_call(how, send, recv, 1, "65536");
+    cls = armed_call(how, send, recv, 1, "65536", NULL, 0);
     ok = right(recv, 1000);
-    expect(cls == MPI_SUCCESS && ok, "room: without the room the call failed or is wrong");
+    expect(cls == MPI_SUCCESS && ok, "room: after a pool could not grow the call failed or is wrong");
     fill(send, 4);
-    cls = armed_call(how, send, recv, 0, NULL);
+    cls = armed_call(how, send, recv, 0, NULL, NULL, 0);
     ok = right(recv, 4);
     expect(cls == MPI_SUCCESS && ok, "room: the last call failed or is wrong");
 }
 
 /* Tagged calls (argv[2] "tagged"): the algorithm's scratch is reserved
- * once the problem is agreed.  Streams of
- * TAGGED_DIM floats, each rank's entries at density d (refsum.h; at
- * d = 0.04 a stream holds 1.3 MiB).  In order: the first call fails
- * (nothing is reserved yet); at d = 0.02 and 0.03 calls succeed and are
- * right; at 0.05 the scratch must grow, and the call fails -- except
- * where it runs piggybacked on the agreement (argv[3] "piggybacked":
- * recursive doubling, not pipelined, chosen by the previous call), with a
- * reservation for up to twice the previous inputs: the rank that cannot
- * reserve that declines, and the call runs after the agreement on a
- * reservation that succeeds; at 0.16,
- * beyond what a piggybacked call reserves for, the call reserves after
- * the agreement and fails on every rank; the same again succeeds. */
+ * once the problem is agreed.  Streams of TAGGED_DIM floats, each rank's
+ * entries at density d (refsum.h; at d = 0.04 a stream holds 1.3 MiB).
+ * In order: the first call fails (nothing is reserved yet); at d = 0.02
+ * and 0.03 calls succeed and are right; at 0.05 the scratch must grow, and
+ * the call fails; at 0.16 too; the same again succeeds.
+ *
+ * Piggybacked (argv[3] "piggybacked": recursive doubling, not pipelined,
+ * chosen by the previous call): a call that runs after the agreement
+ * reserves, beside its scratch, what the next call may need piggybacked
+ * (inputs of up to twice its own), so at 0.03 the call allocates nothing
+ * (two armed failures, neither met) and succeeds; at 0.05 it cannot
+ * piggyback on what is reserved, reserves after the agreement and fails;
+ * at 0.02 it succeeds again; then the last rank's input (0.16) is beyond
+ * the reservation: it declines, receives the others' streams on what is
+ * reserved, and the reservation after the agreement fails on every rank
+ * together; the same again succeeds. */
 enum { TAGGED_DIM = 1 << 22 };
 
-static void tagged_step(const char *how, int fails, double density, int must_succeed, uint64_t seed,
-                        const char *what, MPI_Datatype type, void *send, void *recv, void *scratch)
+typedef struct tagged_step {
+    const char *what;
+    double density, last_density; /* last_density: the last rank's (0: density) */
+    int arm;                      /* failures armed on the last rank */
+    int injected;                 /* ... and whether the call must meet one */
+    int must_succeed;
+} tagged_step;
+
+static void tagged_call(const char *how, const tagged_step *st, uint64_t seed, MPI_Datatype type, void *send,
+                        void *recv, void *scratch)
 {
     MPI_Count count = sparcml_capacity(TAGGED_DIM, SPARCML_FLOAT);
-    rs_problem p = {seed, TAGGED_DIM, SPARCML_FLOAT, density};
-    int rc, cls = MPI_SUCCESS;
+    int last = rank == size - 1, rc, cls = MPI_SUCCESS;
+    rs_problem p = {seed, TAGGED_DIM, SPARCML_FLOAT, last && st->last_density ? st->last_density : st->density};
+    char arm[8];
+    snprintf(arm, sizeof arm, "%d", st->arm);
     expect(rs_build(&p, rank, send, count, scratch) == SPARCML_OK, "tagged: could not build the input");
-    if (rank == size - 1 && fails) setenv("FAILALLOC_ARM", "1", 1);
+    if (last && st->arm) setenv("FAILALLOC_ARM", arm, 1);
     rc = call_as(how, send, recv, (int)count, type);
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-    expect(getenv("FAILALLOC_ARM") == NULL, "tagged: the injection did not take place");
+    if (last && st->arm) {
+        const char *left = getenv("FAILALLOC_ARM");
+        expect(st->injected == (!left || strcmp(left, arm) != 0),
+               st->injected ? "tagged: the injection did not take place" : "tagged: a call meant to allocate nothing did");
+    }
     unsetenv("FAILALLOC_ARM");
-    if (!must_succeed) {
-        if (cls != MPI_ERR_NO_MEM) fprintf(stderr, "FAIL rank %d: tagged %s: class %d, not MPI_ERR_NO_MEM\n", rank, what, cls);
+    if (!st->must_succeed) {
+        if (cls != MPI_ERR_NO_MEM) fprintf(stderr, "FAIL rank %d: tagged %s: class %d, not MPI_ERR_NO_MEM\n", rank, st->what, cls);
         failures += cls != MPI_ERR_NO_MEM;
         return;
     }
     /* rs_check leaves the result's dense values in scratch: the same bits
      * on every rank */
+    p.density = st->density;
     if (rc != MPI_SUCCESS || rs_check(&p, size, recv, scratch) != 0
         || !t_same_everywhere(t_fnv(scratch, (size_t)TAGGED_DIM * sizeof(float)), MPI_COMM_WORLD)) {
-        fprintf(stderr, "FAIL rank %d: tagged %s: rc %d or a wrong sum\n", rank, what, rc);
+        fprintf(stderr, "FAIL rank %d: tagged %s: rc %d or a wrong sum\n", rank, st->what, rc);
         failures++;
     }
 }
 
 static void tagged(const char *how, int piggybacked, void **send, void **recv)
 {
+    static const tagged_step plain[] = {
+        {"first call", 0.04, 0, 1, 1, 0},
+        {"second call", 0.02, 0, 0, 0, 1},
+        {"third call", 0.03, 0, 0, 0, 1},
+        {"grown scratch", 0.05, 0, 1, 1, 0},
+        {"beyond the scratch", 0.16, 0, 1, 1, 0},
+        {"the same again", 0.16, 0, 0, 0, 1},
+    };
+    static const tagged_step ahead[] = {
+        {"first call", 0.04, 0, 1, 1, 0},
+        {"second call", 0.02, 0, 0, 0, 1},
+        {"piggybacked on the reservation", 0.03, 0, 2, 0, 1},
+        {"grown scratch", 0.05, 0, 1, 1, 0},
+        {"after a failure", 0.02, 0, 0, 0, 1},
+        {"a rank beyond the reservation", 0.02, 0.16, 1, 1, 0},
+        {"the same again", 0.16, 0, 0, 0, 1},
+    };
+    const tagged_step *steps = piggybacked ? ahead : plain;
+    int n = piggybacked ? (int)(sizeof ahead / sizeof ahead[0]) : (int)(sizeof plain / sizeof plain[0]);
     MPI_Count count = sparcml_capacity(TAGGED_DIM, SPARCML_FLOAT);
     void *scratch = t_alloc_words((MPI_Count)TAGGED_DIM * 2);
     MPI_Datatype t;
@@ -178,12 +224,7 @@ static void tagged(const char *how, int piggybacked, void **send, void **recv)
     free(*recv);
     *send = t_alloc_words(count);
     *recv = t_alloc_words(count);
-    tagged_step(how, 1, 0.04, 0, 1, "first call", t, *send, *recv, scratch);
-    tagged_step(how, 0, 0.02, 1, 2, "second call", t, *send, *recv, scratch);
-    tagged_step(how, 0, 0.03, 1, 3, "third call", t, *send, *recv, scratch);
-    tagged_step(how, 1, 0.05, piggybacked, 4, "grown scratch", t, *send, *recv, scratch);
-    tagged_step(how, 1, 0.16, 0, 5, "beyond a piggybacked reservation", t, *send, *recv, scratch);
-    tagged_step(how, 0, 0.16, 1, 6, "the same again", t, *send, *recv, scratch);
+    for (int i = 0; i < n; i++) tagged_call(how, &steps[i], (uint64_t)i + 1, t, *send, *recv, scratch);
     MPI_Type_free(&t);
     free(scratch);
 }
