@@ -198,21 +198,21 @@ static void tagged_call(const char *how, const tagged_step *st, uint64_t seed, M
 static void tagged(const char *how, int piggybacked, void **send, void **recv)
 {
     static const tagged_step plain[] = {
-        {"first call", 0.04, 0, 1, 1, 0},
-        {"second call", 0.02, 0, 0, 0, 1},
-        {"third call", 0.03, 0, 0, 0, 1},
-        {"grown scratch", 0.05, 0, 1, 1, 0},
-        {"beyond the scratch", 0.16, 0, 1, 1, 0},
-        {"the same again", 0.16, 0, 0, 0, 1},
+        {.what = "first call", .density = 0.04, .arm = 1, .injected = 1},
+        {.what = "second call", .density = 0.02, .must_succeed = 1},
+        {.what = "third call", .density = 0.03, .must_succeed = 1},
+        {.what = "grown scratch", .density = 0.05, .arm = 1, .injected = 1},
+        {.what = "beyond the scratch", .density = 0.16, .arm = 1, .injected = 1},
+        {.what = "the same again", .density = 0.16, .must_succeed = 1},
     };
     static const tagged_step ahead[] = {
-        {"first call", 0.04, 0, 1, 1, 0},
-        {"second call", 0.02, 0, 0, 0, 1},
-        {"piggybacked on the reservation", 0.03, 0, 2, 0, 1},
-        {"grown scratch", 0.05, 0, 1, 1, 0},
-        {"after a failure", 0.02, 0, 0, 0, 1},
-        {"a rank beyond the reservation", 0.02, 0.16, 1, 1, 0},
-        {"the same again", 0.16, 0, 0, 0, 1},
+        {.what = "first call", .density = 0.04, .arm = 1, .injected = 1},
+        {.what = "second call", .density = 0.02, .must_succeed = 1},
+        {.what = "piggybacked on the reservation", .density = 0.03, .arm = 2, .must_succeed = 1},
+        {.what = "grown scratch", .density = 0.05, .arm = 1, .injected = 1},
+        {.what = "after a failure", .density = 0.02, .must_succeed = 1},
+        {.what = "a rank beyond the reservation", .density = 0.02, .last_density = 0.16, .arm = 1, .injected = 1},
+        {.what = "the same again", .density = 0.16, .must_succeed = 1},
     };
     const tagged_step *steps = piggybacked ? ahead : plain;
     int n = piggybacked ? (int)(sizeof ahead / sizeof ahead[0]) : (int)(sizeof plain / sizeof plain[0]);
