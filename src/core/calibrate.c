@@ -36,7 +36,14 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
     if (t->pairs > 0) {
         double small = 1e-12 * (double)t->small_ps / (double)t->pairs;
         double large = 1e-12 * (double)t->large_ps / (double)t->pairs;
-        v.beta = (large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
+        /* A large round trip, 2 alpha + 2 beta L, also bounds beta from
+         * above; where the fastest small one was held up longer than the
+         * fastest large one (a loaded machine), the excess alone would say
+         * a byte costs about nothing, and every choice would follow.  So
+         * beta is at least half that bound: wherever alpha is below beta L
+         * (128 KiB: shared memory, 1 to 100 Gbit/s) it does not bind. */
+        v.beta = fmax((large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES),
+                      large / 2 / CALIB_LARGE_BYTES / 2);
     }
     if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
     return v;

@@ -16,7 +16,8 @@
  *    rank r times CALIB_SMALL_REPS round trips of CALIB_SMALL_BYTES and
  *    CALIB_LARGE_REPS of CALIB_LARGE_BYTES (after one untimed exchange of
  *    each, which sets up the connection); the fastest large round trip's
- *    excess over the fastest small one is 2 beta per byte.
+ *    excess over the fastest small one is 2 beta per byte, and beta is at
+ *    least a quarter of the large round trip per byte (calib_derive).
  * The fastest of a few runs, not a typical one: delays only add (another
  * process on the core, a partner not yet scheduled).  Gamma's short runs
  * mostly finish within a time slice: the price on a core of its own, as

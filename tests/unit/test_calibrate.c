@@ -66,6 +66,16 @@ START_TEST(derive)
     v = calib_derive(&t, 1);
     ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 2e-9, 1e-14);
+    /* A loaded machine: every small round trip held up (500 us) beyond
+     * the fastest large one (300 us).  Not a byte for free: a quarter of
+     * the large round trip per byte, 0.572 ns/B. */
+    t.pairs = 1;
+    t.small_ps = calib_ps(500e-6);
+    t.large_ps = calib_ps(300e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 300e-6 / 4 / CALIB_LARGE_BYTES, 1e-15);
+    /* Barely slower (the excess 1 us): the same floor. */
+    t.small_ps = calib_ps(299e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 300e-6 / 4 / CALIB_LARGE_BYTES, 1e-15);
 }
 END_TEST
 
