@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "alg/algorithms.h"
+#include "alg/scratch.h"
 #include "base/errors.h"
 #include "base/mpi_flavour.h"
 #include "base/placement.h"
@@ -436,8 +437,7 @@ static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p,
     uint64_t next[CTX_CAPACITIES] = {0};
     if (!op->set->piggyback || memo_choice(&op->c, op->alg) != SPARCML_ALG_RECURSIVE_DOUBLE) return;
     piggyback_scratch(&op->c, p->dim, piggyback_cap(p->dim, p->k_max), next);
-    for (int i = 0; i < CTX_CAPACITIES; i++)
-        if (next[i] > need[i]) need[i] = next[i];
+    for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
 
 static int tagged_begin(sched *s)

@@ -169,7 +169,8 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
          * grows, so a repeated call of the same size never allocates, and
          * the peak stays at the largest single request (docs/design.md).
          * A pool that cannot grow keeps what it has: what the ranks agreed
-         * their pools hold (core/op.c) stays true. */
+         * their pools hold (core/op.c) stays true.  So while it grows the
+         * old buffer and the new one are both held, for one allocation. */
         size_t want = ((size_t)bytes + 63) & ~(size_t)63;
         void *grown = aligned_alloc(64, want);
         if (!grown) return NULL;
