@@ -17,6 +17,15 @@ int64_t calib_ps(double seconds)
     return seconds > 0 ? (int64_t)llround(seconds * 1e12) : 0;
 }
 
+/* The fastest repetition's time per round and rank (seconds). */
+static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
+{
+    int64_t fastest = ps[0];
+    for (int r = 1; r < CALIB_ROUND_REPS; r++)
+        if (ps[r] < fastest) fastest = ps[r];
+    return 1e-12 * (double)fastest / (double)t->exchangers / cost_ceil_log2((int)t->exchangers);
+}
+
 calib_values calib_derive(const calib_totals *t, double ranks_per_core)
 {
     calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN};
@@ -25,25 +34,16 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
         /* The fastest repetition, as the ranks saw it on average: delays
          * only add, and in every repetition all P ranks run, so where they
          * share cores each holds the waits for the scheduler.  The model
-         * prices recursive doubling's ceil(log2 P) rounds at alpha times
-         * the ranks per core each (core/select.c): alpha is a round of the
-         * exchange over the sharing. */
-        int64_t fastest = t->round_ps[0];
-        for (int r = 1; r < CALIB_ROUND_REPS; r++)
-            if (t->round_ps[r] < fastest) fastest = t->round_ps[r];
-        v.alpha = 1e-12 * (double)fastest / (double)t->exchangers / cost_ceil_log2((int)t->exchangers) / share;
-    }
-    if (t->pairs > 0) {
-        double small = 1e-12 * (double)t->small_ps / (double)t->pairs;
-        double large = 1e-12 * (double)t->large_ps / (double)t->pairs;
-        /* A large round trip, 2 alpha + 2 beta L, also bounds beta from
-         * above; where the fastest small one was held up longer than the
-         * fastest large one (a loaded machine), the excess alone would say
-         * a byte costs about nothing, and every choice would follow.  So
-         * beta is at least half that bound: wherever alpha is below beta L
-         * (128 KiB: shared memory, 1 to 100 Gbit/s) it does not bind. */
-        v.beta = fmax((large - small) / 2 / (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES),
-                      large / 2 / CALIB_LARGE_BYTES / 2);
+         * prices a round at alpha times the ranks per core (core/select.c):
+         * alpha is a round over the sharing.  Where the mid-size rounds
+         * were held up beyond the large ones (a loaded machine), their
+         * difference alone would say a byte costs about nothing, and every
+         * choice would follow: so beta is at least a quarter of the large
+         * round per byte, which binds only where the round's latency
+         * exceeds three times its bytes' time. */
+        double mid = fastest_round(t->mid_ps, t), large = fastest_round(t->large_ps, t);
+        v.beta = fmax((large - mid) / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), large / CALIB_LARGE_BYTES / 4);
+        v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, 0) / share;
     }
     if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
     return v;
@@ -85,68 +85,37 @@ static double time_merge(void)
     return best;
 }
 
-/* This rank and `partner` exchange reps messages of `bytes` back and forth;
- * the first sends and times the round trips (the fastest in *fastest). */
-static int ping_pong(MPI_Comm comm, int partner, int first, char *buf, int bytes, int reps, double *fastest)
-{
-    int rc = MPI_SUCCESS;
-    *fastest = INFINITY;
-    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
-        double t0 = PMPI_Wtime();
-        if (first) {
-            rc = PMPI_Send(buf, bytes, MPI_BYTE, partner, 0, comm);
-            if (rc == MPI_SUCCESS) rc = PMPI_Recv(buf, bytes, MPI_BYTE, partner, 0, comm, MPI_STATUS_IGNORE);
-        } else {
-            rc = PMPI_Recv(buf, bytes, MPI_BYTE, partner, 0, comm, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS) rc = PMPI_Send(buf, bytes, MPI_BYTE, partner, 0, comm);
-        }
-        *fastest = fmin(*fastest, PMPI_Wtime() - t0);
-    }
-    return rc;
-}
-
-/* reps exchanges of CALIB_SMALL_BYTES over all ranks in ceil(log2 P)
- * rounds, each rank sending to rank + 2^i and receiving from rank - 2^i in
- * round i (mod P): every round waits for a partner as recursive doubling's
- * do, scheduling included where ranks share cores.  ps[r]: this rank's
- * time for repetition r (NULL: untimed).  Tag 1: a rank done early may
- * already send its ping-pong's (tag 0) to a rank still exchanging. */
-static int exchange(MPI_Comm comm, int rank, int size, char *buf, int reps, int64_t *ps)
+/* reps exchanges of `bytes` over all ranks in ceil(log2 P) rounds, each
+ * rank sending to rank + 2^i and receiving from rank - 2^i in round i (mod
+ * P): every round waits for a partner as the algorithms' do, scheduling
+ * included where ranks share cores.  ps[r]: this rank's time for
+ * repetition r (NULL: untimed).  buf holds 2 * bytes. */
+static int exchange(MPI_Comm comm, int rank, int size, char *buf, int bytes, int reps, int64_t *ps)
 {
     int rc = MPI_SUCCESS;
     for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
         double t0 = PMPI_Wtime();
         for (int d = 1; rc == MPI_SUCCESS && d < size; d *= 2)
-            rc = PMPI_Sendrecv(buf, CALIB_SMALL_BYTES, MPI_BYTE, (rank + d) % size, 1, buf + CALIB_SMALL_BYTES,
-                               CALIB_SMALL_BYTES, MPI_BYTE, (rank - d + size) % size, 1, comm, MPI_STATUS_IGNORE);
+            rc = PMPI_Sendrecv(buf, bytes, MPI_BYTE, (rank + d) % size, 0, buf + bytes, bytes, MPI_BYTE,
+                               (rank - d + size) % size, 0, comm, MPI_STATUS_IGNORE);
         if (ps) ps[r] = calib_ps(PMPI_Wtime() - t0);
     }
     return rc;
 }
 
-/* This rank's share of the totals: its merge time, its exchanges over all
- * ranks (one untimed first: connection set-up, and no rank leaves it
- * before every rank has entered), and as the first of a pair its round
- * trips (one of each size first, untimed), with buf of CALIB_LARGE_BYTES. */
+/* This rank's share of the totals: its merge time and its exchanges of
+ * either size over all ranks (one untimed first: connection set-up, and
+ * no rank leaves it before every rank has entered), with buf of 2 *
+ * CALIB_LARGE_BYTES. */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, calib_totals *mine)
 {
-    int half = size / 2, partner = rank < half ? rank + half : rank - half, first = rank < half;
-    double small = 0, large = 0, merge = time_merge();
-    int rc = exchange(comm, rank, size, buf, 1, NULL);
+    double merge = time_merge();
+    int rc = exchange(comm, rank, size, buf, CALIB_MID_BYTES, 1, NULL);
     *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge)};
-    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_ROUND_REPS, mine->round_ps);
-    if (rank >= 2 * half) partner = MPI_PROC_NULL; /* odd P: the last rank rests */
-    if (rc == MPI_SUCCESS && partner != MPI_PROC_NULL) {
-        rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, 1, &small);
-        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_SMALL_BYTES, CALIB_SMALL_REPS, &small);
-        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, 1, &large);
-        if (rc == MPI_SUCCESS) rc = ping_pong(comm, partner, first, buf, CALIB_LARGE_BYTES, CALIB_LARGE_REPS, &large);
-    }
-    mine->pairs = partner != MPI_PROC_NULL && first;
-    if (mine->pairs) {
-        mine->small_ps = calib_ps(small);
-        mine->large_ps = calib_ps(large);
-    }
+    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_MID_BYTES, CALIB_ROUND_REPS, mine->mid_ps);
+    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_LARGE_BYTES, 1, NULL);
+    if (rc == MPI_SUCCESS)
+        rc = exchange(comm, rank, size, buf, CALIB_LARGE_BYTES, CALIB_ROUND_REPS, mine->large_ps);
     return rc;
 }
 
@@ -215,7 +184,7 @@ int calibrate_job(MPI_Comm comm)
     /* The memory comes first and is agreed with the variables: a rank
      * without it must not leave the others waiting in the exchange, so
      * then no rank measures and all keep the defaults. */
-    buf = calloc(1, CALIB_LARGE_BYTES);
+    buf = calloc(2, CALIB_LARGE_BYTES);
     placements = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
     mine[0] = s->cost_set;
     mine[1] = buf && placements;

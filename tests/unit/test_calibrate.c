@@ -33,16 +33,24 @@ START_TEST(picoseconds)
 }
 END_TEST
 
-/* Totals of 8 ranks on a rig-like network: every rank takes 240 us for
- * each exchange of 3 rounds (80 us a round: 4 ranks per core waiting 20 us
- * each), 4 pairs with a 40 us small round trip and a large one of 40 us
- * plus 2 beta per byte at 8.3 ns/B, 8 ranks merging at 2.5 ns/entry. */
+/* A round of `bytes` taking alpha_r + beta bytes, as totals of P ranks
+ * over an exchange of ceil(log2 P) rounds, every repetition alike. */
+static void set_rounds(calib_totals *t, int64_t P, int rounds, double alpha_r, double beta)
+{
+    t->exchangers = P;
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t->mid_ps[r] = P * calib_ps(rounds * (alpha_r + beta * CALIB_MID_BYTES));
+        t->large_ps[r] = P * calib_ps(rounds * (alpha_r + beta * CALIB_LARGE_BYTES));
+    }
+}
+
+/* Totals of 8 ranks on a rig-like network: a round takes 80 us (4 ranks
+ * per core waiting 20 us each) plus 8.3 ns per byte, 3 rounds an exchange;
+ * 8 ranks merging at 2.5 ns/entry. */
 static calib_totals rig_like(void)
 {
-    double large = 40e-6 + 2 * 8.3e-9 * (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES);
-    calib_totals t = {.exchangers = 8, .pairs = 4, .small_ps = 4 * calib_ps(40e-6), .large_ps = 4 * calib_ps(large),
-                      .ranks = 8, .merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
-    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = 8 * calib_ps(240e-6);
+    calib_totals t = {.ranks = 8, .merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
+    set_rounds(&t, 8, 3, 80e-6, 8.3e-9);
     return t;
 }
 
@@ -50,7 +58,7 @@ START_TEST(derive)
 {
     calib_totals t = rig_like();
     calib_values v = calib_derive(&t, 1), shared = calib_derive(&t, 4);
-    ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12); /* 240 us over 3 rounds */
+    ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 8.3e-9, 1e-14);
     ck_assert_double_eq_tol(v.gamma, 2.5e-9, 1e-14);
     /* Sharing cores: the model multiplies alpha by the ranks per core, so
@@ -58,53 +66,80 @@ START_TEST(derive)
     ck_assert_double_eq_tol(shared.alpha, 20e-6, 1e-12);
     ck_assert(shared.beta == v.beta && shared.gamma == v.gamma);
     ck_assert(calib_derive(&t, 0.5).alpha == v.alpha); /* below 1 counts as 1 */
-    /* Pairs that differ: beta from the mean of their fastest round trips;
-     * alpha is the exchange's alone. */
-    t.pairs = 2;
-    t.small_ps = calib_ps(30e-6) + calib_ps(50e-6);
-    t.large_ps = t.small_ps + 2 * 2 * calib_ps(2e-9 * (CALIB_LARGE_BYTES - CALIB_SMALL_BYTES));
+    /* Ranks that differ: the line through their mean rounds.  Rank 0's
+     * rounds take 60 + 1 ns/B, rank 1's 100 + 3 ns/B (us): the mean is
+     * 80 us + 2 ns/B. */
+    set_rounds(&t, 2, 1, 0, 0);
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t.mid_ps[r] = calib_ps(60e-6 + 1e-9 * CALIB_MID_BYTES) + calib_ps(100e-6 + 3e-9 * CALIB_MID_BYTES);
+        t.large_ps[r] = calib_ps(60e-6 + 1e-9 * CALIB_LARGE_BYTES) + calib_ps(100e-6 + 3e-9 * CALIB_LARGE_BYTES);
+    }
     v = calib_derive(&t, 1);
     ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 2e-9, 1e-14);
-    /* A loaded machine: every small round trip held up (500 us) beyond
-     * the fastest large one (300 us).  Not a byte for free: a quarter of
-     * the large round trip per byte, 0.572 ns/B. */
-    t.pairs = 1;
-    t.small_ps = calib_ps(500e-6);
-    t.large_ps = calib_ps(300e-6);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 300e-6 / 4 / CALIB_LARGE_BYTES, 1e-15);
-    /* Barely slower (the excess 1 us): the same floor. */
-    t.small_ps = calib_ps(299e-6);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 300e-6 / 4 / CALIB_LARGE_BYTES, 1e-15);
+}
+END_TEST
+
+/* A loaded machine: every mid-size round held up (500 us) beyond the
+ * fastest large one (300 us).  Not a byte for free: a quarter of the large
+ * round per byte, 0.572 ns/B, and alpha what the mid round leaves. */
+START_TEST(derive_loaded)
+{
+    calib_totals t = {.exchangers = 2};
+    double beta = 300e-6 / 4 / CALIB_LARGE_BYTES;
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t.mid_ps[r] = 2 * calib_ps(500e-6);
+        t.large_ps[r] = 2 * calib_ps(300e-6);
+    }
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, beta, 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 500e-6 - beta * CALIB_MID_BYTES, 1e-12);
+    /* Barely faster large rounds than the floor's line: the same floor. */
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = 2 * calib_ps(299e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, beta, 1e-15);
+    /* Large rounds far beyond the mid ones' line: alpha not below 0. */
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = 2 * calib_ps(10e-6);
+    ck_assert(calib_derive(&t, 1).alpha == 0);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 290e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
 }
 END_TEST
 
 /* The repetitions' totals of 4 ranks (2 rounds), in us per rank: most
- * are held up by other processes to some degree; the fastest, 10 us, is
- * 5 us a round, whichever ranks paid the delays. */
+ * are held up by other processes to some degree; the fastest of each
+ * size counts, whichever ranks paid the delays: 10 us (mid) and 24 us
+ * (large), 5 and 12 us a round: beta 7 us over 112 KiB, alpha 5 us less
+ * the mid size's 16 KiB at that rate, 4 us. */
 START_TEST(derive_fastest_round)
 {
-    static const double us[] = {30, 12, 900, 10.5, 14, 11, 2000, 13, 16, 25, 10, 400, 18, 12, 11, 60};
+    static const double mid[] = {30, 12, 900, 10.5, 14, 10, 2000, 13};
+    static const double large[] = {31, 40, 90, 24, 44, 41, 200, 43};
     calib_totals t = {.exchangers = 4};
-    _Static_assert(sizeof us / sizeof us[0] == CALIB_ROUND_REPS, "one time a repetition");
-    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = 4 * calib_ps(us[r] * 1e-6);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 5e-6, 1e-12);
-    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 2.5e-6, 1e-12);
-    /* Without pairs or merges, only alpha. */
-    ck_assert(isnan(calib_derive(&t, 1).beta) && isnan(calib_derive(&t, 1).gamma));
+    _Static_assert(sizeof mid / sizeof mid[0] == CALIB_ROUND_REPS, "one time a repetition");
+    _Static_assert(sizeof large / sizeof large[0] == CALIB_ROUND_REPS, "one time a repetition");
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t.mid_ps[r] = 4 * calib_ps(mid[r] * 1e-6);
+        t.large_ps[r] = 4 * calib_ps(large[r] * 1e-6);
+    }
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 7e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 4e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 2e-6, 1e-12);
+    /* Without merges, no gamma. */
+    ck_assert(isnan(calib_derive(&t, 1).gamma));
 }
 END_TEST
 
 /* An exchange of P ranks has ceil(log2 P) rounds: 1 at P = 2, 2 at 3 and
- * 4, 3 at 5 to 8, 4 at 9; each rank 12 us an exchange. */
+ * 4, 3 at 5 to 8, 4 at 9; each rank 12 us plus 12 ns/B an exchange. */
 START_TEST(derive_rounds_of_p)
 {
-    static const struct { int P; double alpha; } cases[] = {{2, 12e-6}, {3, 6e-6}, {4, 6e-6}, {5, 4e-6},
-                                                            {8, 4e-6}, {9, 3e-6}};
+    static const struct { int P; double per_round; } cases[] = {{2, 12e-6}, {3, 6e-6}, {4, 6e-6}, {5, 4e-6},
+                                                                {8, 4e-6}, {9, 3e-6}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        calib_totals t = {.exchangers = cases[i].P};
-        for (int r = 0; r < CALIB_ROUND_REPS; r++) t.round_ps[r] = cases[i].P * calib_ps(12e-6);
-        ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, cases[i].alpha, 1e-12);
+        calib_totals t = {0};
+        calib_values v;
+        set_rounds(&t, cases[i].P, 1, 12e-6, 12e-9);
+        v = calib_derive(&t, 1);
+        ck_assert_double_eq_tol(v.alpha, cases[i].per_round, 1e-12);
+        ck_assert_double_eq_tol(v.beta, cases[i].per_round * 1e-3, 1e-15);
     }
 }
 END_TEST
@@ -114,9 +149,9 @@ START_TEST(derive_without_samples)
     calib_totals t = {0};
     calib_values v = calib_derive(&t, 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.gamma));
-    t.exchangers = 1; /* one rank: no round */
-    t.round_ps[0] = calib_ps(1e-6);
-    ck_assert(isnan(calib_derive(&t, 1).alpha));
+    set_rounds(&t, 1, 1, 1e-6, 1e-9); /* one rank: no round */
+    v = calib_derive(&t, 1);
+    ck_assert(isnan(v.alpha) && isnan(v.beta));
 }
 END_TEST
 
@@ -187,6 +222,7 @@ Suite *calibrate_suite(void)
     TCase *tc = tcase_create("arithmetic");
     tcase_add_test(tc, picoseconds);
     tcase_add_test(tc, derive);
+    tcase_add_test(tc, derive_loaded);
     tcase_add_test(tc, derive_fastest_round);
     tcase_add_test(tc, derive_rounds_of_p);
     tcase_add_test(tc, derive_without_samples);
