@@ -93,7 +93,10 @@ int cost_largest_power_of_two(int P)
  * in O(P): MPICH 4.0 runs a ring from 512 KiB in all when P is a power of
  * two, from 80 KiB otherwise (its default collective selection); Open MPI
  * 4.1 a ring or neighbour exchange (P/2 rounds) above a few KiB per rank.
- * MPICH's rule is modelled: its P - 1 rounds are also the upper bound. */
+ * MPICH's rule is modelled: its P - 1 rounds are also the upper bound.
+ * Where the calibration measured the vendor's gather slower than that
+ * price (MPICH on shared memory: 2-3 times an exchange of the same bytes,
+ * its temporary buffers' copies), its factor scales the price. */
 #define VENDOR_RING_BYTES_POW2 524288.0
 #define VENDOR_RING_BYTES 81920.0
 
@@ -106,7 +109,8 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
 {
     double P = p->P;
     int ring = bytes >= vendor_ring_bytes(p);
-    return (ring ? P - 1 : cost_ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes;
+    double factor = m->vendor_gather > 1 ? m->vendor_gather : 1;
+    return factor * ((ring ? P - 1 : cost_ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes);
 }
 
 /* Recursive doubling (P a power of two) or Bruck's dissemination: ceil(log2
@@ -117,14 +121,16 @@ double cost_library_allgather(const cost_model *m, const sparcml_problem *p, dou
     return cost_ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
-/* Both gathers move the same bytes; they differ in rounds only.  So the
- * library's is the cheaper exactly where the vendor's ring runs and takes
- * more rounds than ceil(log2 P) (P >= 4); where both take the same rounds
- * the vendor's keeps it: its rounds run inside the MPI library, not as
- * steps of the schedule. */
+/* Both gathers move the same bytes in no more rounds for the library's.
+ * So where the vendor's was measured slower than its price (a factor
+ * above 1) the library's is the cheaper at every size; else exactly where
+ * the vendor's ring runs and takes more rounds than ceil(log2 P) (P >= 4);
+ * where both take the same rounds the vendor's keeps it: its rounds run
+ * inside the MPI library, not as steps of the schedule. */
 uint64_t cost_library_gather_min_bytes(const cost_model *m, const sparcml_problem *p)
 {
     if (m->gather != COST_GATHER_MODEL) return m->gather == COST_GATHER_LIBRARY ? 0 : UINT64_MAX;
+    if (m->vendor_gather > 1) return 0;
     if (p->P - 1 <= cost_ceil_log2(p->P)) return UINT64_MAX;
     return (uint64_t)vendor_ring_bytes(p);
 }

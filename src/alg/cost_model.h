@@ -33,6 +33,7 @@ typedef struct cost_model {
     uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
     int gather;               /* cost_gather: the model's choice or a forced one */
     int copy_bound; /* a byte moves as a copy on the cores the merges share: no overlap */
+    double vendor_gather; /* the vendor's allgather(v) over its price here (>= 1; 0 counts as 1) */
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,

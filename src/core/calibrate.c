@@ -26,9 +26,24 @@ static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_tota
     return 1e-12 * (double)fastest / (double)t->exchangers / cost_ceil_log2((int)t->exchangers);
 }
 
+/* The vendor's fastest allgather over its price in the model at a round
+ * of alpha_round (before the sharing) and beta, at least 1: where the
+ * vendor is faster than its price the model keeps its own rule. */
+static double vendor_factor(const calib_totals *t, double alpha_round, double beta)
+{
+    int64_t fastest = t->vendor_ps[0];
+    cost_model m = {.alpha = alpha_round, .beta = beta, .vendor_gather = 1};
+    sparcml_problem p = {.P = (int)t->exchangers};
+    double price;
+    for (int r = 1; r < CALIB_ROUND_REPS; r++)
+        if (t->vendor_ps[r] < fastest) fastest = t->vendor_ps[r];
+    price = cost_vendor_allgather(&m, &p, (double)t->vendor_bytes / (double)t->exchangers);
+    return fmax(1e-12 * (double)fastest / (double)t->exchangers / price, 1);
+}
+
 calib_values calib_derive(const calib_totals *t, double ranks_per_core)
 {
-    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN};
+    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN};
     double share = ranks_per_core > 1 ? ranks_per_core : 1;
     if (t->exchangers > 1) {
         /* The fastest repetition, as the ranks saw it on average: delays
@@ -40,10 +55,14 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
          * difference alone would say a byte costs about nothing, and every
          * choice would follow: so beta is at least a quarter of the large
          * round per byte, which binds only where the round's latency
-         * exceeds three times its bytes' time. */
-        double mid = fastest_round(t->mid_ps, t), large = fastest_round(t->large_ps, t);
+         * exceeds three times its bytes' time.  Alpha is at least the
+         * small round: a link that lets a burst pass faster than its rate
+         * (a token bucket) puts the line's origin below its latency. */
+        double small = fastest_round(t->small_ps, t), mid = fastest_round(t->mid_ps, t);
+        double large = fastest_round(t->large_ps, t);
         v.beta = fmax((large - mid) / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), large / CALIB_LARGE_BYTES / 4);
-        v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, 0) / share;
+        v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, small) / share;
+        v.vendor_gather = vendor_factor(t, v.alpha * share, v.beta);
     }
     if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
     return v;
@@ -103,19 +122,46 @@ static int exchange(MPI_Comm comm, int rank, int size, char *buf, int bytes, int
     return rc;
 }
 
-/* This rank's share of the totals: its merge time and its exchanges of
- * either size over all ranks (one untimed first: connection set-up, and
- * no rank leaves it before every rank has entered), with buf of 2 *
- * CALIB_LARGE_BYTES. */
-static int measure(MPI_Comm comm, int rank, int size, char *buf, calib_totals *mine)
+/* reps of the vendor's MPI_Allgatherv of an equal share of
+ * CALIB_LARGE_BYTES from every rank (whole words, at least one), into buf,
+ * with displs of 2 * size ints (counts after them); ps[r] as above.
+ * Returns the bytes gathered, through *bytes. */
+static int vendor_gathers(MPI_Comm comm, int size, char *buf, int *displs, int reps, int64_t *ps, int64_t *bytes)
 {
+    int share = CALIB_LARGE_BYTES / size / 8 * 8, rc = MPI_SUCCESS, *counts = displs + size;
+    if (share < 8) share = 8;
+    for (int r = 0; r < size; r++) {
+        counts[r] = share;
+        displs[r] = r * share;
+    }
+    *bytes = (int64_t)share * size;
+    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
+        double t0 = PMPI_Wtime();
+        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_BYTE, comm);
+        if (ps) ps[r] = calib_ps(PMPI_Wtime() - t0);
+    }
+    return rc;
+}
+
+/* This rank's share of the totals: its merge time, its exchanges of each
+ * size and the vendor's gathers over all ranks (one untimed first:
+ * connection set-up, and no rank leaves it before every rank has entered),
+ * with buf of max(2 * CALIB_LARGE_BYTES, 8 size) bytes and displs of
+ * 2 * size ints. */
+static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, calib_totals *mine)
+{
+    static const int bytes[] = {CALIB_SMALL_BYTES, CALIB_MID_BYTES, CALIB_LARGE_BYTES};
     double merge = time_merge();
-    int rc = exchange(comm, rank, size, buf, CALIB_MID_BYTES, 1, NULL);
+    int rc = MPI_SUCCESS;
     *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge)};
-    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_MID_BYTES, CALIB_ROUND_REPS, mine->mid_ps);
-    if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, CALIB_LARGE_BYTES, 1, NULL);
+    int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps};
+    for (int i = 0; rc == MPI_SUCCESS && i < 3; i++) {
+        rc = exchange(comm, rank, size, buf, bytes[i], 1, NULL);
+        if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, bytes[i], CALIB_ROUND_REPS, ps[i]);
+    }
+    if (rc == MPI_SUCCESS) rc = vendor_gathers(comm, size, buf, displs, 1, NULL, &mine->vendor_bytes);
     if (rc == MPI_SUCCESS)
-        rc = exchange(comm, rank, size, buf, CALIB_LARGE_BYTES, CALIB_ROUND_REPS, mine->large_ps);
+        rc = vendor_gathers(comm, size, buf, displs, CALIB_ROUND_REPS, mine->vendor_ps, &mine->vendor_bytes);
     return rc;
 }
 
@@ -133,16 +179,16 @@ static int ranks_per_core(MPI_Comm comm, int size, char *all, double *out)
 
 static void report(const sparcml_settings *s, double share, double seconds)
 {
-    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s "
+    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s vendor_gather=%.3g "
            "(ranks per core %g; %.2f ms at MPI_Init)\n",
            s->alpha * 1e6, s->cost_set & SETTINGS_SET_ALPHA ? " (set)" : "", s->beta * 1e9,
            s->cost_set & SETTINGS_SET_BETA ? " (set)" : "", s->gamma * 1e9,
-           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", share, seconds * 1e3);
+           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", s->vendor_gather, share, seconds * 1e3);
     fflush(stdout);
 }
 
 /* The measurement on a private duplicate of comm, with the memory it needs. */
-static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements)
+static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements, int *displs)
 {
     const sparcml_settings *s = settings_get();
     MPI_Comm dup = MPI_COMM_NULL;
@@ -152,13 +198,14 @@ static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements)
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
     if (rc == MPI_SUCCESS) rc = ranks_per_core(dup, size, placements, &share);
-    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, &mine);
+    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, displs, &mine);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Allreduce(&mine, &sum, sizeof sum / sizeof(int64_t), MPI_INT64_T, MPI_SUM, dup);
     if (rc == MPI_SUCCESS) {
         calib_values v = calib_derive(&sum, share);
         settings_calibrate_process(isnan(v.alpha) ? s->alpha : v.alpha, isnan(v.beta) ? s->beta : v.beta,
-                                   isnan(v.gamma) ? s->gamma : v.gamma);
+                                   isnan(v.gamma) ? s->gamma : v.gamma,
+                                   isnan(v.vendor_gather) ? s->vendor_gather : v.vendor_gather);
         if (s->verbose && rank == 0) report(s, share, PMPI_Wtime() - t0);
     }
     if (dup != MPI_COMM_NULL) {
@@ -173,6 +220,7 @@ int calibrate_job(MPI_Comm comm)
     const sparcml_settings *s = settings_get();
     const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
     char *buf = NULL, *placements = NULL;
+    int *displs = NULL;
     unsigned mine[2], everywhere[2];
     int size = 1, rc;
     /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
@@ -184,15 +232,17 @@ int calibrate_job(MPI_Comm comm)
     /* The memory comes first and is agreed with the variables: a rank
      * without it must not leave the others waiting in the exchange, so
      * then no rank measures and all keep the defaults. */
-    buf = calloc(2, CALIB_LARGE_BYTES);
+    buf = calloc(1, 8 * (size_t)size > 2 * CALIB_LARGE_BYTES ? 8 * (size_t)size : 2 * CALIB_LARGE_BYTES);
     placements = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
+    displs = malloc(2 * (size_t)size * sizeof *displs);
     mine[0] = s->cost_set;
-    mine[1] = buf && placements;
+    mine[1] = buf && placements && displs;
     rc = PMPI_Allreduce(mine, everywhere, 2, MPI_UNSIGNED, MPI_BAND, comm);
     if (rc == MPI_SUCCESS && !mine[1]) rc = MPI_ERR_NO_MEM;
     else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != all_set)
-        rc = measure_on_dup(comm, size, buf, placements);
+        rc = measure_on_dup(comm, size, buf, placements, displs);
     free(buf);
     free(placements);
+    free(displs);
     return rc;
 }

@@ -8,12 +8,22 @@
  *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of
  *    CALIB_MERGE_REPS runs, per input entry;
  *  - alpha and beta: every rank takes part in CALIB_ROUND_REPS exchanges
- *    of CALIB_MID_BYTES and as many of CALIB_LARGE_BYTES, over all ranks
- *    in ceil(log2 P) rounds (rank r sends to r + 2^i and receives from
- *    r - 2^i in round i), after one untimed of each size; the fastest
- *    repetition of each size, averaged over the ranks, per round, gives a
- *    line through two points: beta its slope per byte (at least a quarter
- *    of the large round per byte), alpha the round's time at no bytes.
+ *    of CALIB_SMALL_BYTES, as many of CALIB_MID_BYTES and of
+ *    CALIB_LARGE_BYTES, over all ranks in ceil(log2 P) rounds (rank r
+ *    sends to r + 2^i and receives from r - 2^i in round i), after one
+ *    untimed of each size; the fastest repetition of each size, averaged
+ *    over the ranks, per round: the mid and large ones give a line, beta
+ *    its slope per byte (at least a quarter of the large round per byte),
+ *    alpha the round's time at no bytes, at least the small round's (a
+ *    link that lets a burst pass faster than its rate puts the line's
+ *    origin below its latency);
+ *  - the vendor's gather: every rank takes part in CALIB_ROUND_REPS
+ *    MPI_Allgatherv of CALIB_LARGE_BYTES in all (an equal share each, in
+ *    whole words), after one untimed; the fastest, averaged over the
+ *    ranks, over what the model prices it at with the alpha and beta just
+ *    measured (cost_vendor_allgather), is the vendor_gather factor (at
+ *    least 1) by which the model multiplies the vendor's gathers.  MPICH
+ *    on shared memory takes 2-3 times an exchange of the same bytes.
  * The fastest of a few runs, not a typical one: delays only add (another
  * process on the core, a partner not yet scheduled).  Gamma's short runs
  * mostly finish within a time slice: the price on a core of its own, as
@@ -40,6 +50,7 @@
 #include <stdint.h>
 
 enum {
+    CALIB_SMALL_BYTES = 8,
     CALIB_MID_BYTES = 16384,
     CALIB_LARGE_BYTES = 131072,
     CALIB_MERGE_ENTRIES = 16384, /* per operand */
@@ -50,23 +61,27 @@ enum {
 /* Sums over the ranks, in picoseconds. */
 typedef struct calib_totals {
     int64_t exchangers;                  /* ranks that timed the exchanges: P */
-    int64_t mid_ps[CALIB_ROUND_REPS];   /* their times for each repetition, */
-    int64_t large_ps[CALIB_ROUND_REPS]; /* of either size */
+    int64_t small_ps[CALIB_ROUND_REPS]; /* their times for each repetition, */
+    int64_t mid_ps[CALIB_ROUND_REPS];   /* of each size */
+    int64_t large_ps[CALIB_ROUND_REPS];
+    int64_t vendor_ps[CALIB_ROUND_REPS]; /* their vendor's allgathers */
+    int64_t vendor_bytes;                /* gathered by each, in all, times P */
     int64_t ranks;    /* ranks that timed the merge */
     int64_t merge_ps; /* their fastest merge-add of 2 CALIB_MERGE_ENTRIES entries */
 } calib_totals;
 
 typedef struct calib_values {
     double alpha, beta, gamma; /* seconds, s/byte, s/entry */
+    double vendor_gather;      /* the vendor's gathers over their price (>= 1) */
 } calib_values;
 
 /* Seconds as integer picoseconds (rounded; negative and NaN as 0). */
 int64_t calib_ps(double seconds);
 
 /* The values every rank derives from the same totals, for ranks sharing
- * cores ranks_per_core (>= 1).  Without an exchange (one rank) alpha and
- * beta are NaN, without a timed merge gamma is (the caller keeps the
- * defaults). */
+ * cores ranks_per_core (>= 1).  Without an exchange (one rank) alpha,
+ * beta and vendor_gather are NaN, without a timed merge gamma is (the
+ * caller keeps the defaults). */
 calib_values calib_derive(const calib_totals *t, double ranks_per_core);
 
 /* The measurement on comm (MPI_COMM_WORLD at MPI_Init), collective; with

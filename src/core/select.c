@@ -55,7 +55,8 @@ static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
      * about 6 ns (3.5-8.8) against 2.5 on a core of its own
      * (bench/RESULTS.md "Kernels"). */
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share,
-                    .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather};
+                    .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
+                    .vendor_gather = s->vendor_gather};
     if (share > 1) {
         m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
         m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);

@@ -253,6 +253,13 @@ static uint64_t scope_hash(const sparcml_settings *s, scope sc, size_t only)
     return h >> 2;
 }
 
+/* Of everything that steers selection: the call-scope variables and the
+ * measured vendor_gather. */
+static uint64_t settings_hash(const sparcml_settings *s)
+{
+    return scope_hash(s, SCOPE_CALL, NVARS) ^ (fnv_bytes(FNV_OFFSET, (const char *)&s->vendor_gather, sizeof s->vendor_gather) >> 2);
+}
+
 int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
                    const char *const *names)
 {
@@ -272,7 +279,8 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
             return -1;
         }
     }
-    s->hash = scope_hash(s, SCOPE_CALL, NVARS);
+    s->vendor_gather = 1;
+    s->hash = settings_hash(s);
     return 0;
 }
 
@@ -309,13 +317,14 @@ static double in_range(size_t offset, double x)
     return x;
 }
 
-void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma)
+void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma, double vendor_gather)
 {
     if (!(s->cost_set & SETTINGS_SET_ALPHA)) s->alpha = in_range(offsetof(sparcml_settings, alpha), alpha);
     if (!(s->cost_set & SETTINGS_SET_BETA)) s->beta = in_range(offsetof(sparcml_settings, beta), beta);
     if (!(s->cost_set & SETTINGS_SET_GAMMA)) s->gamma = in_range(offsetof(sparcml_settings, gamma), gamma);
+    s->vendor_gather = vendor_gather > 1 ? vendor_gather : 1;
     s->calibrated = 1;
-    s->hash = scope_hash(s, SCOPE_CALL, NVARS);
+    s->hash = settings_hash(s);
 }
 
 static sparcml_settings process_settings;
@@ -348,8 +357,8 @@ const sparcml_settings *settings_get(void)
     return &process_settings;
 }
 
-void settings_calibrate_process(double alpha, double beta, double gamma)
+void settings_calibrate_process(double alpha, double beta, double gamma, double vendor_gather)
 {
     pthread_once(&settings_once, settings_load);
-    settings_calibrate(&process_settings, alpha, beta, gamma);
+    settings_calibrate(&process_settings, alpha, beta, gamma, vendor_gather);
 }

@@ -47,6 +47,7 @@ typedef struct sparcml_settings {
     uint64_t compress_max_bytes; /* SPARCML_COMPRESS_MAX_BYTES: error-feedback memory per rank */
     unsigned cost_set;           /* SETTINGS_SET_*: cost-model variables the user set */
     int calibrated;              /* the unset ones hold values measured at MPI_Init */
+    double vendor_gather;        /* the vendor's gathers over their price: 1, or measured (core/calibrate.h) */
     uint64_t hash;               /* of everything that steers selection */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;
@@ -71,12 +72,13 @@ static inline double settings_ranks_per_core(const sparcml_settings *s, double d
 
 /* Measured cost-model parameters (seconds, s/byte, s/entry) replace the
  * defaults of the variables the user did not set (a set one wins), each
- * clamped to its variable's accepted range; the hash follows. */
-void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma);
+ * clamped to its variable's accepted range; vendor_gather (>= 1) is taken
+ * as it is; the hash follows. */
+void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma, double vendor_gather);
 
 /* The same on the process-wide settings: at MPI_Init only, before any
  * call of the library reads them (core/calibrate.h). */
-void settings_calibrate_process(double alpha, double beta, double gamma);
+void settings_calibrate_process(double alpha, double beta, double gamma, double vendor_gather);
 
 /* The process-wide settings, parsed from the environment on first use
  * (thread-safe, never changes afterwards). */

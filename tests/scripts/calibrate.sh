@@ -8,7 +8,7 @@
 # calls all succeed with exact results.
 . "$(dirname "$0")/common.sh"
 prog=("$TESTBIN/sparse_allreduce" --types=float) # a quarter of its calls: short under load
-line='^sparcml: calibrated alpha=[0-9.e+-]* us beta=[0-9.e+-]* ns/B gamma=[0-9.e+-]* ns/entry (ranks per core [0-9.e+]*; [0-9.]* ms at MPI_Init)$'
+line='^sparcml: calibrated alpha=[0-9.e+-]* us beta=[0-9.e+-]* ns/B gamma=[0-9.e+-]* ns/entry vendor_gather=[0-9.e+-]* (ranks per core [0-9.e+]*; [0-9.]* ms at MPI_Init)$'
 for p in 2 3 4 8; do
     run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 -- "${prog[@]}"
     rc=$?
@@ -18,7 +18,7 @@ done
 run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=7 SPARCML_GAMMA_NS_PER_ENTRY=3.5 -- "${prog[@]}"
 rc=$?
 check "user-set alpha and gamma win over the measurement, beta is measured" \
-    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=7 us (set) beta=[0-9.e+-]* ns/B gamma=3.5 ns/entry (set) " "$out"'
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=7 us (set) beta=[0-9.e+-]* ns/B gamma=3.5 ns/entry (set) vendor_gather=[0-9.e+-]* " "$out"'
 for envs in "SPARCML_CALIBRATE=0" "SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 SPARCML_GAMMA_NS_PER_ENTRY=2.5"; do
     # shellcheck disable=SC2086
     run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 $envs -- "${prog[@]}"

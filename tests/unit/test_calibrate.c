@@ -33,12 +33,14 @@ START_TEST(picoseconds)
 }
 END_TEST
 
-/* A round of `bytes` taking alpha_r + beta bytes, as totals of P ranks
- * over an exchange of ceil(log2 P) rounds, every repetition alike. */
+/* A round of `bytes` taking alpha_r + beta bytes (the small one alpha_r),
+ * as totals of P ranks over an exchange of ceil(log2 P) rounds, every
+ * repetition alike. */
 static void set_rounds(calib_totals *t, int64_t P, int rounds, double alpha_r, double beta)
 {
     t->exchangers = P;
     for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t->small_ps[r] = P * calib_ps(rounds * alpha_r);
         t->mid_ps[r] = P * calib_ps(rounds * (alpha_r + beta * CALIB_MID_BYTES));
         t->large_ps[r] = P * calib_ps(rounds * (alpha_r + beta * CALIB_LARGE_BYTES));
     }
@@ -80,6 +82,47 @@ START_TEST(derive)
 }
 END_TEST
 
+/* A link that lets a burst pass faster than its rate: the mid-size round
+ * (20 us) is below what the small one (30 us) and the rate (8 ns/B from
+ * the large one) say; the line's origin, 20 - 131 us, is below 0, and
+ * alpha is the small round's. */
+START_TEST(derive_burst)
+{
+    calib_totals t = {0};
+    set_rounds(&t, 2, 1, 0, 0);
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t.small_ps[r] = 2 * calib_ps(30e-6);
+        t.mid_ps[r] = 2 * calib_ps(20e-6);
+        t.large_ps[r] = 2 * calib_ps(20e-6 + 8e-9 * (CALIB_LARGE_BYTES - CALIB_MID_BYTES));
+    }
+    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 8e-9, 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 30e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 15e-6, 1e-12);
+}
+END_TEST
+
+/* The vendor's gather: 4 ranks (2 rounds a round trip of the exchange:
+ * alpha 5 us a round, beta 0.1 ns/B) gather 128 KiB in all; the model
+ * prices MPICH's recursive doubling there at 2 alpha + beta 3/4 128 KiB,
+ * 19.83 us.  Measured at twice that (the fastest of the repetitions): a
+ * factor of 2; measured faster than the price: 1. */
+START_TEST(derive_vendor_gather)
+{
+    calib_totals t = {0};
+    double price = 2 * 5e-6 + 0.1e-9 * 0.75 * CALIB_LARGE_BYTES;
+    set_rounds(&t, 4, 2, 5e-6, 0.1e-9);
+    t.vendor_bytes = 4 * CALIB_LARGE_BYTES;
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps((r == 3 ? 2 : 3) * price);
+    ck_assert_double_eq_tol(calib_derive(&t, 1).vendor_gather, 2, 1e-6);
+    /* the sharing does not change it: alpha and its rounds scale alike */
+    ck_assert_double_eq_tol(calib_derive(&t, 2).vendor_gather, 2, 1e-6);
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps(0.5 * price);
+    ck_assert(calib_derive(&t, 1).vendor_gather == 1);
+    set_rounds(&t, 1, 1, 5e-6, 0.1e-9);
+    ck_assert(isnan(calib_derive(&t, 1).vendor_gather));
+}
+END_TEST
+
 /* A loaded machine: every mid-size round held up (500 us) beyond the
  * fastest large one (300 us).  Not a byte for free: a quarter of the large
  * round per byte, 0.572 ns/B, and alpha what the mid round leaves. */
@@ -87,6 +130,7 @@ START_TEST(derive_loaded)
 {
     calib_totals t = {.exchangers = 2};
     double beta = 300e-6 / 4 / CALIB_LARGE_BYTES;
+    /* small_ps 0: a small round of no time, which no alpha goes below */
     for (int r = 0; r < CALIB_ROUND_REPS; r++) {
         t.mid_ps[r] = 2 * calib_ps(500e-6);
         t.large_ps[r] = 2 * calib_ps(300e-6);
@@ -96,9 +140,12 @@ START_TEST(derive_loaded)
     /* Barely faster large rounds than the floor's line: the same floor. */
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = 2 * calib_ps(299e-6);
     ck_assert_double_eq_tol(calib_derive(&t, 1).beta, beta, 1e-15);
-    /* Large rounds far beyond the mid ones' line: alpha not below 0. */
-    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = 2 * calib_ps(10e-6);
-    ck_assert(calib_derive(&t, 1).alpha == 0);
+    /* Large rounds far beyond the mid ones' line: alpha the small round's. */
+    for (int r = 0; r < CALIB_ROUND_REPS; r++) {
+        t.small_ps[r] = 2 * calib_ps(3e-6);
+        t.mid_ps[r] = 2 * calib_ps(10e-6);
+    }
+    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 3e-6, 1e-12);
     ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 290e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
 }
 END_TEST
@@ -112,7 +159,7 @@ START_TEST(derive_fastest_round)
 {
     static const double mid[] = {30, 12, 900, 10.5, 14, 10, 2000, 13};
     static const double large[] = {31, 40, 90, 24, 44, 41, 200, 43};
-    calib_totals t = {.exchangers = 4};
+    calib_totals t = {.exchangers = 4}; /* small rounds of no time */
     _Static_assert(sizeof mid / sizeof mid[0] == CALIB_ROUND_REPS, "one time a repetition");
     _Static_assert(sizeof large / sizeof large[0] == CALIB_ROUND_REPS, "one time a repetition");
     for (int r = 0; r < CALIB_ROUND_REPS; r++) {
@@ -163,8 +210,8 @@ START_TEST(same_totals_same_settings)
     calib_values va = calib_derive(&t, 4), vb = calib_derive(&t, 4);
     parse_env(&a, NULL, NULL);
     parse_env(&b, NULL, NULL);
-    settings_calibrate(&a, va.alpha, va.beta, va.gamma);
-    settings_calibrate(&b, vb.alpha, vb.beta, vb.gamma);
+    settings_calibrate(&a, va.alpha, va.beta, va.gamma, va.vendor_gather);
+    settings_calibrate(&b, vb.alpha, vb.beta, vb.gamma, vb.vendor_gather);
     ck_assert(memcmp(&va, &vb, sizeof va) == 0);
     ck_assert_uint_eq(a.hash, b.hash);
     ck_assert_int_eq(a.calibrated, 1);
@@ -180,7 +227,7 @@ START_TEST(user_setting_wins)
     ck_assert_uint_eq(s.cost_set, SETTINGS_SET_BETA);
     ck_assert_uint_eq(plain.cost_set, 0);
     before = s.hash;
-    settings_calibrate(&s, 1.5e-6, 9e-9, 3e-9);
+    settings_calibrate(&s, 1.5e-6, 9e-9, 3e-9, 1);
     ck_assert_double_eq_tol(s.alpha, 1.5e-6, 1e-15);
     ck_assert_double_eq_tol(s.beta, 0.08e-9, 1e-18); /* the user's */
     ck_assert_double_eq_tol(s.gamma, 3e-9, 1e-18);
@@ -192,11 +239,11 @@ START_TEST(clamped_to_the_accepted_range)
 {
     sparcml_settings s;
     parse_env(&s, NULL, NULL);
-    settings_calibrate(&s, 0, -1, NAN); /* free merges (SMPI), beta below 0 */
+    settings_calibrate(&s, 0, -1, NAN, NAN); /* free merges (SMPI), beta below 0 */
     ck_assert_double_eq_tol(s.alpha, 1e-3 * 1e-6, 1e-18);
     ck_assert_double_eq_tol(s.beta, 1e-4 * 1e-9, 1e-20);
     ck_assert_double_eq_tol(s.gamma, 1e-4 * 1e-9, 1e-20);
-    settings_calibrate(&s, 10, 1, 1);
+    settings_calibrate(&s, 10, 1, 1, 0.5);
     ck_assert_double_eq_tol(s.alpha, 1e6 * 1e-6, 1e-9);
 }
 END_TEST
@@ -222,6 +269,8 @@ Suite *calibrate_suite(void)
     TCase *tc = tcase_create("arithmetic");
     tcase_add_test(tc, picoseconds);
     tcase_add_test(tc, derive);
+    tcase_add_test(tc, derive_burst);
+    tcase_add_test(tc, derive_vendor_gather);
     tcase_add_test(tc, derive_loaded);
     tcase_add_test(tc, derive_fastest_round);
     tcase_add_test(tc, derive_rounds_of_p);

@@ -392,6 +392,33 @@ START_TEST(split_rounds)
 }
 END_TEST
 
+/* The vendor's gather measured slower than its price (core/calibrate.h:
+ * MPICH on shared memory, 1.6-2.6): the library's exchange, which moves
+ * the same bytes in no more rounds, gathers at every size and P; the
+ * vendor's gathers that remain (forced, or DSAR's dense one) cost the
+ * factor more; a factor of 1 is the plain rule. */
+START_TEST(split_gather_measured_vendor)
+{
+    for (int P = 2; P <= 9; P++) {
+        sparcml_settings s = defaults();
+        sparcml_problem p = problem(P, 16u << 20, 65536, 1);
+        double plain[SPARCML_ALG_COUNT_], slow[SPARCML_ALG_COUNT_];
+        uint64_t rule = select_gather_min_bytes(&s, &p);
+        s.split_gather = COST_GATHER_VENDOR;
+        select_costs(&s, &p, plain);
+        s.vendor_gather = 2;
+        select_costs(&s, &p, slow);
+        ck_assert_double_gt(slow[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], plain[SPARCML_ALG_SSAR_SPLIT_ALLGATHER]);
+        ck_assert_double_gt(slow[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], plain[SPARCML_ALG_DSAR_SPLIT_ALLGATHER]);
+        ck_assert(slow[SPARCML_ALG_RECURSIVE_DOUBLE] == plain[SPARCML_ALG_RECURSIVE_DOUBLE]);
+        s.split_gather = COST_GATHER_MODEL;
+        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), 0);
+        s.vendor_gather = 1;
+        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), rule);
+    }
+}
+END_TEST
+
 /* The split algorithms' gather: the library's exchange exactly where
  * MPICH's allgather would run a ring of P - 1 rounds against its ceil(log2
  * P) (from 512 KiB in all at a power of two, from 80 KiB otherwise), the
@@ -453,6 +480,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, smpi_charged_ordering);
     tcase_add_test(tc, split_rounds);
     tcase_add_test(tc, split_gather_choice);
+    tcase_add_test(tc, split_gather_measured_vendor);
     suite_add_tcase(s, tc);
     return s;
 }
