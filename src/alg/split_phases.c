@@ -291,12 +291,14 @@ int split_gather(sched *s)
     return split_allgather_messages(s, !c->q.bits, gather_assemble);
 }
 
-/* The sparse reduce-scatter both split algorithms share.  The owner of a
- * slice adds the P-1 incoming parts of about k/P entries one after the
- * other into a growing sum: merge-adding costs the entries of both
- * operands, in all about k + u/2 entries for a union of u (P k/2 + k when
- * disjoint, 2 k when identical); but once the sum is dense (split_phases.c)
- * a part is added into it in place, at the cost of copying its entries. */
+/* The sparse reduce-scatter both split algorithms share.  Every rank
+ * first copies its input into the P parts (pack_parts: k_max entries
+ * re-based).  The owner of a slice adds the P-1 incoming parts of about
+ * k/P entries one after the other into a growing sum: merge-adding costs
+ * the entries of both operands, in all about k + u/2 entries for a union
+ * of u (P k/2 + k when disjoint, 2 k when identical); but once the sum is
+ * dense (split_phases.c) a part is added into it in place, at the cost of
+ * copying its entries. */
 double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
@@ -308,7 +310,8 @@ double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
         double sum = cost_union_estimate(p, j) / P; /* of the slice, after j parts */
         merged += cost_msg_is_dense(p, sum, N / P) ? COST_COPY_PER_MERGE * k : sum + k;
     }
-    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * merged
+    double packed = COST_COPY_PER_MERGE * (double)p->k_max;
+    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * (packed + merged)
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + COST_QSGD_DECODE_PER_MERGE) * (P - 1) * quantized;
 }
 

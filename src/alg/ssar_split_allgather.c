@@ -12,8 +12,8 @@
  *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
  *   allgather of the result (cost_split_gather: the library's exchange,
  *   ceil(log2 P) alpha, where the vendor's would run a ring of P-1 rounds,
- *   else the vendor's) + beta (P-1)/P (size of the result), and copying
- *   the result into place.
+ *   else the vendor's) + beta (P-1)/P (size of the result), copying the
+ *   owner's slice into its message and the result into place.
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums, the gathered result.
  * Rounds: P-1 point-to-point, then the allgather of the union sizes and
@@ -43,8 +43,9 @@ int ssar_split_allgather_restriction(const sparcml_problem *p)
     return SPARCML_R_OK;
 }
 
-/* The union sizes travel in a short allgather; the gathered slices are
- * only copied into place (stream_concat). */
+/* The union sizes travel in a short allgather; the owner's slice is
+ * copied into its message (slice_message) and the gathered slices into
+ * place (stream_concat). */
 double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, u = cost_union_estimate(p, P);
@@ -52,7 +53,7 @@ double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     /* the owner encodes its slice, every rank decodes all P */
     double quantized = cost_msg_quantized_values(p, u / P, N / P);
     return split_reduce_scatter_cost(m, p) + cost_ceil_log2(p->P) * m->alpha
-           + cost_split_gather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * u
+           + cost_split_gather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * (u / P + u)
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }
 

@@ -17,7 +17,7 @@ fi
 # A bound for a hang, not a timing: the suite needs about 4.5 minutes of
 # CPU under memcheck (half of it the merge-add's layout tests on both
 # paths), and make check -j2 runs it beside 8- to 31-rank MPI tests on 2
-# cores, where it gets a fifth of a core or less (22 minutes).
+# cores, where it may get a fifth of a core (22 minutes).
 TIMEOUT=1800
 CK_FORK=no timeout -k 10 "$TIMEOUT" valgrind -q --error-exitcode=99 --leak-check=full \
     --errors-for-leak-kinds=definite,indirect "$unit" >"$out" 2>"$err"
