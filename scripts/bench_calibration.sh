@@ -8,7 +8,8 @@
 # random), sparcml_bench runs with each algorithm forced and with auto
 # twice: with no cost-model variable set (auto_calibrated) and with
 # SPARCML_CALIBRATE=0 (auto_defaults: alpha 20 us, beta 8.3 ns/B, gamma
-# 2.5 ns), in that order, $BENCH_ROUNDS times (default 1).  shm: one
+# 2.5 ns), $BENCH_ROUNDS times (default 1), each round starting with the
+# next method.  shm: one
 # machine's shared memory with the tests' yield preload; rig: the emulated
 # Gigabit cluster, which must be up (scripts/netsim.sh up 8).  One CSV line
 # per run, appended to bench/results/calibration_regret_{shm,rig}.csv (or
@@ -63,12 +64,23 @@ one() {
     echo "$plat,$p,$N,$d,$pat,$m,$(echo "$line" | cut -d, -f7),$alg,$cal"
 }
 
+# rotate R WORD...: the words, the first R - 1 moved to the end.  Round R
+# starts with a different method: on shared memory recursive doubling
+# forced, always run first, measured up to 1.5 times auto's recursive
+# doubling at the same point, a bias that would always hit the same method.
+rotate() {
+    local r=$1
+    shift
+    local words=("$@") n=$#
+    for ((i = 0; i < n; i++)); do echo "${words[(i + r - 1) % n]}"; done
+}
+
 for r in $(seq "${BENCH_ROUNDS:-1}"); do
     for p in $Ps; do
         for d in $ds; do
             wait_quiet
             before=$(idle_pct)
-            lines=$(for m in $methods; do one "$p" "$d" "$m"; done)
+            lines=$(for m in $(rotate "$r" $methods); do one "$p" "$d" "$m"; done)
             after=$(idle_pct)
             if [ "$idle_cols" -eq 1 ]; then
                 lines=$(echo "$lines" | sed "s/\$/,$before,$after/")

@@ -393,7 +393,7 @@ START_TEST(split_rounds)
 END_TEST
 
 /* The vendor's gather measured slower than its price (core/calibrate.h:
- * MPICH on shared memory, 1.6-2.6): the library's exchange, which moves
+ * MPICH on shared memory, 1.3-5): the library's exchange, which moves
  * the same bytes in no more rounds, gathers at every size and P; the
  * vendor's gathers that remain (forced, or DSAR's dense one) cost the
  * factor more; a factor of 1 is the plain rule. */
