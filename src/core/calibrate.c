@@ -27,18 +27,20 @@ static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_tota
 }
 
 /* The vendor's fastest allgather over its price in the model at a round
- * of alpha_round (before the sharing) and beta, at least 1: where the
- * vendor is faster than its price the model keeps its own rule. */
+ * of alpha_round (before the sharing) and beta; 1 where that is below
+ * CALIB_VENDOR_MARGIN: where the vendor is as fast as its price, within
+ * the measurement's noise, or faster, the model keeps its own rule. */
 static double vendor_factor(const calib_totals *t, double alpha_round, double beta)
 {
     int64_t fastest = t->vendor_ps[0];
     cost_model m = {.alpha = alpha_round, .beta = beta, .vendor_gather = 1};
     sparcml_problem p = {.P = (int)t->exchangers};
-    double price;
+    double price, factor;
     for (int r = 1; r < CALIB_ROUND_REPS; r++)
         if (t->vendor_ps[r] < fastest) fastest = t->vendor_ps[r];
     price = cost_vendor_allgather(&m, &p, (double)t->vendor_bytes / (double)t->exchangers);
-    return fmax(1e-12 * (double)fastest / (double)t->exchangers / price, 1);
+    factor = 1e-12 * (double)fastest / (double)t->exchangers / price;
+    return factor < CALIB_VENDOR_MARGIN ? 1 : factor;
 }
 
 calib_values calib_derive(const calib_totals *t, double ranks_per_core)
