@@ -28,14 +28,13 @@
  *   doubling or Bruck costs the same and keeps the gather, unless the
  *   calibration measured the vendor's gather slower than that price
  *   (vendor_gather above 1): then the library's gathers at every size.
- *   For P not a
- *   power of two Bruck keeps both optima: recursive doubling with the
- *   surplus ranks folded in and out adds two rounds and moves the folded
- *   ranks' messages twice, a ring takes P - 1 rounds.  Measured on shared
- *   memory (16M floats, d = 1e-3: 0.3-1.1 MB gathered), SSAR split runs
- *   1.05-1.47 times faster with this gather than with MPICH's allgatherv
- *   at P = 2 to 8, and within 10 % at d = 1e-4 (bench/RESULTS.md, "Split
- *   gathers").
+ *   For P not a power of two Bruck keeps both optima: recursive doubling
+ *   with the surplus ranks folded in and out adds two rounds and moves the
+ *   folded ranks' messages twice, a ring takes P - 1 rounds.  Measured on
+ *   shared memory (16M floats, d = 1e-3: 0.3-1.1 MB gathered), SSAR split
+ *   runs 1.05-1.47 times faster with this gather than with MPICH's
+ *   allgatherv at P = 2 to 8, and within 10 % at d = 1e-4
+ *   (bench/RESULTS.md, "Split gathers").
  * Memory: POOL_GATHER, the messages in place (no padding on the library's
  *   path); the vendor's padded slot in POOL_SLOT (split_scratch).
  * Rounds: one allgather of sizes (quantized slices only), then one

@@ -17,13 +17,19 @@ int64_t calib_ps(double seconds)
     return seconds > 0 ? (int64_t)llround(seconds * 1e12) : 0;
 }
 
-/* The fastest repetition's time per round and rank (seconds). */
-static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
+/* The fastest repetition's time per rank (seconds). */
+static double fastest_per_rank(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
 {
     int64_t fastest = ps[0];
     for (int r = 1; r < CALIB_ROUND_REPS; r++)
         if (ps[r] < fastest) fastest = ps[r];
-    return 1e-12 * (double)fastest / (double)t->exchangers / cost_ceil_log2((int)t->exchangers);
+    return 1e-12 * (double)fastest / (double)t->exchangers;
+}
+
+/* The fastest exchange's time per round and rank (seconds). */
+static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
+{
+    return fastest_per_rank(ps, t) / cost_ceil_log2((int)t->exchangers);
 }
 
 /* The vendor's fastest allgather over its price in the model at a round
@@ -32,14 +38,10 @@ static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_tota
  * the measurement's noise, or faster, the model keeps its own rule. */
 static double vendor_factor(const calib_totals *t, double alpha_round, double beta)
 {
-    int64_t fastest = t->vendor_ps[0];
     cost_model m = {.alpha = alpha_round, .beta = beta, .vendor_gather = 1};
     sparcml_problem p = {.P = (int)t->exchangers};
-    double price, factor;
-    for (int r = 1; r < CALIB_ROUND_REPS; r++)
-        if (t->vendor_ps[r] < fastest) fastest = t->vendor_ps[r];
-    price = cost_vendor_allgather(&m, &p, (double)t->vendor_bytes / (double)t->exchangers);
-    factor = 1e-12 * (double)fastest / (double)t->exchangers / price;
+    double price = cost_vendor_allgather(&m, &p, (double)t->vendor_bytes / (double)t->exchangers);
+    double factor = fastest_per_rank(t->vendor_ps, t) / price;
     return factor < CALIB_VENDOR_MARGIN ? 1 : factor;
 }
 
