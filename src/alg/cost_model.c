@@ -107,10 +107,15 @@ static double vendor_ring_bytes(const sparcml_problem *p)
 
 double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
-    double P = p->P;
-    int ring = bytes >= vendor_ring_bytes(p);
-    double factor = m->vendor_gather > 1 ? m->vendor_gather : 1;
-    return factor * ((ring ? P - 1 : cost_ceil_log2(p->P)) * m->alpha + m->beta * (P - 1) / P * bytes);
+    double P = p->P, moved = (P - 1) / P * bytes;
+    double rounds = bytes >= vendor_ring_bytes(p) ? P - 1 : cost_ceil_log2(p->P);
+    double price = rounds * m->alpha + m->beta * moved;
+    double link_beta = m->link_beta > 0 ? m->link_beta : m->beta;
+    if (!(m->vendor_gather > 1)) return price;
+    /* The factor was measured against the price at the link's beta (core/
+     * calibrate.c), and the timed gathers hold whatever the cores' sharing
+     * added: so it scales that price, never below what any transfer pays. */
+    return fmax(price, m->vendor_gather * (rounds * m->alpha + link_beta * moved));
 }
 
 /* Recursive doubling (P a power of two) or Bruck's dissemination: ceil(log2

@@ -30,6 +30,7 @@ typedef enum cost_gather { COST_GATHER_MODEL, COST_GATHER_VENDOR, COST_GATHER_LI
 
 typedef struct cost_model {
     double alpha, beta, gamma;
+    double link_beta; /* beta before the floor for shared cores (core/select.c); 0: beta */
     uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
     int gather;               /* cost_gather: the model's choice or a forced one */
     int copy_bound; /* a byte moves as a copy on the cores the merges share: no overlap */

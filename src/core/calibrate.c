@@ -108,64 +108,75 @@ static double time_merge(void)
     return best;
 }
 
-/* reps exchanges of `bytes` over all ranks in ceil(log2 P) rounds, each
+/* What one timed operation needs: the ranks, a buffer of 2 * bytes (or 8
+ * per rank), and for the vendor's gather counts and displs of size ints. */
+typedef struct calib_op {
+    MPI_Comm comm;
+    int rank, size, bytes;
+    char *buf;
+    int *counts, *displs;
+} calib_op;
+
+/* An exchange of op->bytes over all ranks in ceil(log2 P) rounds, each
  * rank sending to rank + 2^i and receiving from rank - 2^i in round i (mod
  * P): every round waits for a partner as the algorithms' do, scheduling
- * included where ranks share cores.  ps[r]: this rank's time for
- * repetition r (NULL: untimed).  buf holds 2 * bytes. */
-static int exchange(MPI_Comm comm, int rank, int size, char *buf, int bytes, int reps, int64_t *ps)
+ * included where ranks share cores. */
+static int exchange(const calib_op *op)
 {
     int rc = MPI_SUCCESS;
-    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
-        double t0 = PMPI_Wtime();
-        for (int d = 1; rc == MPI_SUCCESS && d < size; d *= 2)
-            rc = PMPI_Sendrecv(buf, bytes, MPI_BYTE, (rank + d) % size, 0, buf + bytes, bytes, MPI_BYTE,
-                               (rank - d + size) % size, 0, comm, MPI_STATUS_IGNORE);
-        if (ps) ps[r] = calib_ps(PMPI_Wtime() - t0);
-    }
+    for (int d = 1; rc == MPI_SUCCESS && d < op->size; d *= 2)
+        rc = PMPI_Sendrecv(op->buf, op->bytes, MPI_BYTE, (op->rank + d) % op->size, 0, op->buf + op->bytes,
+                           op->bytes, MPI_BYTE, (op->rank - d + op->size) % op->size, 0, op->comm,
+                           MPI_STATUS_IGNORE);
     return rc;
 }
 
-/* reps of the vendor's MPI_Allgatherv of an equal share of
- * CALIB_LARGE_BYTES from every rank (whole words, at least one), into buf,
- * with displs of 2 * size ints (counts after them); ps[r] as above.
- * Returns the bytes gathered, through *bytes. */
-static int vendor_gathers(MPI_Comm comm, int size, char *buf, int *displs, int reps, int64_t *ps, int64_t *bytes)
+/* The vendor's MPI_Allgatherv of op->counts bytes from every rank. */
+static int vendor_gather(const calib_op *op)
 {
-    int share = CALIB_LARGE_BYTES / size / 8 * 8, rc = MPI_SUCCESS, *counts = displs + size;
-    if (share < 8) share = 8;
-    for (int r = 0; r < size; r++) {
-        counts[r] = share;
-        displs[r] = r * share;
-    }
-    *bytes = (int64_t)share * size;
-    for (int r = 0; rc == MPI_SUCCESS && r < reps; r++) {
+    return PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->buf, op->counts, op->displs, MPI_BYTE,
+                           op->comm);
+}
+
+/* One untimed run of `run` (connection set-up, and no rank leaves it
+ * before every rank has entered), then CALIB_ROUND_REPS timed: ps[r] is
+ * this rank's time for run r. */
+static int timed_runs(int (*run)(const calib_op *), const calib_op *op, int64_t ps[CALIB_ROUND_REPS])
+{
+    int rc = run(op);
+    for (int r = 0; rc == MPI_SUCCESS && r < CALIB_ROUND_REPS; r++) {
         double t0 = PMPI_Wtime();
-        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_BYTE, comm);
-        if (ps) ps[r] = calib_ps(PMPI_Wtime() - t0);
+        rc = run(op);
+        ps[r] = calib_ps(PMPI_Wtime() - t0);
     }
     return rc;
 }
 
 /* This rank's share of the totals: its merge time, its exchanges of each
- * size and the vendor's gathers over all ranks (one untimed first:
- * connection set-up, and no rank leaves it before every rank has entered),
- * with buf of max(2 * CALIB_LARGE_BYTES, 8 size) bytes and displs of
- * 2 * size ints. */
+ * size and the vendor's gathers of an equal share of CALIB_LARGE_BYTES
+ * from every rank (whole words, at least one), with buf of max(2 *
+ * CALIB_LARGE_BYTES, 8 size) bytes and displs of 2 * size ints. */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, calib_totals *mine)
 {
     static const int bytes[] = {CALIB_SMALL_BYTES, CALIB_MID_BYTES, CALIB_LARGE_BYTES};
+    int part = CALIB_LARGE_BYTES / size / 8 * 8;
+    calib_op op = {.comm = comm, .rank = rank, .size = size, .buf = buf, .counts = displs + size,
+                   .displs = displs};
     double merge = time_merge();
     int rc = MPI_SUCCESS;
-    *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge)};
+    if (part < 8) part = 8;
+    *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge),
+                           .vendor_bytes = (int64_t)part * size};
     int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps};
     for (int i = 0; rc == MPI_SUCCESS && i < 3; i++) {
-        rc = exchange(comm, rank, size, buf, bytes[i], 1, NULL);
-        if (rc == MPI_SUCCESS) rc = exchange(comm, rank, size, buf, bytes[i], CALIB_ROUND_REPS, ps[i]);
+        op.bytes = bytes[i];
+        rc = timed_runs(exchange, &op, ps[i]);
     }
-    if (rc == MPI_SUCCESS) rc = vendor_gathers(comm, size, buf, displs, 1, NULL, &mine->vendor_bytes);
-    if (rc == MPI_SUCCESS)
-        rc = vendor_gathers(comm, size, buf, displs, CALIB_ROUND_REPS, mine->vendor_ps, &mine->vendor_bytes);
+    for (int r = 0; r < size; r++) {
+        op.counts[r] = part;
+        op.displs[r] = r * part;
+    }
+    if (rc == MPI_SUCCESS) rc = timed_runs(vendor_gather, &op, mine->vendor_ps);
     return rc;
 }
 

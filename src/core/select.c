@@ -29,8 +29,8 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * 1/8 of a merged 8-byte entry (gamma, scaled by the same sharing): 1.25
  * ns/B at the default 2.5 ns and 4 ranks per core; where the link is
  * slower than that (the 1 Gbit/s rig: 8.3 ns/B) nothing changes.  A rank
- * with a core of its own copies at the speed its ping-pong beta already
- * measures, so no floor applies there: one would price every byte of a
+ * with a core of its own copies at the speed its measured beta already
+ * holds, so no floor applies there: one would price every byte of a
  * 100 Gbit/s network (0.08 ns/B) at 0.31 ns/B and turn the choice between
  * recursive doubling and SSAR split the wrong way (bench/RESULTS.md, the
  * SimGrid fat tree with the kernels charged).
@@ -45,7 +45,7 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * them: bench/results/pipeline_shm_calibrated.csv). */
 #define BYTE_PER_MERGE 0.125
 
-static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
+cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
 {
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
     /* alpha and gamma are for a rank with a core of its own
@@ -54,8 +54,8 @@ static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
      * collective round against a 19 us ping-pong, and a merged entry costs
      * about 6 ns (3.5-8.8) against 2.5 on a core of its own
      * (bench/RESULTS.md "Kernels"). */
-    cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .gamma = s->gamma * share,
-                    .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
+    cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .link_beta = s->beta,
+                    .gamma = s->gamma * share, .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
                     .vendor_gather = s->vendor_gather};
     if (share > 1) {
         m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
@@ -67,7 +67,7 @@ static cost_model model_of(const sparcml_settings *s, const sparcml_problem *p)
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_])
 {
-    cost_model m = model_of(s, p);
+    cost_model m = select_model(s, p);
     cost[SPARCML_ALG_AUTO] = INFINITY;
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
         const sparcml_algorithm_desc *d = &sparcml_algorithms[a];
@@ -77,13 +77,13 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
 
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
 {
-    cost_model m = model_of(s, p);
+    cost_model m = select_model(s, p);
     return ssar_recursive_double_chunks(&m, p);
 }
 
 uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p)
 {
-    cost_model m = model_of(s, p);
+    cost_model m = select_model(s, p);
     return cost_library_gather_min_bytes(&m, p);
 }
 
@@ -102,7 +102,7 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p)
 {
     double cost[SPARCML_ALG_COUNT_];
-    cost_model m = model_of(s, p);
+    cost_model m = select_model(s, p);
     double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype);
     /* Gathering the k nonzeros into a stream copies them; the dense result
      * is written in full (N values, at the cost of copies of 8 bytes). */

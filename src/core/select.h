@@ -13,6 +13,12 @@
 #include "core/settings.h"
 
 
+/* The model the costs are computed with: the settings' alpha and gamma
+ * scaled by the problem's ranks per core, beta at least a share of gamma
+ * there (a byte moves as a copy on the cores the merges share; the
+ * settings' own beta stays the link's, link_beta). */
+cost_model select_model(const sparcml_settings *s, const sparcml_problem *p);
+
 /* Modelled time of each algorithm in seconds (INFINITY: its restriction
  * rules the problem out). */
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,

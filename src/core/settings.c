@@ -322,7 +322,7 @@ void settings_calibrate(sparcml_settings *s, double alpha, double beta, double g
     if (!(s->cost_set & SETTINGS_SET_ALPHA)) s->alpha = in_range(offsetof(sparcml_settings, alpha), alpha);
     if (!(s->cost_set & SETTINGS_SET_BETA)) s->beta = in_range(offsetof(sparcml_settings, beta), beta);
     if (!(s->cost_set & SETTINGS_SET_GAMMA)) s->gamma = in_range(offsetof(sparcml_settings, gamma), gamma);
-    s->vendor_gather = vendor_gather > 1 ? vendor_gather : 1;
+    s->vendor_gather = vendor_gather;
     s->calibrated = 1;
     s->hash = settings_hash(s);
 }
