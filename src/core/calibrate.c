@@ -85,26 +85,24 @@ static sv merge_operand(void *buf, uint64_t n, uint64_t step)
     return s;
 }
 
-/* The fastest of CALIB_MERGE_REPS merge-adds (seconds), or -1 without memory. */
-static double time_merge(void)
+/* One buffer holds the merge's operands (a header and 8 bytes an entry
+ * each) and their sum (at most 16 bytes an entry), and the exchanges'
+ * messages: its pages are touched once, not per operand. */
+_Static_assert(32 * CALIB_MERGE_ENTRIES + 3 * SPARCML_HEADER_BYTES <= CALIB_BUFFER_BYTES, "the merge fits");
+_Static_assert(2 * CALIB_LARGE_BYTES <= CALIB_BUFFER_BYTES, "the exchange fits");
+
+/* The fastest of CALIB_MERGE_REPS merge-adds (seconds), in buf. */
+static double time_merge(char *buf)
 {
-    uint64_t n = CALIB_MERGE_ENTRIES, bytes = 2 * SPARCML_HEADER_BYTES + 16 * n + 64;
-    char *a = malloc(bytes), *b = malloc(bytes), *out;
+    sv a = merge_operand(buf, CALIB_MERGE_ENTRIES, 4), b;
     double best = -1;
-    sv sa, sb;
-    if (!a || !b) { free(a); free(b); return -1; }
-    sa = merge_operand(a, n, 4);
-    sb = merge_operand(b, n, 6); /* a third of b's indices are a's too */
-    out = malloc(stream_merge_bound(&sa, &sb));
-    for (int r = 0; out && r < CALIB_MERGE_REPS; r++) {
+    b = merge_operand(buf + stream_bytes(&a), CALIB_MERGE_ENTRIES, 6); /* a third of b's indices are a's too */
+    for (int r = 0; r < CALIB_MERGE_REPS; r++) {
         double t0 = PMPI_Wtime(), t;
-        stream_merge_add(&sa, &sb, out);
+        stream_merge_add(&a, &b, buf + stream_bytes(&a) + stream_bytes(&b));
         t = PMPI_Wtime() - t0;
         if (best < 0 || t < best) best = t;
     }
-    free(a);
-    free(b);
-    free(out);
     return best;
 }
 
@@ -138,9 +136,12 @@ static int vendor_gather(const calib_op *op)
                            op->comm);
 }
 
-/* One untimed run of `run` (connection set-up, and no rank leaves it
- * before every rank has entered), then CALIB_ROUND_REPS timed: ps[r] is
- * this rank's time for run r. */
+/* One untimed run of `run`, then CALIB_ROUND_REPS timed: ps[r] is this
+ * rank's time for run r.  The first run of each size and operation sets
+ * up what the MPI needs for it (connections, the rendezvous protocol's
+ * buffers; measured on shared memory up to 30 times a later run, and the
+ * next few still slower), and no rank leaves it before every rank has
+ * entered. */
 static int timed_runs(int (*run)(const calib_op *), const calib_op *op, int64_t ps[CALIB_ROUND_REPS])
 {
     int rc = run(op);
@@ -152,22 +153,19 @@ static int timed_runs(int (*run)(const calib_op *), const calib_op *op, int64_t 
     return rc;
 }
 
-/* This rank's share of the totals: its merge time, its exchanges of each
- * size and the vendor's gathers of an equal share of CALIB_LARGE_BYTES
- * from every rank (whole words, at least one), with buf of max(2 *
- * CALIB_LARGE_BYTES, 8 size) bytes and displs of 2 * size ints. */
+/* This rank's share of the totals: its exchanges of each size, the
+ * vendor's gathers of an equal share of CALIB_LARGE_BYTES from every rank
+ * (whole words, at least one) and its merge, with buf of
+ * max(CALIB_BUFFER_BYTES, 8 size) bytes and displs of 2 * size ints. */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, calib_totals *mine)
 {
     static const int bytes[] = {CALIB_SMALL_BYTES, CALIB_MID_BYTES, CALIB_LARGE_BYTES};
-    int part = CALIB_LARGE_BYTES / size / 8 * 8;
+    int part = CALIB_LARGE_BYTES / size / 8 * 8, rc = MPI_SUCCESS;
     calib_op op = {.comm = comm, .rank = rank, .size = size, .buf = buf, .counts = displs + size,
                    .displs = displs};
-    double merge = time_merge();
-    int rc = MPI_SUCCESS;
-    if (part < 8) part = 8;
-    *mine = (calib_totals){.exchangers = 1, .ranks = merge >= 0, .merge_ps = calib_ps(merge),
-                           .vendor_bytes = (int64_t)part * size};
     int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps};
+    if (part < 8) part = 8;
+    *mine = (calib_totals){.exchangers = 1, .ranks = 1, .vendor_bytes = (int64_t)part * size};
     for (int i = 0; rc == MPI_SUCCESS && i < 3; i++) {
         op.bytes = bytes[i];
         rc = timed_runs(exchange, &op, ps[i]);
@@ -177,6 +175,7 @@ static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, ca
         op.displs[r] = r * part;
     }
     if (rc == MPI_SUCCESS) rc = timed_runs(vendor_gather, &op, mine->vendor_ps);
+    mine->merge_ps = calib_ps(time_merge(buf));
     return rc;
 }
 
@@ -247,7 +246,7 @@ int calibrate_job(MPI_Comm comm)
     /* The memory comes first and is agreed with the variables: a rank
      * without it must not leave the others waiting in the exchange, so
      * then no rank measures and all keep the defaults. */
-    buf = calloc(1, 8 * (size_t)size > 2 * CALIB_LARGE_BYTES ? 8 * (size_t)size : 2 * CALIB_LARGE_BYTES);
+    buf = calloc(1, 8 * (size_t)size > CALIB_BUFFER_BYTES ? 8 * (size_t)size : CALIB_BUFFER_BYTES);
     placements = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
     displs = malloc(2 * (size_t)size * sizeof *displs);
     mine[0] = s->cost_set;

@@ -55,6 +55,7 @@ enum {
     CALIB_MID_BYTES = 16384,
     CALIB_LARGE_BYTES = 131072,
     CALIB_MERGE_ENTRIES = 16384, /* per operand */
+    CALIB_BUFFER_BYTES = 32 * CALIB_MERGE_ENTRIES + 128, /* the merge's, and the exchanges' */
     CALIB_MERGE_REPS = 3,
     CALIB_ROUND_REPS = 8
 };
