@@ -37,6 +37,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+/* The builders use SSE2 where the compiler targets it (every x86-64
+ * compiler does); define SPARCML_NO_SIMD before including this header for
+ * the portable loops only. */
+#if defined(__SSE2__) && !defined(SPARCML_NO_SIMD)
+#define SPARCML_SSE2_ 1
+#include <emmintrin.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -231,42 +238,105 @@ static inline int sparcml_check_dims(uint64_t dim, int value_type)
                                                                          : SPARCML_E_ARG;
 }
 
+#ifdef SPARCML_SSE2_
+/* The blocks of 4 indices from i on (returned: where they end): the
+ * differences and bits of sparcml_copy_sorted_ ORed into *down and *high,
+ * stored at 4 bytes each if narrow (a constant where inlined). */
+static inline uint64_t sparcml_sorted_blocks_(void *out, int narrow, const uint64_t *indices, uint64_t i,
+                                               uint64_t nnz, uint64_t *down, uint64_t *high)
+{
+    __m128i vdown = _mm_setzero_si128(), vhigh = _mm_setzero_si128(), one = _mm_set1_epi64x(1);
+    uint64_t lanes[2];
+    for (; i + 4 <= nnz; i += 4) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(indices + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(indices + i + 2));
+        __m128i pa = _mm_loadu_si128((const __m128i *)(const void *)(indices + i - 1));
+        __m128i pb = _mm_loadu_si128((const __m128i *)(const void *)(indices + i + 1));
+        vdown = _mm_or_si128(vdown, _mm_sub_epi64(_mm_sub_epi64(a, pa), one));
+        vdown = _mm_or_si128(vdown, _mm_sub_epi64(_mm_sub_epi64(b, pb), one));
+        vhigh = _mm_or_si128(vhigh, _mm_or_si128(a, b));
+        if (narrow) {
+            __m128 low = _mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), _MM_SHUFFLE(2, 0, 2, 0));
+            _mm_storeu_si128((__m128i *)(void *)((char *)out + 4 * i), _mm_castps_si128(low));
+        }
+    }
+    _mm_storeu_si128((__m128i *)(void *)lanes, vdown);
+    *down |= lanes[0] | lanes[1];
+    _mm_storeu_si128((__m128i *)(void *)lanes, vhigh);
+    *high |= lanes[0] | lanes[1];
+    return i;
+}
+#endif
+
+/* Whether indices[0 .. nnz) are strictly increasing and below 2^56 (0 or
+ * 1), copying them to out at width 4 or 8 (0: only the check), 4-byte
+ * ones in the same pass.  No branch per index: for values below 2^56
+ * (which `high` checks), x - prev - 1 has its top bit set exactly where
+ * x <= prev. */
+static inline int sparcml_copy_sorted_(void *out, unsigned width, const uint64_t *indices, uint64_t nnz)
+{
+    uint64_t down = 0, high, i = 1;
+    if (nnz == 0) return 1;
+    high = indices[0];
+    if (width == 4) {
+#ifdef SPARCML_SSE2_
+        i = sparcml_sorted_blocks_(out, 1, indices, i, nnz, &down, &high);
+#endif
+        sparcml_put_index(out, 4, 0, indices[0]);
+        for (; i < nnz; i++) {
+            down |= indices[i] - indices[i - 1] - 1;
+            high |= indices[i];
+            sparcml_put_index(out, 4, i, indices[i]);
+        }
+    } else {
+#ifdef SPARCML_SSE2_
+        i = sparcml_sorted_blocks_(NULL, 0, indices, i, nnz, &down, &high);
+#endif
+        for (; i < nnz; i++) {
+            down |= indices[i] - indices[i - 1] - 1;
+            high |= indices[i];
+        }
+        if (width == 8) memcpy(out, indices, nnz * 8);
+    }
+    return ((down >> 63) | (high >> 56)) == 0;
+}
+
 /* Stream from strictly increasing indices (each < dim) and values: sparse
  * while that is smaller, else dense with zeros at the other indices (the
  * library's own size rule), so sparcml_capacity(dim, value_type) words
- * always suffice. */
+ * always suffice.  Refused indices (SPARCML_E_ARG) leave a buffer that
+ * holds no stream: its magic is cleared. */
 static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words, uint64_t dim,
                                              int value_type, uint64_t nnz,
                                              const uint64_t *indices, const void *values)
 {
-    void *ip, *vp;
-    uint64_t i, w = sparcml_index_width(dim), pad, unordered = 0;
+    char *ip = (char *)buf + SPARCML_HEADER_BYTES, *vp;
+    uint64_t i, w = sparcml_index_width(dim), pad;
     size_t vs = sparcml_value_size(value_type);
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK || nnz > dim) return SPARCML_E_ARG;
-    /* Strictly increasing and the last below dim: all are.  No branch per
-     * index, so the check runs at the speed of reading them. */
-    for (i = 1; i < nnz; i++) unordered |= indices[i] <= indices[i - 1];
-    if (unordered || (nnz > 0 && indices[nnz - 1] >= dim)) return SPARCML_E_ARG;
     if (sparcml_prefers_dense(dim, value_type, nnz)) {
         if (sparcml_dense_bytes(dim, value_type) > (uint64_t)capacity_words * 8) return SPARCML_E_CAPACITY;
+        /* checked before the scatter: an index past dim must not be written */
+        memset(buf, 0, sizeof(uint32_t));
+        if (!sparcml_copy_sorted_(NULL, 0, indices, nnz) || (nnz > 0 && indices[nnz - 1] >= dim))
+            return SPARCML_E_ARG;
         sparcml_write_header(buf, dim, value_type, dim, SPARCML_DENSE);
-        sparcml_stream_arrays(buf, &ip, &vp);
-        memset(vp, 0, dim * vs);
-        for (i = 0; i < nnz; i++) memcpy((char *)vp + indices[i] * vs, (const char *)values + i * vs, vs);
+        memset(ip, 0, dim * vs);
+        for (i = 0; i < nnz; i++) memcpy(ip + indices[i] * vs, (const char *)values + i * vs, vs);
         return SPARCML_OK;
     }
     if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
         return SPARCML_E_CAPACITY;
-    sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
-    sparcml_stream_arrays(buf, &ip, &vp);
-    if (w == 8) {
-        if (nnz) memcpy(ip, indices, nnz * 8);
-    } else {
-        for (i = 0; i < nnz; i++) sparcml_put_index(ip, 4, i, indices[i]);
-    }
+    /* The indices are copied as they are checked: a header left from an
+     * earlier stream would make a refused list look like one. */
+    memset(buf, 0, sizeof(uint32_t));
+    if (!sparcml_copy_sorted_(ip, (unsigned)w, indices, nnz) || (nnz > 0 && indices[nnz - 1] >= dim))
+        return SPARCML_E_ARG;
     pad = sparcml_round8(nnz * w) - nnz * w;
-    memset((char *)ip + nnz * w, 0, pad);
+    memset(ip + nnz * w, 0, pad);
+    vp = ip + nnz * w + pad;
     if (nnz) memcpy(vp, values, nnz * vs);
+    sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
     return SPARCML_OK;
 }
 

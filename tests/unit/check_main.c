@@ -14,6 +14,7 @@ int main(void)
     srunner_add_suite(sr, topk_suite());
     srunner_add_suite(sr, agree_suite());
     srunner_add_suite(sr, calibrate_suite());
+    srunner_add_suite(sr, builders_portable_suite());
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -9,4 +9,5 @@ Suite *qsgd_suite(void);
 Suite *topk_suite(void);
 Suite *agree_suite(void);
 Suite *calibrate_suite(void);
+Suite *builders_portable_suite(void);
 #endif

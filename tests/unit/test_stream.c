@@ -8,6 +8,7 @@
 #include "runtime/call.h"
 #include "base/errors.h"
 #include "kernel/stream.h"
+#include "builders_cases.h"
 #include "suites.h"
 
 static uint64_t rng_state;
@@ -821,6 +822,14 @@ START_TEST(from_dense_against_the_elements)
 }
 END_TEST
 
+/* The SIMD loops where the compiler targets them (x86-64: SSE2); the
+ * portable ones run the same cases in test_builders_portable.c. */
+START_TEST(from_sorted_every_length)
+{
+    from_sorted_cases();
+}
+END_TEST
+
 START_TEST(from_sorted_refuses_bad_indices)
 {
     uint64_t idx[4] = {1, 3, 3, 9};
@@ -1147,6 +1156,7 @@ Suite *stream_suite(void)
     tcase_add_test(tc, from_dense_picks_the_smaller_format);
     tcase_add_test(tc, from_dense_against_the_elements);
     tcase_add_test(tc, from_sorted_refuses_bad_indices);
+    tcase_add_test(tc, from_sorted_every_length);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,106 @@
+/* builders_cases.h -- sparcml_stream_from_sorted (include/sparcml.h) on
+ * every length up to a few vector blocks, included by test_stream.c (the
+ * header's SIMD loops where the compiler targets them) and by
+ * test_builders_portable.c (SPARCML_NO_SIMD: the portable loops).  Each
+ * list is checked entry by entry against its input; every duplicate or
+ * descending pair, every index of 2^56 or more (also a run of them that
+ * climbs around 2^64 back to the next index) and a last index at dim are
+ * refused at every position, leaving a buffer that holds no stream even
+ * where it held one before. */
+#ifndef SPARCML_TEST_BUILDERS_CASES_H
+#define SPARCML_TEST_BUILDERS_CASES_H
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sparcml.h"
+
+enum { BUILDER_CASES_MAX = 41 };
+
+/* A refused list: the return code, and no stream left in buf. */
+static void refused(void *buf, MPI_Count words, uint64_t dim, int vtype, uint64_t n, const uint64_t *idx,
+                    const void *val)
+{
+    sparcml_header h;
+    ck_assert_int_eq(sparcml_stream_from_sorted(buf, words, dim, vtype, n, idx, val), SPARCML_E_ARG);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_E_FORMAT);
+}
+
+/* n indices 3i + 1 (i + 1 where dim is small: a dense stream from 25 of
+ * 48), then each fault. */
+static void from_sorted_case(uint64_t dim, int vtype, uint64_t n)
+{
+    uint64_t idx[BUILDER_CASES_MAX];
+    double val[BUILDER_CASES_MAX];
+    MPI_Count words = sparcml_capacity(dim < 4096 ? dim : 4096, vtype) + 64;
+    void *buf = calloc((size_t)words, 8);
+    size_t vs = sparcml_value_size(vtype);
+    ck_assert_ptr_nonnull(buf);
+    for (uint64_t i = 0; i < n; i++) {
+        idx[i] = (dim > UINT32_MAX ? dim - 4 * BUILDER_CASES_MAX : 0) + (dim < 1024 ? 1 : 3) * i + 1;
+        val[i] = (double)i + 0.5;
+    }
+    ck_assert_int_eq(sparcml_stream_from_sorted(buf, words, dim, vtype, n, idx, val), SPARCML_OK);
+    if (sparcml_prefers_dense(dim, vtype, n)) {
+        char *dense = calloc((size_t)dim, vs), *want = calloc((size_t)dim, vs);
+        ck_assert(dense && want);
+        for (uint64_t i = 0; i < n; i++) memcpy(want + idx[i] * vs, (const char *)val + i * vs, vs);
+        ck_assert_int_eq(sparcml_stream_to_dense(buf, dense, dim), SPARCML_OK);
+        ck_assert_int_eq(memcmp(dense, want, (size_t)dim * vs), 0);
+        free(dense);
+        free(want);
+    }
+    for (uint64_t i = 0; !sparcml_prefers_dense(dim, vtype, n) && i < n; i++) {
+        uint64_t at;
+        double v = 0;
+        sparcml_stream_entry(buf, i, &at, &v);
+        ck_assert_uint_eq(at, idx[i]);
+        ck_assert_int_eq(memcmp(&v, (const char *)val + i * vs, vs), 0);
+    }
+    for (uint64_t j = 1; j < n; j++) { /* a duplicate, then a descent, at j */
+        uint64_t keep = idx[j];
+        idx[j] = idx[j - 1];
+        refused(buf, words, dim, vtype, n, idx, val);
+        idx[j] = idx[j - 1] - 1;
+        refused(buf, words, dim, vtype, n, idx, val);
+        idx[j] = keep;
+        ck_assert_int_eq(sparcml_stream_from_sorted(buf, words, dim, vtype, n, idx, val), SPARCML_OK);
+    }
+    for (uint64_t j = 0; j < n; j++) { /* far beyond any dim, at j */
+        uint64_t keep = idx[j];
+        idx[j] = UINT64_C(1) << 60 | keep;
+        refused(buf, words, dim, vtype, n, idx, val);
+        idx[j] = keep;
+    }
+    for (int run = 2; run <= 3; run++) { /* around 2^64 in run + 1 steps below 2^63: each one up */
+        uint64_t step = run == 2 ? (UINT64_C(1) << 63) - 1 : UINT64_C(1) << 62;
+        for (uint64_t j = 1; j + (uint64_t)run < n; j++) {
+            uint64_t keep[3] = {idx[j], idx[j + 1], idx[j + 2]};
+            for (int k = 0; k < run; k++) idx[j + k] = idx[j - 1] + (uint64_t)(k + 1) * step;
+            refused(buf, words, dim, vtype, n, idx, val);
+            for (int k = 0; k < run; k++) idx[j + k] = keep[k];
+        }
+    }
+    if (n > 0) {
+        uint64_t keep = idx[n - 1];
+        idx[n - 1] = dim;
+        refused(buf, words, dim, vtype, n, idx, val);
+        idx[n - 1] = keep;
+    }
+    free(buf);
+}
+
+/* Every length from 0 to BUILDER_CASES_MAX - 1, 4- and 8-byte indices
+ * (sparse) and a small dense dimension, 4- and 8-byte values. */
+static void from_sorted_cases(void)
+{
+    const uint64_t dims[] = {48, 1u << 20, UINT64_C(1) << 40};
+    const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE};
+    for (int d = 0; d < 3; d++)
+        for (int t = 0; t < 2; t++)
+            for (uint64_t n = 0; n < BUILDER_CASES_MAX; n++) from_sorted_case(dims[d], vtypes[t], n);
+}
+
+#endif
