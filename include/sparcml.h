@@ -418,32 +418,75 @@ static inline int sparcml_value_is_zero_(size_t value_size, const void *v)
     }
 }
 
-/* The non-zero elements of d[0, n): in blocks of 8 with a count of their
- * own, a loop compilers turn into vector code. */
+#ifdef SPARCML_SSE2_
+/* Bit j set: element j of the 8 at d (of vs bytes) has a non-zero bit. */
+static inline unsigned sparcml_nonzero_mask8_(size_t vs, const char *d)
+{
+    const __m128i zero = _mm_setzero_si128();
+    unsigned zeros = 0, q;
+    if (vs == 4) {
+        for (q = 0; q < 2; q++) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(d + 16 * q));
+            zeros |= (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, zero))) << (4 * q);
+        }
+    } else { /* SSE2 compares 32-bit lanes: a value is zero where both halves are */
+        for (q = 0; q < 4; q++) {
+            __m128i x = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(d + 16 * q)), zero);
+            x = _mm_and_si128(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
+            zeros |= (unsigned)_mm_movemask_pd(_mm_castsi128_pd(x)) << (2 * q);
+        }
+    }
+    return ~zeros & 0xffu;
+}
+
+static inline unsigned sparcml_popcount8_(unsigned m)
+{
+    m = m - ((m >> 1) & 0x55u);
+    m = (m & 0x33u) + ((m >> 2) & 0x33u);
+    return (m + (m >> 4)) & 0x0fu;
+}
+#endif
+
+/* The non-zero elements of d[0, n): in blocks of 8 (SSE2: a mask of
+ * each, counted), the rest one by one. */
 static inline uint64_t sparcml_count_nonzero_(size_t vs, const char *d, uint64_t n)
 {
     uint64_t b, i, nnz = 0;
     for (b = 0; b < n / 8; b++) {
         const char *block = d + b * 8 * vs;
+#ifdef SPARCML_SSE2_
+        nnz += sparcml_popcount8_(sparcml_nonzero_mask8_(vs, block));
+#else
         unsigned c = 0, j;
         for (j = 0; j < 8; j++) c += !sparcml_value_is_zero_(vs, block + j * vs);
         nnz += c;
+#endif
     }
     for (i = n / 8 * 8; i < n; i++) nnz += !sparcml_value_is_zero_(vs, d + i * vs);
     return nnz;
 }
 
 /* Index (width w) and value (size vs) of every non-zero element of
- * d[0, end), in order, into ip and vp.  Branch-free within a block of 8:
+ * d[0, end), in order, into ip and vp, by blocks of 8.  SSE2: the block's
+ * mask, one entry per set bit.  Portable: branch-free within the block,
  * every element is written to the next free slot, which only a non-zero
- * one then claims.  So `end` must be one past the last non-zero element:
- * no write lands beyond the last entry.  A block of 8 zeros is skipped.
+ * one then claims; so `end` must be one past the last non-zero element (no
+ * write lands beyond the last entry), and a block of 8 zeros is skipped.
  * Called with constant vs and w, so each use compiles to its own loop. */
 static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d, uint64_t end,
                                            char *ip, char *vp)
 {
     uint64_t i = 0, n = 0;
     for (; i + 8 <= end; i += 8) {
+#ifdef SPARCML_SSE2_
+        unsigned m = sparcml_nonzero_mask8_(vs, d + i * vs);
+        for (; m; m &= m - 1, n++) {
+            uint64_t at = i + (unsigned)__builtin_ctz(m);
+            if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + n * 4, &a32, 4); }
+            else memcpy(ip + n * 8, &at, 8);
+            memcpy(vp + n * vs, d + at * vs, vs);
+        }
+#else
         uint64_t any = 0, x, j;
         for (j = 0; j < 8; j++) {
             x = 0;
@@ -460,6 +503,7 @@ static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d,
             memcpy(vp + n * vs, &x, vs); /* the bytes memcpy put into x */
             n += x != 0;
         }
+#endif
     }
     for (; i < end; i++) {
         if (sparcml_value_is_zero_(vs, d + i * vs)) continue;

@@ -86,14 +86,18 @@ static void m_type_differs(args *a)
     a->type = t_double;
 }
 static void m_count_differs(args *a) { a->count = cap - 1; }
-/* Every rank's own stream fits, the sum does not. */
+/* Every rank's own stream fits, the sum does not (ranks 0 and 1 hold
+ * different indices; every index below DIM at any P). */
 static void m_capacity(args *a)
 {
     uint64_t idx[4];
     float v[4] = {1, 1, 1, 1};
-    for (int i = 0; i < 4; i++) idx[i] = (uint64_t)rank * 4 + (uint64_t)i;
+    for (int i = 0; i < 4; i++) idx[i] = (uint64_t)rank * 4 % (DIM - 4) + (uint64_t)i;
     a->count = sparcml_sparse_capacity(DIM, SPARCML_FLOAT, 4);
-    sparcml_stream_from_sorted(sendw, a->count, DIM, SPARCML_FLOAT, 4, idx, v);
+    if (sparcml_stream_from_sorted(sendw, a->count, DIM, SPARCML_FLOAT, 4, idx, v) != SPARCML_OK) {
+        fprintf(stderr, "sparse_errors: rank %d: m_capacity's stream refused\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
 }
 
 static const struct row {

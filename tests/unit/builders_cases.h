@@ -1,8 +1,8 @@
-/* builders_cases.h -- sparcml_stream_from_sorted (include/sparcml.h) on
- * every length up to a few vector blocks, included by test_stream.c (the
- * header's SIMD loops where the compiler targets them) and by
- * test_builders_portable.c (SPARCML_NO_SIMD: the portable loops).  Each
- * list is checked entry by entry against its input; every duplicate or
+/* builders_cases.h -- the builders of include/sparcml.h that have SIMD
+ * loops, included by test_stream.c (those loops where the compiler targets
+ * them) and by test_builders_portable.c (SPARCML_NO_SIMD: the portable
+ * ones).  sparcml_stream_from_sorted on every length up to a few vector
+ * blocks: each list is checked entry by entry against its input; every duplicate or
  * descending pair, every index of 2^56 or more (also a run of them that
  * climbs around 2^64 back to the next index) and a last index at dim are
  * refused at every position, leaving a buffer that holds no stream even
@@ -101,6 +101,77 @@ static void from_sorted_cases(void)
     for (int d = 0; d < 3; d++)
         for (int t = 0; t < 2; t++)
             for (uint64_t n = 0; n < BUILDER_CASES_MAX; n++) from_sorted_case(dims[d], vtypes[t], n);
+}
+
+/* A stream from d checked against every element: the non-zero ones (any
+ * bit set, -0.0 too) in order, the index padding zeroed, the format the
+ * smaller. */
+static void check_from_dense(int vtype, uint64_t dim, const char *d)
+{
+    uint64_t vs = sparcml_value_size(vtype), n = 0, w = sparcml_index_width(dim), idx;
+    char *buf = malloc(sparcml_capacity(dim, vtype) * 8), value[8];
+    void *ip, *vp;
+    sparcml_header h;
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, sparcml_capacity(dim, vtype), dim, vtype, d), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    if (h.format == SPARCML_DENSE) {
+        ck_assert_int_eq(memcmp(vp, d, dim * vs), 0);
+        free(buf);
+        return;
+    }
+    for (uint64_t i = 0; i < dim; i++) {
+        int zero = 1;
+        for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
+        if (zero) continue;
+        ck_assert_uint_lt(n, h.nnz);
+        sparcml_stream_entry(buf, n++, &idx, value);
+        ck_assert_uint_eq(idx, i);
+        ck_assert_int_eq(memcmp(value, d + i * vs, vs), 0);
+    }
+    ck_assert_uint_eq(n, h.nnz);
+    for (uint64_t b = n * w; b < sparcml_round8(n * w); b++) ck_assert_int_eq(((char *)ip)[b], 0);
+    ck_assert_int_eq(sparcml_prefers_dense(dim, vtype, n), 0);
+    free(buf);
+}
+
+static uint64_t builder_rnd(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Every value type, lengths around the blocks of 8, densities 0 to 30 %,
+ * and shapes: random, the last element non-zero, one value with only its
+ * top bit set (-0.0), zeros from the middle on, 8-byte values with only
+ * their low or only their high half set. */
+static void from_dense_cases(void)
+{
+    static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT32, SPARCML_INT64};
+    static const uint64_t dims[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 1000, 4099};
+    static const unsigned percent[] = {0, 1, 5, 12, 30};
+    uint64_t state = 42;
+    for (int t = 0; t < 4; t++)
+        for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+            for (size_t pi = 0; pi < sizeof percent / sizeof *percent; pi++)
+                for (int shape = 0; shape < 6; shape++) {
+                    uint64_t dim = dims[di], vs = sparcml_value_size(vtypes[t]);
+                    char *d = calloc(dim, vs);
+                    for (uint64_t i = 0; i < dim; i++)
+                        if (builder_rnd(&state) % 100 < percent[pi]) {
+                            uint64_t x = builder_rnd(&state) | 1;
+                            if (shape == 4) x &= UINT32_MAX;
+                            if (shape == 5) x = x << 32 | UINT64_C(1) << 32;
+                            memcpy(d + i * vs, &x, vs);
+                        }
+                    if (shape == 1) d[(dim - 1) * vs] = 1;
+                    if (shape == 2) d[builder_rnd(&state) % dim * vs + vs - 1] = (char)0x80;
+                    if (shape == 3) memset(d + dim / 2 * vs, 0, (dim - dim / 2) * vs);
+                    check_from_dense(vtypes[t], dim, d);
+                    free(d);
+                }
 }
 
 #endif

@@ -14,11 +14,18 @@ START_TEST(from_sorted_portable_loops)
 }
 END_TEST
 
+START_TEST(from_dense_portable_loops)
+{
+    from_dense_cases();
+}
+END_TEST
+
 Suite *builders_portable_suite(void)
 {
     Suite *s = suite_create("builders_portable");
     TCase *tc = tcase_create("from_sorted");
     tcase_add_test(tc, from_sorted_portable_loops);
+    tcase_add_test(tc, from_dense_portable_loops);
     suite_add_tcase(s, tc);
     return s;
 }

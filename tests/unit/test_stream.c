@@ -768,57 +768,10 @@ END_TEST
  * whose bits are not all zero (so -0.0 is an entry); the pad after the
  * indices is zero.  d has runs of zeros longer and shorter than 8, and
  * its last non-zero element anywhere from the start to the end. */
-static void check_from_dense(int vtype, uint64_t dim, const char *d)
-{
-    uint64_t vs = sparcml_value_size(vtype), n = 0, w = sparcml_index_width(dim), idx;
-    char *buf = malloc(sparcml_capacity(dim, vtype) * 8), value[8];
-    void *ip, *vp;
-    sparcml_header h;
-    ck_assert_int_eq(sparcml_stream_from_dense(buf, sparcml_capacity(dim, vtype), dim, vtype, d), SPARCML_OK);
-    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
-    sparcml_stream_arrays(buf, &ip, &vp);
-    if (h.format == SPARCML_DENSE) {
-        ck_assert_int_eq(memcmp(vp, d, dim * vs), 0);
-        free(buf);
-        return;
-    }
-    for (uint64_t i = 0; i < dim; i++) {
-        int zero = 1;
-        for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
-        if (zero) continue;
-        ck_assert_uint_lt(n, h.nnz);
-        sparcml_stream_entry(buf, n++, &idx, value);
-        ck_assert_uint_eq(idx, i);
-        ck_assert_int_eq(memcmp(value, d + i * vs, vs), 0);
-    }
-    ck_assert_uint_eq(n, h.nnz);
-    for (uint64_t b = n * w; b < sparcml_round8(n * w); b++) ck_assert_int_eq(((char *)ip)[b], 0);
-    ck_assert_int_eq(sparcml_prefers_dense(dim, vtype, n), 0);
-    free(buf);
-}
-
+/* Every element checked, on the SIMD loops (builders_cases.h). */
 START_TEST(from_dense_against_the_elements)
 {
-    static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT32, SPARCML_INT64};
-    static const uint64_t dims[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 1000, 4099};
-    static const unsigned percent[] = {0, 1, 5, 12, 30};
-    for (int t = 0; t < 4; t++)
-        for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
-            for (size_t pi = 0; pi < sizeof percent / sizeof *percent; pi++)
-                for (int shape = 0; shape < 4; shape++) {
-                    uint64_t dim = dims[di], vs = sparcml_value_size(vtypes[t]);
-                    char *d = calloc(dim, vs);
-                    for (uint64_t i = 0; i < dim; i++)
-                        if (rnd() % 100 < percent[pi]) {
-                            uint64_t x = rnd() | 1;
-                            memcpy(d + i * vs, &x, vs);
-                        }
-                    if (shape == 1) d[(dim - 1) * vs] = 1;       /* the last element non-zero */
-                    if (shape == 2) d[rnd() % dim * vs + vs - 1] = (char)0x80; /* -0.0 (or a high bit) */
-                    if (shape == 3) memset(d + dim / 2 * vs, 0, (dim - dim / 2) * vs); /* zeros to the end */
-                    check_from_dense(vtypes[t], dim, d);
-                    free(d);
-                }
+    from_dense_cases();
 }
 END_TEST
 
