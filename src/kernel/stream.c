@@ -1128,12 +1128,33 @@ uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi)
     return sparcml_sparse_bytes(hi - lo, s->vtype, lower_bound(s, hi) - lower_bound(s, lo));
 }
 
-/* Copy n indices from (src, sw) minus `shift` to (dst, dw). */
+/* Copy n indices from (src, sw) minus `shift` (plus it if `add`) to (dst,
+ * dw).  Every result fits dw, so at one width the sum modulo 2^(8 dw) is
+ * exact: those loops carry no width test per index. */
 static void copy_indices(void *dst, unsigned dw, const void *src, unsigned sw, uint64_t n,
                          uint64_t shift, int add)
 {
+    uint64_t delta = add ? shift : 0 - shift;
     if (dw == sw && shift == 0) {
         memcpy(dst, src, n * dw);
+        return;
+    }
+    if (dw == 4 && sw == 4) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t x;
+            memcpy(&x, (const char *)src + 4 * i, 4);
+            x += (uint32_t)delta;
+            memcpy((char *)dst + 4 * i, &x, 4);
+        }
+        return;
+    }
+    if (dw == 8 && sw == 8) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t x;
+            memcpy(&x, (const char *)src + 8 * i, 8);
+            x += delta;
+            memcpy((char *)dst + 8 * i, &x, 8);
+        }
         return;
     }
     for (uint64_t i = 0; i < n; i++) {

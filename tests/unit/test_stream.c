@@ -583,6 +583,52 @@ START_TEST(select_keeps_exactly_the_marked_entries)
 END_TEST
 
 /* 64-bit indices: dim > 2^32, sparse only (a dense vector would not fit). */
+/* Slices of a stream of 8-byte indices: one wider than 2^32 (8 bytes
+ * to 8, shifted), one narrower (8 to 4), and their concatenation (4 to 8
+ * and 8 to 8, shifted back) equal to the whole, entry by entry; a slice
+ * of 4-byte indices shifted. */
+START_TEST(wide_slices_round_trip)
+{
+    uint64_t dim = (UINT64_C(1) << 33) + 5, cut = (UINT64_C(1) << 32) + 8, off[3] = {0, cut, dim};
+    uint64_t idx[] = {0, 7, cut - 1, cut, cut + 9, UINT64_C(1) << 33, dim - 1};
+    double v[] = {1, 2, 3, 4, 5, 6, 7};
+    char a[512], p0[512], p1[512], o[512];
+    uint64_t where;
+    sv sa, parts[2], whole;
+    ck_assert_int_eq(sparcml_stream_from_sorted(a, 64, dim, SPARCML_DOUBLE, 7, idx, v), SPARCML_OK);
+    ck_assert_int_eq(stream_parse(a, sizeof a, SPARCML_DOUBLE, &sa, &where), SPARCML_R_OK);
+    parts[0] = stream_slice(&sa, 0, cut, p0);
+    parts[1] = stream_slice(&sa, cut, dim, p1);
+    ck_assert_uint_eq(parts[0].iw, 8);
+    ck_assert_uint_eq(parts[1].iw, 4);
+    ck_assert_uint_eq(parts[0].nnz, 3);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 4, 0), 0);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 4, 3), dim - 1 - cut);
+    whole = stream_concat(parts, off, 2, dim, 0, o);
+    ck_assert_uint_eq(whole.nnz, 7);
+    for (uint64_t i = 0; i < 7; i++) {
+        uint64_t at;
+        double x;
+        sparcml_stream_entry(o, i, &at, &x);
+        ck_assert_uint_eq(at, idx[i]);
+        ck_assert_double_eq(x, v[i]);
+    }
+    parts[1] = stream_slice(&sa, 5, dim, p1); /* 8 to 8, shifted by 5 */
+    ck_assert_uint_eq(parts[1].iw, 8);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 8, 0), 2);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 8, 5), dim - 1 - 5);
+    /* 4 to 4, shifted by 400 */
+    ck_assert_int_eq(sparcml_stream_from_sorted(a, 64, 1000, SPARCML_DOUBLE, 3, (uint64_t[]){3, 500, 999}, v),
+                     SPARCML_OK);
+    ck_assert_int_eq(stream_parse(a, sizeof a, SPARCML_DOUBLE, &sa, &where), SPARCML_R_OK);
+    parts[1] = stream_slice(&sa, 400, 1000, p1);
+    ck_assert_uint_eq(parts[1].iw, 4);
+    ck_assert_uint_eq(parts[1].nnz, 2);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 4, 0), 100);
+    ck_assert_uint_eq(sparcml_get_index(parts[1].idx, 4, 1), 599);
+}
+END_TEST
+
 START_TEST(wide_indices)
 {
     uint64_t dim = (UINT64_C(1) << 33) + 5, ia[] = {0, 7, UINT64_C(1) << 32, dim - 1};
@@ -1091,6 +1137,7 @@ Suite *stream_suite(void)
     tcase_add_loop_test(tc, range_merges_join_to_the_whole_merge, 0, 4);
     tcase_add_test(tc, select_keeps_exactly_the_marked_entries);
     tcase_add_test(tc, wide_indices);
+    tcase_add_test(tc, wide_slices_round_trip);
     tcase_add_test(tc, integer_sums_wrap);
     tcase_add_loop_test(tc, gather_matches_reference, 0, 8);
     tcase_add_loop_test(tc, gather_all_zeros_and_all_nonzeros, 0, 8);
