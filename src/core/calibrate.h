@@ -6,7 +6,8 @@
  * part in one measurement on a private duplicate of it:
  *  - gamma: each rank times the merge-add kernel (kernel/stream.h) on two
  *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of
- *    CALIB_MERGE_REPS runs, per input entry;
+ *    CALIB_MERGE_REPS runs, per input entry (last, in the exchanges'
+ *    buffer: its pages already touched);
  *  - alpha and beta: every rank takes part in CALIB_ROUND_REPS exchanges
  *    of CALIB_SMALL_BYTES, as many of CALIB_MID_BYTES and of
  *    CALIB_LARGE_BYTES, over all ranks in ceil(log2 P) rounds (rank r
