@@ -68,7 +68,8 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
         v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, small) / share;
         v.vendor_gather = vendor_factor(t, v.alpha * share, v.beta);
     }
-    if (t->ranks > 0) v.gamma = 1e-12 * (double)t->merge_ps / (double)t->ranks / (2.0 * CALIB_MERGE_ENTRIES);
+    if (t->exchangers > 0 && t->merge_ps > 0)
+        v.gamma = 1e-12 * (double)t->merge_ps / (double)t->exchangers / (2.0 * CALIB_MERGE_ENTRIES);
     return v;
 }
 
@@ -165,7 +166,7 @@ static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, ca
                    .displs = displs};
     int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps};
     if (part < 8) part = 8;
-    *mine = (calib_totals){.exchangers = 1, .ranks = 1, .vendor_bytes = (int64_t)part * size};
+    *mine = (calib_totals){.exchangers = 1, .vendor_bytes = (int64_t)part * size};
     for (int i = 0; rc == MPI_SUCCESS && i < 3; i++) {
         op.bytes = bytes[i];
         rc = timed_runs(exchange, &op, ps[i]);

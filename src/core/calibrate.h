@@ -67,14 +67,13 @@ enum {
 
 /* Sums over the ranks, in picoseconds. */
 typedef struct calib_totals {
-    int64_t exchangers;                  /* ranks that timed the exchanges: P */
+    int64_t exchangers;                  /* ranks that took part: P */
     int64_t small_ps[CALIB_ROUND_REPS]; /* their times for each repetition, */
     int64_t mid_ps[CALIB_ROUND_REPS];   /* of each size */
     int64_t large_ps[CALIB_ROUND_REPS];
     int64_t vendor_ps[CALIB_ROUND_REPS]; /* their vendor's allgathers */
     int64_t vendor_bytes;                /* gathered by each, in all, times P */
-    int64_t ranks;    /* ranks that timed the merge */
-    int64_t merge_ps; /* their fastest merge-add of 2 CALIB_MERGE_ENTRIES entries */
+    int64_t merge_ps; /* their fastest merge-adds of 2 CALIB_MERGE_ENTRIES entries */
 } calib_totals;
 
 typedef struct calib_values {

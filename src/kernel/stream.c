@@ -1157,10 +1157,7 @@ static void copy_indices(void *dst, unsigned dw, const void *src, unsigned sw, u
         }
         return;
     }
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t x = sparcml_get_index(src, sw, i);
-        sparcml_put_index(dst, dw, i, add ? x + shift : x - shift);
-    }
+    for (uint64_t i = 0; i < n; i++) sparcml_put_index(dst, dw, i, sparcml_get_index(src, sw, i) + delta);
 }
 
 sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)

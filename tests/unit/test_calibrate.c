@@ -52,7 +52,7 @@ static void set_rounds(calib_totals *t, int64_t P, int rounds, double alpha_r, d
  * 8 ranks merging at 2.5 ns/entry. */
 static calib_totals rig_like(void)
 {
-    calib_totals t = {.ranks = 8, .merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
+    calib_totals t = {.merge_ps = 8 * calib_ps(2.5e-9 * 2 * CALIB_MERGE_ENTRIES)};
     set_rounds(&t, 8, 3, 80e-6, 8.3e-9);
     return t;
 }
