@@ -26,6 +26,7 @@ Suite *builders_portable_suite(void)
     TCase *tc = tcase_create("from_sorted");
     tcase_add_test(tc, from_sorted_portable_loops);
     tcase_add_test(tc, from_dense_portable_loops);
+    tcase_set_timeout(tc, 120); /* about 1 s each, 2-4 s under the sanitizers */
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1157,6 +1157,7 @@ Suite *stream_suite(void)
     tcase_add_test(tc, from_dense_against_the_elements);
     tcase_add_test(tc, from_sorted_refuses_bad_indices);
     tcase_add_test(tc, from_sorted_every_length);
+    tcase_set_timeout(tc, 120); /* the builder cases: 1-4 s under the sanitizers */
     suite_add_tcase(s, tc);
     return s;
 }
