@@ -24,7 +24,7 @@
 #       the dense allreduce of smpi_dense_rab_rdb.csv in every panel
 #   scripts/smpi_sweep.sh calibrate [P...]        the rig (8 hosts, 1 Gbit/s,
 #       alpha = 20 us) at P = 2..8, N = 16M, d = 1e-3, random: the methods of
-#       bench/results/sweep_rig_psweep_s4.csv; prints simulated/measured.
+#       bench/results/sweep_rig_psweep_r4.csv; prints simulated/measured.
 #       SMPI_RIG=rig_line: the rig built with NETSIM_TBF=line (no burst
 #       faster than the rate; bench/results/sweep_rig_psweep_line*.csv);
 #       SMPI_RIG=rig_line_100m: that rig at 100 Mbit/s, where it is
@@ -35,7 +35,7 @@
 #       holds netsim.sh measure's alpha_us= and beta_ns_per_byte=, e.g.
 #       bench_sweep.sh's rig_alpha_beta.txt; the backbone stays); the
 #       CSV's name then ends in _FILE's name, or in SMPI_TAG when set
-#       (e.g. SMPI_TAG=_s12_dense: smpi_calibration_rig_line_100m_s12_dense.csv)
+#       (e.g. SMPI_TAG=_r12_dense: smpi_calibration_rig_line_100m_r12_dense.csv)
 #   scripts/smpi_sweep.sh sweep PLATFORM "P..." "DENSITIES" "PATTERNS" [METHODS]
 #       PLATFORM gige (1 Gbit/s per node, alpha = 20 us, non-blocking switch)
 #       or fattree (100 Gbit/s, two-level non-blocking fat tree of 32 x 32

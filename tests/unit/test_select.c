@@ -148,7 +148,7 @@ static sparcml_settings rig_settings(void)
 
 /* For P = 8, N = 16M floats, random indices, the model must choose among
  * what was measured fastest on the rig (bench/results/
- * sweep_rig_density_s2.csv and _s3.csv, 2026-11-22, quiet machine); where
+ * sweep_rig_density_r2.csv and _s3.csv, 2026-11-22, quiet machine); where
  * two algorithms were within run-to-run noise (< 10 %), either is right:
  * d = 1e-3: recursive doubling 11.1-11.8 ms, SSAR split 10.5-13.1 ms;
  * d = 1e-2: SSAR split 107 ms, recursive doubling 122 ms (13 % slower);
@@ -193,7 +193,7 @@ END_TEST
 /* The library's own defaults (settings.c: alpha 20 us, beta 8.3 ns/B, gamma
  * 2.5 ns, for a rank with a core of its own) on the rig, where 8 ranks share
  * 2 cores: scaled by the 4 ranks per core the library detects, they choose
- * what was measured fastest too (sweep_rig_density_s3.csv). */
+ * what was measured fastest too (sweep_rig_density_r3.csv). */
 static const char *no_variables(const char *name)
 {
     (void)name;
@@ -209,7 +209,7 @@ START_TEST(rig_defaults_scaled_by_ranks_per_core)
 END_TEST
 
 /* With QSGD the model must count the CPU time of encoding and decoding: on
- * the rig at d = 0.01 (bench/results/qsgd_rig_s2.csv) DSAR with 4 and 2
+ * the rig at d = 0.01 (bench/results/qsgd_rig_r2.csv) DSAR with 4 and 2
  * bits sends fewer bytes than recursive doubling (8.6 and 5.0 MB against
  * 9.3 MB per rank) but took 289-351 ms and 253-261 ms against 126-128 ms:
  * encoding and decoding all N values costs more than the bytes saved.
@@ -273,7 +273,7 @@ END_TEST
  * collective alpha 16.7 us, 2-rank ping-pong beta 0.21 ns/B; gamma 17 ns as
  * on the rig), P = 8, N = 16M floats, random indices: the model must choose
  * among what was measured fastest there (bench/results/
- * sweep_shm_density_s4.csv; within 10 % either is right):
+ * sweep_shm_density_r4.csv; within 10 % either is right):
  * d = 1e-5: recursive doubling 0.24 ms, SSAR 0.68;
  * d = 1e-4, 1e-3: SSAR 0.87, 5.59 ms, recursive doubling 0.96, 5.98;
  * d = 1e-2: SSAR 46 ms, recursive doubling 59;
