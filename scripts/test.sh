@@ -48,8 +48,8 @@ collect "$top/build" " (MPICH)" $?
 echo "(make check, MPICH: $((SECONDS - t0)) s)"
 
 # The same suite against the Open MPI build (build-openmpi/, mpicc.openmpi,
-# mpirun.openmpi), plus the Python tests; to keep CI short the case matrix
-# is narrowed to P = 1, 3, 4, 8, the soak's communicator part shortened and
+# mpirun.openmpi), plus the Python tests; to keep CI short the case
+# matrices are narrowed to P = 1, 3, 4, 8, the soak's communicator part shortened and
 # the larger-P runs (P = 16, 31) left to the MPICH pass; the sanitizer pass
 # below is MPICH's only.  The soak keeps its 10000 calls: with 2000 (a
 # 400-call warm-up) the measured window held Open MPI's and the allocator's
@@ -69,14 +69,15 @@ cd "$top/build" || exit 1
 # shown complete and every test runs a second time under the sanitizers.
 # Any sanitizer report fails its test.  valgrind_unit.sh skips itself there
 # (valgrind cannot run ASan binaries; it ran in the pass above).  The case
-# matrix is narrowed to P = 3, 4, 8, the larger-P runs to P = 16 and the
-# soak shortened (the full ones ran above).  TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a
+# matrices (matrix, non-blocking, transparent, compression, split gathers)
+# are narrowed to P = 3, 4, 8, the larger-P runs to P = 16 and the soak
+# shortened (the full ones ran above); two tests run at a time, as above.  TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a
 # quicker local run.
 t0=$SECONDS
 dcflags=--enable-sanitizers
 [ "${TEST_SANITIZERS:-1}" = 0 ] && dcflags=
 if MATRIX_RANKS="3 4 8" SCALE_RANKS=16 SOAK_CALLS=2000 SOAK_COMMS=300 \
-    make -s distcheck DISTCHECK_CONFIGURE_FLAGS="$dcflags" >distcheck.log 2>&1; then
+    make -s -j2 distcheck DISTCHECK_CONFIGURE_FLAGS="$dcflags" >distcheck.log 2>&1; then
     dc_rc=0
 else
     dc_rc=1
