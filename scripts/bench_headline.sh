@@ -21,6 +21,10 @@
 # The rig's 8 ranks share this machine's 2 cores: compute times are those of
 # 4 ranks per core.
 #   scripts/bench_headline.sh [EPOCHS]      (default 3)
+# HEADLINE_REFERENCE=LIB runs sparse and top-k a second time with another
+# build of libsparcml.so (modes sparse_ref and topk_ref), in turn with this
+# build (the reference first for URL-like, second for Webspam-like): two
+# builds side by side in one run, on the same data, binary and rig.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 b="$top/build"
@@ -29,6 +33,8 @@ epochs=${1:-3}
 export HYDRA_CONFIG_FILE=/dev/null
 make -C "$b" -s -j2 examples/topk_sgd >/dev/null || { echo "bench_headline: build failed" >&2; exit 1; }
 shim="$b/src/.libs/libsparcml.so"
+ref=${HEADLINE_REFERENCE:-}
+[ -z "$ref" ] || [ -f "$ref" ] || { echo "bench_headline: no such library: $ref" >&2; exit 2; }
 sgd="$b/examples/topk_sgd"
 say() { echo "bench_headline: $*" >&2; }
 
@@ -58,24 +64,30 @@ run() { # dataset mode preload args...
         "$log" >>"$csv"
     rm -f "$log"
 }
+# modes DATASET SUFFIX LIB: the library's sparse and top-k runs
+modes() {
+    run "$1" "sparse$2" "$3" --sync=sparse
+    run "$1" "topk$2" "$3" --sync=topk --density=0.001
+}
 for ds in "${order[@]}"; do
     run "$ds" dense "" --sync=dense
-    run "$ds" sparse "$shim" --sync=sparse
-    run "$ds" topk "$shim" --sync=topk --density=0.001
+    if [ -n "$ref" ] && [ "$ds" = url ]; then modes "$ds" _ref "$ref"; fi
+    modes "$ds" "" "$shim"
+    if [ -n "$ref" ] && [ "$ds" != url ]; then modes "$ds" _ref "$ref"; fi
 done
 
 # The table: per data set, each mode's totals and its speedups over dense.
 echo
-printf '%-8s %-7s %14s %10s %10s %10s %9s %9s\n' data mode final_loss compute_s comm_s total_s "e2e x" "comm x"
+printf '%-8s %-10s %14s %10s %10s %10s %9s %9s\n' data mode final_loss compute_s comm_s total_s "e2e x" "comm x"
 awk -F, '$3 == "total" { loss[$1,$2] = $4; cp[$1,$2] = $6; cm[$1,$2] = $7; ds[$1] = 1 }
     END {
         split("url webspam", o, " ")
-        split("dense sparse topk", m, " ")
-        for (i = 1; i <= 2; i++) for (j = 1; j <= 3; j++) {
+        split("dense sparse sparse_ref topk topk_ref", m, " ")
+        for (i = 1; i <= 2; i++) for (j = 1; j <= 5; j++) {
             d = o[i]; k = m[j]
             if (!((d, k) in loss)) continue
             t = cp[d,k] + cm[d,k]; td = cp[d,"dense"] + cm[d,"dense"]
-            printf "%-8s %-7s %14s %10.2f %10.2f %10.2f %9.2f %9.2f\n", d, k, loss[d,k], cp[d,k], cm[d,k], t,
+            printf "%-8s %-10s %14s %10.2f %10.2f %10.2f %9.2f %9.2f\n", d, k, loss[d,k], cp[d,k], cm[d,k], t,
                    td / t, cm[d,"dense"] / cm[d,k]
         }
     }' "$csv"
@@ -85,4 +97,4 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
     say "no matplotlib (python3-matplotlib), no plot"
 fi
-say "wrote $csv and $res/headline_rig.png"
+say "wrote $csv"
