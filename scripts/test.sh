@@ -49,8 +49,8 @@ echo "(make check, MPICH: $((SECONDS - t0)) s)"
 
 # The same suite against the Open MPI build (build-openmpi/, mpicc.openmpi,
 # mpirun.openmpi), plus the Python tests; to keep CI short the case
-# matrices are narrowed to P = 1, 3, 4, 8, the soak's communicator part shortened and
-# the larger-P runs (P = 16, 31) left to the MPICH pass; the sanitizer pass
+# matrices are narrowed to P = 1, 3, 4, 8, the soak's communicator part
+# shortened and the larger-P runs (P = 16, 31) left to the MPICH pass; the sanitizer pass
 # below is MPICH's only.  The soak keeps its 10000 calls: with 2000 (a
 # 400-call warm-up) the measured window held Open MPI's and the allocator's
 # one-time growth, 0.5-1.1 MB against the 1 MiB bound (a clean-clone run
@@ -71,8 +71,9 @@ cd "$top/build" || exit 1
 # (valgrind cannot run ASan binaries; it ran in the pass above).  The case
 # matrices (matrix, non-blocking, transparent, compression, split gathers)
 # are narrowed to P = 3, 4, 8, the larger-P runs to P = 16 and the soak
-# shortened (the full ones ran above); two tests run at a time, as above.  TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a
-# quicker local run.
+# shortened (the full ones ran above); two tests run at a time, as above.
+# TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a quicker
+# local run.
 t0=$SECONDS
 dcflags=--enable-sanitizers
 [ "${TEST_SANITIZERS:-1}" = 0 ] && dcflags=

@@ -20,7 +20,12 @@ sparse_calls() { sed -n 's/.*transparent calls: \([0-9]*\) sparse.*/\1/p' "$out"
 learnt_calls() { sed -n 's/.*, learnt: \([0-9]*\)).*/\1/p' "$out"; }
 vendor_calls() { sed -n 's/.*sparse (in the table above), \([0-9]*\) to the vendor.*/\1/p' "$out"; }
 # MATRIX_RANKS narrows P as in matrix.sh (scripts/test.sh's Open MPI and
-# sanitizer passes; the full range runs in the MPICH pass).
+# sanitizer passes; the full range runs in the MPICH pass); P = 4 stays,
+# where the learnt vendor choice is checked.
+case " ${MATRIX_RANKS:-4} " in
+*" 4 "*) ;;
+*) check "MATRIX_RANKS (${MATRIX_RANKS}) holds P = 4, where the learnt vendor choice is checked" false ;;
+esac
 for how in blocking wait test persistent; do
     for p in ${MATRIX_RANKS:-1 2 3 4 5 6 7 8}; do
         run_mpi "$p" "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" sums $how
