@@ -148,7 +148,7 @@ static sparcml_settings rig_settings(void)
 
 /* For P = 8, N = 16M floats, random indices, the model must choose among
  * what was measured fastest on the rig (bench/results/
- * sweep_rig_density_r2.csv and _s3.csv, 2026-11-22, quiet machine); where
+ * sweep_rig_density_r2.csv and _r3.csv, 2026-11-22, quiet machine); where
  * two algorithms were within run-to-run noise (< 10 %), either is right:
  * d = 1e-3: recursive doubling 11.1-11.8 ms, SSAR split 10.5-13.1 ms;
  * d = 1e-2: SSAR split 107 ms, recursive doubling 122 ms (13 % slower);
