@@ -2,12 +2,25 @@
 # The Check unit tests under valgrind memcheck (in-process: CK_FORK=no):
 # no invalid access, no use of uninitialised memory, no definite or
 # indirect leak.  Skipped in the sanitizer build (valgrind cannot run ASan
-# binaries; ASan and LeakSanitizer cover the same ground there).
+# binaries; ASan and LeakSanitizer cover the same ground there) and with
+# VALGRIND_UNIT=none (scripts/test.sh's Open MPI pass: the MPICH pass ran
+# the same unit tests under memcheck).
 . "$(dirname "$0")/common.sh"
 if [ -n "${SANITIZE:-}" ]; then
     echo "# skipped: sanitizer build"
     exit 77
 fi
+case ${VALGRIND_UNIT:-} in
+'') ;;
+none)
+    echo "# skipped: VALGRIND_UNIT=none"
+    exit 77
+    ;;
+*)
+    echo "VALGRIND_UNIT=${VALGRIND_UNIT}: only \"none\" (skip) is understood"
+    exit 1
+    ;;
+esac
 unit="$TESTBIN/../unit/check_sparcml"
 if ! command -v valgrind >/dev/null; then
     not_ok "valgrind is installed (Debian package valgrind; scripts/setup.sh installs it)"
