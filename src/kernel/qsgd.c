@@ -15,10 +15,13 @@ static uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Uniform in [0, 1) for element i of the message named by key. */
+/* Uniform in [0, 1) for element i of the message named by key: element i
+ * of the splitmix64 sequence seeded with the key's hash (one mix per value;
+ * a pure function of (key, i), so any rank that encodes a message draws
+ * the same numbers). */
 static double uniform(uint64_t keyhash, uint64_t i)
 {
-    return (double)(mix(keyhash ^ mix(i)) >> 11) * 0x1.0p-53;
+    return (double)(mix(keyhash + i * 0x9e3779b97f4a7c15ull) >> 11) * 0x1.0p-53;
 }
 
 static uint64_t key_hash(const qsgd_key *k)
@@ -86,11 +89,15 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
                                      int bits, uint64_t first, uint64_t kh,      \
                                      unsigned char *codes)                       \
     {                                                                            \
+        /* x = |v| / scale * s as one multiply; the bucket's largest |v|   \
+         * is level s exactly, whatever the factor's rounding. */             \
+        double f = scale > 0 ? (double)s / (double)scale : 0;                    \
         for (uint64_t i = 0; i < n; i++) {                                       \
-            double x = scale > 0 ? fabs((double)v[i]) / (double)scale * s : 0;   \
+            double x = fabs((double)v[i]) == (double)scale ? s : fabs((double)v[i]) * f; \
             unsigned l = (unsigned)x;                                            \
-            if (l >= s) l = s;                                                   \
-            else if (uniform(kh, first + i) < x - l) l++;                        \
+            /* branch-free: the comparison is a coin toss per value */          \
+            unsigned up = (l < s) & (uniform(kh, first + i) < x - l);            \
+            l = (l < s ? l : s) + up;                                            \
             put_code(codes, first + i, bits, l | (signbit(v[i]) ? 1u << (bits - 1) : 0)); \
         }                                                                        \
     }                                                                            \
@@ -122,9 +129,23 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
                 v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
             return;                                                              \
         }                                                                        \
-        for (unsigned code = 0; code <= mask; code++) level[code] = level_value_##NAME(scale, s, code, sign); \
-        for (uint64_t i = 0; i < n; i++)                                         \
-            v[i] = level[get_code(codes, first + i, bits)];                      \
+        /* the negative half by negation: exact, so the same bits */        \
+        for (unsigned code = 0; code < sign; code++) {                           \
+            level[code] = level_value_##NAME(scale, s, code, sign);              \
+            level[code | sign] = -level[code];                                   \
+        }                                                                        \
+        /* one loop per width: constant shifts, no multiply per value */       \
+        switch (bits) {                                                          \
+        case 2:                                                                  \
+            for (uint64_t i = 0; i < n; i++) v[i] = level[get_code(codes, first + i, 2)]; \
+            break;                                                               \
+        case 4:                                                                  \
+            for (uint64_t i = 0; i < n; i++) v[i] = level[get_code(codes, first + i, 4)]; \
+            break;                                                               \
+        default:                                                                 \
+            for (uint64_t i = 0; i < n; i++) v[i] = level[codes[first + i]];     \
+            break;                                                               \
+        }                                                                        \
     }                                                                            \
     /* With block_scales NULL: quantize (phase 0); otherwise re-encode values \
      * on the grid of those scales without loss (0 when one is not on it). */  \
