@@ -38,13 +38,13 @@ typedef struct cost_model {
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
- * 2.5 ns).  Encoding draws a random number, divides and rounds per value:
- * 6.3-8.4 ns (bench/RESULTS.md "Kernels"), priced 6.75 ns.  Decoding looks
- * up and multiplies: 2.3-3.6 ns per value at 16K values and 5.4-5.8 ns from
- * 128K in the kernel benchmark, but less in place: on the rig (DSAR, 4 bits,
- * d = 0.5, 8 ranks on 2 cores) the whole call took 0.64-0.68 s where the
- * model without any decoding gives 0.60 s; priced 1.8 ns. */
-#define COST_QSGD_ENCODE_PER_MERGE 2.7
+ * 2.5 ns).  Encoding draws a random number and rounds per value: 3.4-3.6 ns
+ * (bench/RESULTS.md "Kernels"), priced 3.5 ns.  Decoding looks a code up
+ * in a table of the bucket's levels: 0.5-0.63 ns per value in the kernel
+ * benchmark, more in place: on the rig (DSAR, 4 bits, d = 0.5, 8 ranks on
+ * 2 cores) the whole call took 0.64-0.68 s where the model without any
+ * decoding gives 0.60 s; priced 1.8 ns. */
+#define COST_QSGD_ENCODE_PER_MERGE 1.4
 #define COST_QSGD_DECODE_PER_MERGE 0.72
 
 /* Copying an entry, or adding it into a dense sum in place, costs about a
