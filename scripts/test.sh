@@ -70,8 +70,8 @@ cd "$top/build" || exit 1
 # shown complete and every test runs a second time under the sanitizers.
 # Any sanitizer report fails its test.  valgrind_unit.sh skips itself there
 # (valgrind cannot run ASan binaries; it ran in the MPICH pass).  The case
-# matrices (matrix, non-blocking, transparent, compression, split gathers)
-# are narrowed to P = 3 and 4 (a rank count that folds and a power of two),
+# matrices (matrix, non-blocking, transparent, compression, split gathers,
+# QSGD) are narrowed to P = 3 and 4 (a rank count that folds and a power of two),
 # the larger-P runs (P = 8 there, 11, 16, 31) left to the plain passes and
 # the soak shortened (the full ones ran above): under the sanitizers a rank
 # costs about 5x, and 8 ranks on 2 cores made this pass half of CI's time.
