@@ -90,10 +90,12 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
                                      unsigned char *codes)                       \
     {                                                                            \
         /* x = |v| / scale * s as one multiply; the bucket's largest |v|   \
-         * is level s exactly, whatever the factor's rounding. */             \
+         * is level s exactly, whatever the factor's rounding (an all-zero   \
+         * bucket, scale 0, stays at level 0). */                             \
         double f = scale > 0 ? (double)s / (double)scale : 0;                    \
         for (uint64_t i = 0; i < n; i++) {                                       \
-            double x = fabs((double)v[i]) == (double)scale ? s : fabs((double)v[i]) * f; \
+            double a = fabs((double)v[i]);                                       \
+            double x = scale > 0 && a == (double)scale ? s : a * f;              \
             unsigned l = (unsigned)x;                                            \
             /* branch-free: the comparison is a coin toss per value */          \
             unsigned up = (l < s) & (uniform(kh, first + i) < x - l);            \
@@ -129,7 +131,7 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
                 v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
             return;                                                              \
         }                                                                        \
-        /* the negative half by negation: exact, so the same bits */        \
+        /* the negative half by negation: exact, so level_value's bits */   \
         for (unsigned code = 0; code < sign; code++) {                           \
             level[code] = level_value_##NAME(scale, s, code, sign);              \
             level[code | sign] = -level[code];                                   \
