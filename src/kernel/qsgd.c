@@ -7,9 +7,11 @@
 
 #include "kernel/qsgd.h"
 
+#define SPLITMIX_STEP 0x9e3779b97f4a7c15ull /* splitmix64's increment */
+
 static uint64_t mix(uint64_t z)
 {
-    z += 0x9e3779b97f4a7c15ull;
+    z += SPLITMIX_STEP;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -21,7 +23,7 @@ static uint64_t mix(uint64_t z)
  * the same numbers). */
 static double uniform(uint64_t keyhash, uint64_t i)
 {
-    return (double)(mix(keyhash + i * 0x9e3779b97f4a7c15ull) >> 11) * 0x1.0p-53;
+    return (double)(mix(keyhash + i * SPLITMIX_STEP) >> 11) * 0x1.0p-53;
 }
 
 static uint64_t key_hash(const qsgd_key *k)
