@@ -54,6 +54,12 @@ extern const sparcml_algorithm_desc sparcml_algorithms[SPARCML_ALG_COUNT_];
 /* "ssar_split_allgather", ...; "invalid" out of range. */
 const char *sparcml_algorithm_name(sparcml_algorithm a);
 
+/* The split algorithms from the end of their reduce-scatter
+ * (split_phases.h), which the agreement's exchange ran (core/op.c): the
+ * rest of their schedule. */
+int ssar_split_allgather_after_reduce_scatter(sched *s);
+int dsar_split_allgather_after_reduce_scatter(sched *s);
+
 /* Recursive doubling's chunks per round (1: not pipelined; select.h). */
 int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p);
 

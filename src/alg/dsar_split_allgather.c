@@ -99,7 +99,7 @@ static int gather_result(sched *s)
     return allgather_dense(s, &out);
 }
 
-static int reduced(sched *s)
+int dsar_split_allgather_after_reduce_scatter(sched *s)
 {
     sparcml_call *c = s->c;
     split_state *st = sched_state(s);
@@ -111,7 +111,7 @@ static int reduced(sched *s)
 
 int sparcml_dsar_split_allgather(sched *s)
 {
-    return split_reduce_scatter(s, reduced);
+    return split_reduce_scatter(s, dsar_split_allgather_after_reduce_scatter);
 }
 
 /* Its result is written dense into recvbuf: that must hold it. */

@@ -20,6 +20,38 @@
 
 #include "alg/split_phases.h"
 
+/* While the call's rider is set (the agreement rides on the parts:
+ * core/op.c, never with quantization), each part is written behind this
+ * rank's record and goes out framed as it is; without an input (this
+ * rank's data stays back) every part is absent and the record goes
+ * alone. */
+static int pack_framed_parts(sparcml_call *c, sv *parts, wire *wires)
+{
+    sparcml_ctx *ctx = c->ctx;
+    const uint64_t *lo = ctx->offsets, rec = c->rider->bytes;
+    uint64_t total = 0;
+    char *buf;
+    for (int r = 0; r < ctx->size; r++) {
+        parts[r] = sv_absent();
+        wires[r] = (wire){.buf = c->rider->own, .bytes = rec, .framed = 1};
+    }
+    if (sv_is_absent(&c->input)) return MPI_SUCCESS;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->displs[r] = (MPI_Aint)total;
+        total += rec + sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
+    }
+    buf = ctx_buffer(ctx, POOL_SEND, total);
+    if (!buf) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; r++) {
+        char *frame = buf + ctx->displs[r];
+        memcpy(frame, c->rider->own, rec);
+        parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], frame + rec);
+        wires[r].buf = frame;
+        wires[r].bytes = rec + stream_bytes(&parts[r]);
+    }
+    return MPI_SUCCESS;
+}
+
 /* Write every rank's part of the input into the send pool, and its wire
  * form (quantized into POOL_QMSG where that applies) into wires[]. */
 static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
@@ -28,6 +60,7 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
     const uint64_t *lo = ctx->offsets;
     uint64_t total = 0, qtotal = 0;
     char *buf, *qbuf = NULL;
+    if (c->rider) return pack_framed_parts(c, parts, wires);
     for (int r = 0; r < ctx->size; r++) {
         ctx->displs[r] = (MPI_Aint)total;
         total += sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
@@ -124,8 +157,12 @@ static int rs_part_in(sched *s)
 {
     split_state *st = sched_state(s);
     int rc = MPI_SUCCESS;
-    /* Our own part comes first: it stays in the send pool as the sum. */
-    if (st->step > 0) rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
+    /* Our own part comes first: it stays in the send pool as the sum.  An
+     * absent part (a rank whose data stayed back while the agreement rode
+     * on the parts) leaves the sum absent: the records tell every rank
+     * that this reduce-scatter does not count. */
+    if (sv_is_absent(&st->part) || (st->step > 0 && sv_is_absent(&st->sum))) st->sum = sv_absent();
+    else if (st->step > 0) rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
     else st->sum = st->part;
     st->step++;
     return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
@@ -142,7 +179,7 @@ static int rs_next_part(sched *s)
         split_slice *mine = &st->mine;
         mine->sum = st->sum;
         mine->present = st->sum.dense ? st->present : NULL;
-        mine->union_nnz = !st->sum.dense ? st->sum.nnz
+        mine->union_nnz = !st->sum.dense || sv_is_absent(&st->sum) ? st->sum.nnz
                           : st->present  ? stream_count_present(st->present, st->sum.dim)
                                          : st->sum.dim;
         sched_next_after_sends(s, st->phase_then);

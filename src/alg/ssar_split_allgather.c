@@ -27,14 +27,14 @@
 #include "alg/algorithms.h"
 #include "alg/split_phases.h"
 
-static int union_step(sched *s)
+int ssar_split_allgather_after_reduce_scatter(sched *s)
 {
     return split_union(s, split_gather);
 }
 
 int sparcml_ssar_split_allgather(sched *s)
 {
-    return split_reduce_scatter(s, union_step);
+    return split_reduce_scatter(s, ssar_split_allgather_after_reduce_scatter);
 }
 
 int ssar_split_allgather_restriction(const sparcml_problem *p)

@@ -96,7 +96,7 @@ static void rider_merge(void *record, const void *in, int complete)
     agree_record_merge(record, &r);
 }
 
-call_rider agree_rider(agree_record *r)
+call_rider agree_rider(agree_record *r, const agree_record *own)
 {
-    return (call_rider){.record = r, .bytes = sizeof *r, .merge = rider_merge};
+    return (call_rider){.record = r, .own = own, .bytes = sizeof *r, .merge = rider_merge};
 }

@@ -2,9 +2,12 @@
  *
  * Each rank describes what it knows locally -- whether its arguments are
  * valid, dim, value type, count, nnz, a hash of its settings, whether
- * it piggybacks its data on the agreement -- in a fixed record.  The records of all ranks are combined (maxima,
- * minima and sums) along the recursive-doubling schedule, riding on the messages of
- * ssar_recursive_double.c (core/op.c explains when data comes along).
+ * it piggybacks its data on the agreement -- in a fixed record.  The
+ * records of all ranks are combined (maxima, minima and sums) along the
+ * recursive-doubling schedule, riding on the messages of
+ * ssar_recursive_double.c, or on the parts of the split algorithms'
+ * reduce-scatter, which every rank sends to every other (core/op.c says
+ * which, and when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
  * same algorithm, and a failure on any rank is known to all ranks together:
  * nobody is left waiting in an exchange the others abandoned. */
@@ -74,7 +77,8 @@ void agree_record_merge(agree_record *inout, const agree_record *in);
 void agree_record_read(const agree_record *r, sparcml_agreed *out);
 
 /* The rider (runtime/call.h) that carries r on a schedule's messages and
- * merges what arrives into it. */
-call_rider agree_rider(agree_record *r);
+ * merges what arrives into it; with own, the messages carry own (this
+ * rank's record alone: every rank hears from every other once). */
+call_rider agree_rider(agree_record *r, const agree_record *own);
 
 #endif

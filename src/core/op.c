@@ -19,6 +19,7 @@
 
 #include "alg/algorithms.h"
 #include "alg/scratch.h"
+#include "alg/split_phases.h"
 #include "base/errors.h"
 #include "base/mpi_flavour.h"
 #include "base/placement.h"
@@ -135,10 +136,23 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
 /* What the memo keeps of a call that ran `alg` (select.h): recursive
  * doubling only where its rounds were not pipelined -- piggybacking is for
  * calls whose rounds are not: the records ride on whole messages, and a
- * separate agreement costs little beside rounds long enough to pipeline. */
-static sparcml_algorithm memo_choice(const sparcml_call *c, sparcml_algorithm alg)
+ * separate agreement costs little beside rounds long enough to pipeline;
+ * a split algorithm only after a tagged call (the other kinds' data never
+ * rides, and their agreement costs fewer messages on recursive
+ * doubling's exchange). */
+static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
-    return c->pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
+    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) return op->c.pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
+    return op->kind == &sparcml_op_tagged ? alg : SPARCML_ALG_AUTO;
+}
+
+/* The split algorithm whose reduce-scatter this call's agreement rides on
+ * (the memo's, select.h), or SPARCML_ALG_AUTO: recursive doubling's
+ * exchange.  From agreed history and call-scoped settings only: every rank
+ * takes the same exchange, whatever its arguments. */
+static sparcml_algorithm split_history(const sparcml_op *op)
+{
+    return op->set->piggyback ? op_policy_of(op->c.ctx)->memo.split.alg : SPARCML_ALG_AUTO;
 }
 
 /* Do the pools every rank is known to hold (the communicator's agreed
@@ -151,10 +165,13 @@ static int pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES
 }
 
 /* After the algorithm: report a failure it found, or learn and count. */
-static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
-                    const sparcml_problem *p, MPI_Comm comm, sparcml_algorithm alg, int rc, double t0)
+static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm alg, int rc)
 {
-    sparcml_rd_memo *memo = &op_policy_of(c->ctx)->memo;
+    const sparcml_settings *s = op->set;
+    sparcml_call *c = &op->c;
+    const sparcml_agreed *a = &op->agreed;
+    MPI_Comm comm = op->comm;
+    sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
     c->ctx->sealed = 0;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
         select_memo_forget(memo);
@@ -176,33 +193,40 @@ static int conclude(const sparcml_settings *s, sparcml_call *c, const sparcml_ag
         return op_fail(comm, c->ctx->rank, &same, c->ctx->rank == c->reason_rank ? c->reason : SPARCML_R_OK,
                        detail);
     }
-    /* A piggybacked call ran recursive doubling on a prediction: remember
+    /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
     c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(c, c->selected));
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected));
     learn(c->ctx, p, c);
     c->ctx->calls++;
-    stats_record(s, c, alg, PMPI_Wtime() - t0);
+    stats_record(s, c, alg, PMPI_Wtime() - op->t0);
     return MPI_SUCCESS;
 }
 
-/* The data came along with the records: deliver it now that they agree. */
-static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const sparcml_agreed *a,
-                              const sparcml_problem *p, MPI_Comm comm, double t0)
+/* The data came along with the records of recursive doubling: deliver it
+ * now that they agree. */
+static int finish_piggybacked(sparcml_op *op, const sparcml_problem *p)
 {
+    sparcml_call *c = &op->c;
     int rc = MPI_SUCCESS;
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
     else rc = call_deliver(c, &c->pending);
-    return conclude(s, c, a, p, comm, SPARCML_ALG_RECURSIVE_DOUBLE, rc, t0);
+    return conclude(op, p, SPARCML_ALG_RECURSIVE_DOUBLE, rc);
 }
 
 /* The agreement stage: every rank's record travels along the schedule of
- * recursive doubling.  Without piggybacking, streams are absent and the
- * messages are records only (one small allreduce).  With it, each rank's
- * stream comes along and recursive doubling is done in the same exchange,
- * saving the agreement's log2(P) latencies: the prediction that it would
- * be chosen comes from the memo (select.h), identical on all ranks.  If a
+ * recursive doubling, or, where the communicator's latest call was a
+ * tagged one that chose a split algorithm (the memo, select.h), along that
+ * algorithm's reduce-scatter, in which every rank sends a part to every
+ * other: each message carries its sender's record, so every rank holds all
+ * P records at the end.  Without piggybacking, streams are absent and the
+ * messages are records only (one small allreduce; on the split exchange
+ * one latency, with P-1 messages per rank).  With it, each rank's stream
+ * comes along and the algorithm's exchange is done in the same messages,
+ * saving the agreement's latencies: the prediction that it would be chosen
+ * comes from the memo, identical on all ranks (a split algorithm then
+ * runs the rest of its schedule after the verdict: split_resume).  If a
  * rank's input is invalid, its stream is absent and the records tell every
  * rank at the end; if ranks predicted differently (an erroneous program),
  * they still exchange the same messages, and the records say so.  A
@@ -215,13 +239,15 @@ static int finish_piggybacked(const sparcml_settings *s, sparcml_call *c, const 
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */
-static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *record, call_rider *rider)
+static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *record, agree_record *own,
+                      call_rider *rider)
 {
     const op_policy *pol = op_policy_of(c->ctx);
     sv input = c->input;
     local->union_part = pol->union_pending ? pol->union_part : 0;
     agree_record_init(record, c->ctx->rank, local);
-    *rider = agree_rider(record);
+    if (own) *own = *record;
+    *rider = agree_rider(record, own);
     c->rider = rider;
     c->pending = sv_absent();
     if (!local->piggyback || local->declined || local->reason != SPARCML_R_OK) c->input = sv_absent();
@@ -265,7 +291,7 @@ sparcml_problem op_problem(const sparcml_op *op)
 void op_conclude(sparcml_op *op)
 {
     sparcml_problem p = op_problem(op);
-    op->result = conclude(op->set, &op->c, &op->agreed, &p, op->comm, op->alg, MPI_SUCCESS, op->t0);
+    op->result = conclude(op, &p, op->alg, MPI_SUCCESS);
 }
 
 static int op_concluded(sched *s)
@@ -274,13 +300,16 @@ static int op_concluded(sched *s)
     return MPI_SUCCESS;
 }
 
-/* The algorithm starts on its reserved pools. */
+/* The algorithm starts on its reserved pools: from its first step, or
+ * where its reduce-scatter carried the agreement, from the end of that. */
 static int op_algorithm(sched *s)
 {
     sparcml_op *op = op_of(s);
     if (op->ready) op->ready(op);
     op->c.ctx->sealed = 1;
-    return sparcml_algorithms[op->alg].first(s);
+    if (!op->c.piggybacked) return sparcml_algorithms[op->alg].first(s);
+    return op->alg == SPARCML_ALG_DSAR_SPLIT_ALLGATHER ? dsar_split_allgather_after_reduce_scatter(s)
+                                                       : ssar_split_allgather_after_reduce_scatter(s);
 }
 
 /* The reservation's minima: the lowest rank that could not reserve (or P),
@@ -345,8 +374,10 @@ int op_agree(sched *s, sched_step then)
 {
     sparcml_op *op = op_of(s);
     op->local.settings_hash = op->set->hash;
-    op->input = agree_begin(&op->c, &op->local, &op->record, &op->rider);
+    op->split = split_history(op);
+    op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
+    if (op->split) return split_reduce_scatter(s, op_agreed);
     s->then = op_agreed;
     return sparcml_ssar_recursive_double(s);
 }
@@ -382,6 +413,31 @@ static int op_setup(sched *s)
 /* --- the tagged kind: the stream is validated at start; recursive
  * doubling may run within the agreement (piggybacked). ----------------- */
 
+/* The memo's split algorithm ran its reduce-scatter within the agreement,
+ * and every rank's data came along: the rest of its schedule follows on
+ * the pools reserved for it (reserving now would move the sums).  Its
+ * restriction holds (the memo's call had the same count and dimension),
+ * and the pools hold what the rest needs for inputs up to the cap; were
+ * either not so, every rank alike would drop the sums and run the call as
+ * any other. */
+static int split_resume(sched *s, const sparcml_problem *p)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    uint64_t need[CTX_CAPACITIES] = {0};
+    op->alg = op->split;
+    c->gather_min_bytes = select_gather_min_bytes(op->set, p);
+    sparcml_algorithms[op->alg].scratch(c, p, need);
+    if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
+        s->then = op_concluded;
+        return op_algorithm(s);
+    }
+    c->declined = 1;
+    c->piggybacked = 0;
+    op->alg = select_algorithm(op->set, p);
+    return op_run(s, p, op_concluded);
+}
+
 static int tagged_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -394,7 +450,8 @@ static int tagged_agreed(sched *s)
          * riding along); the chunk count still tells the memo whether the
          * next call should be. */
         c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
-        op->result = finish_piggybacked(op->set, c, &op->agreed, &p, op->comm, op->t0);
+        if (op->split) return split_resume(s, &p);
+        op->result = finish_piggybacked(op, &p);
         return MPI_SUCCESS;
     }
     c->declined = c->piggybacked;
@@ -410,11 +467,14 @@ static uint64_t piggyback_cap(uint64_t dim, uint64_t k_max)
     return k_max < dim / 2 ? 2 * k_max : dim;
 }
 
-/* What a piggybacked run may ask of the pools: recursive doubling, whole
- * messages, of dimension `dim` and inputs of up to `cap` entries, every
- * message behind a record -- from agreed numbers and call-scoped settings,
- * the same on every rank. */
-static void piggyback_scratch(const sparcml_call *c, uint64_t dim, uint64_t cap, uint64_t need[CTX_CAPACITIES])
+/* What a piggybacked run of `alg` may ask of the pools: recursive
+ * doubling (whole messages, each framed in POOL_FRAME) or a split
+ * algorithm (each part written behind this rank's record), of dimension
+ * `dim` and inputs of up to `cap` entries, every message behind a record
+ * -- from agreed numbers and call-scoped settings, the same on every
+ * rank. */
+static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap,
+                              uint64_t need[CTX_CAPACITIES])
 {
     uint64_t P = (uint64_t)c->ctx->size;
     sparcml_agreed guess = {.k_max = cap, .k_sum = cap < dim / P ? P * cap : dim};
@@ -423,9 +483,10 @@ static void piggyback_scratch(const sparcml_call *c, uint64_t dim, uint64_t cap,
     whole.dim = dim;
     whole.pipeline_chunks = 1;
     p = problem_of(&whole, &guess);
-    ssar_recursive_double_scratch(&whole, &p, need);
+    sparcml_algorithms[alg].scratch(&whole, &p, need);
     need[POOL_RECV] += sizeof(agree_record);
-    need[POOL_FRAME] = need[POOL_RECV];
+    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) need[POOL_FRAME] = need[POOL_RECV];
+    else need[POOL_SEND] += P * sizeof(agree_record);
 }
 
 /* A call the memo will keep for recursive doubling reserves, beside its
@@ -435,8 +496,10 @@ static void piggyback_scratch(const sparcml_call *c, uint64_t dim, uint64_t cap,
 static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
 {
     uint64_t next[CTX_CAPACITIES] = {0};
-    if (!op->set->piggyback || memo_choice(&op->c, op->alg) != SPARCML_ALG_RECURSIVE_DOUBLE) return;
-    piggyback_scratch(&op->c, p->dim, piggyback_cap(p->dim, p->k_max), next);
+    sparcml_algorithm kept = memo_choice(op, op->alg);
+    if (!op->set->piggyback || kept == SPARCML_ALG_AUTO || kept == SPARCML_ALG_DENSE) return;
+    if (kept != SPARCML_ALG_RECURSIVE_DOUBLE && op->c.q.bits) return; /* never rides: tagged_begin */
+    piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), next);
     for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
 
@@ -444,15 +507,26 @@ static int tagged_begin(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    uint64_t dim = 0, k_max = 0, need[CTX_CAPACITIES] = {0};
+    const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
+    uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0, need[CTX_CAPACITIES] = {0};
+    sparcml_algorithm alg = split_history(op);
+    int hit;
     /* Decided when the call runs, not when it is started: the memo and the
      * agreed capacities are what the communicator's previous calls left,
      * the same on every rank only once they have all completed.  A rank
-     * whose input is beyond the reservation declines (agree_begin). */
-    int hit = op->set->piggyback
-              && select_memo_hit(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, c->vtype, &dim,
-                                 &k_max);
-    if (hit) piggyback_scratch(c, dim, piggyback_cap(dim, k_max), need);
+     * whose input is beyond the reservation declines (agree_begin).  On the
+     * split exchange the data rides where the memo's call had this count
+     * and value type, never quantized (the parts are written behind the
+     * record as they are). */
+    if (alg != SPARCML_ALG_AUTO) {
+        hit = memo->split.count == count && memo->split.vtype == c->vtype && !c->q.bits;
+        dim = memo->split.dim;
+        k_max = memo->split.k_max;
+    } else {
+        alg = SPARCML_ALG_RECURSIVE_DOUBLE;
+        hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
+    }
+    if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), need);
     op->local.piggyback = hit && pools_hold(c->ctx, need);
     c->piggybacked = op->local.piggyback;
     if (c->piggybacked && op->local.reason == SPARCML_R_OK)

@@ -31,7 +31,7 @@ typedef struct op_policy {
     int union_pending;
     uint64_t union_part;
     sparcml_problem union_problem; /* the problem the result belonged to */
-    sparcml_rd_memo memo;          /* when to piggyback data on the agreement */
+    sparcml_memo memo;          /* when to piggyback data on the agreement */
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
@@ -68,7 +68,11 @@ struct sparcml_op {
     sparcml_local local;
     sparcml_agreed agreed;
     agree_record record;       /* the agreement's, riding on the messages */
+    agree_record own;          /* this rank's alone (the split exchange sends it) */
     call_rider rider;
+    /* The agreement rides on a split algorithm's reduce-scatter (the
+     * memo's split; SPARCML_ALG_AUTO: on recursive doubling). */
+    sparcml_algorithm split;
     sched_step agreed_then;    /* what follows a successful agreement */
     const sparcml_settings *set;
     MPI_Comm comm;             /* the application's */

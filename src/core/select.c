@@ -117,14 +117,14 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     return best;
 }
 
-static int memo_find(const sparcml_rd_memo *m, uint64_t count, int vtype)
+static int memo_find(const sparcml_memo *m, uint64_t count, int vtype)
 {
     for (int i = 0; i < m->used; i++)
         if (m->count[i] == count && m->vtype[i] == vtype) return i;
     return -1;
 }
 
-int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max)
+int select_memo_hit(const sparcml_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max)
 {
     int i = memo_find(m, count, vtype);
     if (i < 0) return 0;
@@ -133,9 +133,15 @@ int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype, uint64_
     return 1;
 }
 
-void select_memo_note(sparcml_rd_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen)
+void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen)
 {
     int i = memo_find(m, count, p->vtype);
+    int split = chosen == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || chosen == SPARCML_ALG_DSAR_SPLIT_ALLGATHER;
+    m->split.alg = split ? chosen : SPARCML_ALG_AUTO;
+    m->split.count = count;
+    m->split.vtype = p->vtype;
+    m->split.dim = p->dim;
+    m->split.k_max = p->k_max;
     if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE) {
         if (i < 0) return;
         m->used--; /* move the last slot into the hole */
@@ -154,8 +160,7 @@ void select_memo_note(sparcml_rd_memo *m, uint64_t count, const sparcml_problem 
     m->k_max[i] = p->k_max;
 }
 
-void select_memo_forget(sparcml_rd_memo *m)
+void select_memo_forget(sparcml_memo *m)
 {
-    m->used = 0;
-    m->next = 0;
+    *m = (sparcml_memo){.split.alg = SPARCML_ALG_AUTO};
 }

@@ -52,31 +52,48 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
  * the input stream and writing the dense result too. */
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
 
-/* Which (count, value type) pairs chose recursive doubling in their latest
+/* What a communicator's past calls predict of the next (core/op.c).
+ *
+ * Which (count, value type) pairs chose recursive doubling in their latest
  * call on a communicator.  A call whose pair is remembered sends its data
- * along with the agreement records (core/op.c), as recursive doubling.
- * Only agreed outcomes change the memo, in the same order on every rank,
- * and count and datatype are arguments MPI requires to be the same on all
- * ranks: so all ranks predict alike.  A handful of slots serves loops that
- * alternate between a few buffers. */
+ * along with the agreement records, as recursive doubling.  Only agreed
+ * outcomes change the memo, in the same order on every rank, and count
+ * and datatype are arguments MPI requires to be the same on all ranks: so
+ * all ranks predict alike.  A handful of slots serves loops that alternate
+ * between a few buffers.
+ *
+ * And whether the communicator's latest call, a tagged one, chose a split
+ * algorithm (`split`; SPARCML_ALG_AUTO: none).  Then the next call's
+ * agreement rides on the split algorithms' reduce-scatter, whatever its
+ * count: the two exchanges differ, and which one runs must not depend on
+ * an argument, so that ranks whose counts differ (an erroneous program)
+ * still meet in the same exchange, whose records then report it.  Its data
+ * comes along where its count and value type are that call's. */
 enum { SELECT_MEMO_SLOTS = 4 };
-typedef struct sparcml_rd_memo {
+typedef struct sparcml_memo {
     uint64_t count[SELECT_MEMO_SLOTS];
     int vtype[SELECT_MEMO_SLOTS];
     /* The dimension and the largest input of the pair's latest call: what
      * the scratch of the next is reserved for. */
     uint64_t dim[SELECT_MEMO_SLOTS], k_max[SELECT_MEMO_SLOTS];
     int used, next;
-} sparcml_rd_memo;
+    struct {
+        sparcml_algorithm alg;
+        uint64_t count, dim, k_max;
+        int vtype;
+    } split;
+} sparcml_memo;
 
 /* Is the pair remembered?  Then *dim and *k_max (unless NULL) receive its
  * latest call's. */
-int select_memo_hit(const sparcml_rd_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max);
+int select_memo_hit(const sparcml_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max);
 /* Remember (chosen is recursive doubling) or drop the pair (count, the
- * problem's value type), with the problem's dimension and k_max. */
-void select_memo_note(sparcml_rd_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen);
+ * problem's value type), with the problem's dimension and k_max; and
+ * whether chosen is a split algorithm (the caller passes SPARCML_ALG_AUTO
+ * for what it does not want remembered). */
+void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen);
 /* After a failed call. */
-void select_memo_forget(sparcml_rd_memo *m);
+void select_memo_forget(sparcml_memo *m);
 
 /* The overlap that would have predicted a result with result_nnz entries. */
 double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz);

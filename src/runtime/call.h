@@ -18,9 +18,12 @@
 /* A record that rides ahead of every message of a schedule (the
  * agreement's, core/agree.h): `bytes` long, a multiple of 8; each received
  * one is merged into it (complete: the sender's record already combines
- * every rank's and replaces this one). */
+ * every rank's and replaces this one).  A message carries `own` where that
+ * is set (an exchange in which every rank hears from every other once:
+ * the combination so far would count ranks twice), else the combination. */
 typedef struct call_rider {
     void *record;
+    const void *own;
     size_t bytes;
     void (*merge)(void *record, const void *in, int complete);
 } call_rider;

@@ -116,7 +116,7 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
     uint64_t bytes = rd->bytes + w->bytes;
     char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
     if (!frame) return CALL_NOMEM(c);
-    memcpy(frame, rd->record, rd->bytes);
+    memcpy(frame, rd->own ? rd->own : rd->record, rd->bytes);
     if (w->bytes) memcpy(frame + rd->bytes, w->buf, w->bytes);
     c->bytes_sent += rd->bytes;
     return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);
@@ -125,7 +125,7 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     c->bytes_sent += w->bytes;
-    if (c->rider) return framed_isend(c, w, dest, tag, req);
+    if (c->rider && !w->framed) return framed_isend(c, w, dest, tag, req);
     return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
 }
 

@@ -17,12 +17,15 @@ typedef struct wire {
     const void *buf;
     uint64_t bytes;
     int quantized;
+    /* buf starts with the call's rider record (call.h), written there by
+     * the algorithm: sent as it is, not framed again (runtime/p2p.c). */
+    int framed;
 } wire;
 
 /* A plain (unquantized) wire view of a stream. */
 static inline wire wire_of(const sv *s)
 {
-    wire w = {s->base, sv_is_absent(s) ? 0 : stream_bytes(s), 0};
+    wire w = {.buf = s->base, .bytes = sv_is_absent(s) ? 0 : stream_bytes(s)};
     return w;
 }
 

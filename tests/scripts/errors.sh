@@ -3,7 +3,9 @@
 # error, nothing hangs (timeout), nothing is written outside the buffers.
 # Forced recursive doubling runs the same table with most bad calls taking
 # the path where data travels with the agreement records, and
-# SPARCML_PIGGYBACK=0 with none of them doing so.
+# SPARCML_PIGGYBACK=0 with none of them doing so; forced
+# ssar_split_allgather with most bad calls taking the split exchange, the
+# data riding on its reduce-scatter.
 . "$(dirname "$0")/common.sh"
 TIMEOUT=120
 # Open MPI gives the strings of added error codes back (sparcml(7), ERRORS);
@@ -21,18 +23,19 @@ for p in 1 2 3 4 5 8; do
     n=$(occurrences "index >= dim" "$err")
     check "malformed inputs, P=$p: only the ranks at fault print (index >= dim: $n lines)" \
         '[ "$n" -eq $((p + 1)) ]'
-    for pig in 1 0; do
-        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=ssar_recursive_double SPARCML_STATS=1 \
+    for run in "ssar_recursive_double 1" "ssar_recursive_double 0" "ssar_split_allgather 1"; do
+        read -r alg pig <<<"$run"
+        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg SPARCML_STATS=1 \
             SPARCML_PIGGYBACK=$pig $strings -- "$TESTBIN/sparse_errors"
         rc=$?
-        check "malformed inputs, recursive doubling, SPARCML_PIGGYBACK=$pig, P=$p: $(grep sparse_errors: "$out")" \
+        check "malformed inputs, $alg, SPARCML_PIGGYBACK=$pig, P=$p: $(grep sparse_errors: "$out")" \
             '[ "$rc" -eq 0 ]'
         # Each call counted once; of the 51..56 bad calls, all but the
         # first and those that change count or type follow a correct call
         # with the same count and type.
         f=$(sed -n 's/^sparcml: failed calls whose data travelled with the agreement records: //p' "$out")
         if [ "$pig" = 1 ]; then
-            check "P=$p: bad calls whose data travelled with the records: ${f:-0}" '[ "${f:-0}" -ge 40 ] && [ "${f:-0}" -le 56 ]'
+            check "$alg, P=$p: bad calls whose data travelled with the records: ${f:-0}" '[ "${f:-0}" -ge 40 ] && [ "${f:-0}" -le 56 ]'
         else
             check "P=$p, SPARCML_PIGGYBACK=0: no data travelled with the records" '[ -z "$f" ]'
         fi

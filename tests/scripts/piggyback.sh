@@ -3,29 +3,38 @@
 # DESCRIPTION; SPARCML_PIGGYBACK).  tests/mpi/piggyback checks every result
 # against the exact sum; here each call's agreement mode, read from the
 # verbose lines of rank 0, is checked against the rule, replayed from the
-# lines themselves: a call is piggybacked exactly when the latest earlier
-# successful call with the same count and value type ended with the
-# selector choosing ssar_recursive_double (for a piggybacked call, the
-# "selector=" field: what the selector makes of its agreed numbers) and
-# the pools hold a piggybacked run for inputs of up to twice that call's
-# max_k -- unless its dimension differs from that call's or its largest
-# input (max_k) exceeds twice that call's (or the dimension, whichever is
-# less): then it is "declined" and runs after the agreement.  The pools
-# hold that run where a call of the same count that ran after its
-# agreement (recursive doubling, not pipelined: it reserved the next
-# call's piggybacked run) had a max_k at least that large; elsewhere
-# (other calls' pools may or may not hold it) "separate" is right too.  The
-# sequence must contain at least one wrong prediction (a piggybacked call
-# the selector would not have run as recursive doubling) and its
-# correction (with the default cost model, not one measured at MPI_Init,
-# whose picks would depend on the machine).  P = 3 (folded) and 4; then the
-# same with SPARCML_PIGGYBACK=0.
+# lines themselves.  Where the latest earlier call ended with the selector
+# choosing a split algorithm (the "selector=" field: for a piggybacked
+# call, what the selector makes of its agreed numbers), the agreement rides
+# on that algorithm's reduce-scatter: the call is piggybacked, running that
+# algorithm, exactly when it has that call's count and value type, else
+# separate.  Otherwise a call is piggybacked, as recursive doubling,
+# exactly when the latest earlier call with the same count and value type
+# ended with the selector choosing ssar_recursive_double.  Either way only
+# where the pools hold a piggybacked run for inputs of up to twice that
+# call's max_k -- and unless its dimension differs from that call's or its
+# largest input (max_k) exceeds twice that call's (or the dimension,
+# whichever is less): then it is "declined" and runs after the agreement.
+# The pools hold that run where a call of the same count that ran the same
+# algorithm after its agreement (recursive doubling not pipelined) -- it
+# reserved the next call's piggybacked run -- had a max_k at least that
+# large; elsewhere (other calls' pools may or may not hold it) "separate"
+# is right too.  The sequence must contain at least one wrong prediction
+# (a piggybacked call the selector would not have run as it ran) and its
+# correction (the next call of that count and value type runs after its
+# agreement, or piggybacked as the selector said), and piggybacked calls
+# on both exchanges (with the default
+# cost model, not one measured at MPI_Init, whose picks would depend on
+# the machine).  P = 3 (folded) and 4; then the same with
+# SPARCML_PIGGYBACK=0.
 . "$(dirname "$0")/common.sh"
 
 # replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
-# stdin; print "ok CALLS PIGGYBACKED WRONG CORRECTED DECLINED" or "bad <line number>: <why>".
+# stdin; print "ok CALLS PIGGYBACKED WRONG CORRECTED DECLINED SPLIT" or
+# "bad <line number>: <why>".
 replay() {
     awk '
+    function is_split(a) { return a == "ssar_split_allgather" || a == "dsar_split_allgather" }
     /^sparcml: allreduce / {
         alg = mode = sel = ""
         for (i = 1; i <= NF; i++) {
@@ -43,32 +52,44 @@ replay() {
         n++
         split($2, c, "="); split($3, v, "=")
         key = c[2] "," v[2]
-        want = (key in memo && memo[key]) ? "piggybacked" : "separate"
-        cap = memo_k[key] < int(dim / 2) ? 2 * memo_k[key] : dim
-        if (want == "piggybacked" && (dim != memo_n[key] || k > cap)) want = "declined"
+        on_split = pig && is_split(last_sel)
+        if (on_split) {
+            runs = last_sel
+            want = key == last_key ? "piggybacked" : "separate"
+            pk = last_k; pn = last_n
+        } else {
+            runs = "ssar_recursive_double"
+            want = (key in memo && memo[key]) ? "piggybacked" : "separate"
+            pk = memo_k[key]; pn = memo_n[key]
+        }
+        cap = pk < int(dim / 2) ? 2 * pk : dim
+        if (want == "piggybacked" && (dim != pn || k > cap)) want = "declined"
         if (pig == 0) want = "separate"
-        held = want == "separate" || (res_n[key] == memo_n[key] && memo_k[key] <= res_k[key])
+        held = want == "separate" || (res_n[runs, key] == pn && pk <= res_k[runs, key])
         if (mode != want && (held || mode != "separate")) {
             printf "bad call %d (%s): %s, expected %s\n", n, key, mode, want; bad = 1; exit
         }
-        if (mode != "piggybacked" && alg == "ssar_recursive_double" && chunks <= 1) {
-            if (res_n[key] != dim) res_k[key] = 0
-            if (k > res_k[key]) res_k[key] = k
-            res_n[key] = dim
+        if (mode != "piggybacked" && (is_split(alg) || (alg == "ssar_recursive_double" && chunks <= 1))) {
+            if (res_n[alg, key] != dim) res_k[alg, key] = 0
+            if (k > res_k[alg, key]) res_k[alg, key] = k
+            res_n[alg, key] = dim
         }
         if (mode == "piggybacked") {
             npig++
-            if (alg != "ssar_recursive_double") { printf "bad call %d: piggybacked ran %s\n", n, alg; bad = 1; exit }
-            if (sel != "ssar_recursive_double") { nwrong++; corrected[key] = 0; pending[key] = 1 }
-        } else if (pending[key]) { ncorr++; pending[key] = 0 }
+            if (on_split) nsplit++
+            if (alg != runs) { printf "bad call %d: piggybacked ran %s, not %s\n", n, alg, runs; bad = 1; exit }
+        }
+        if (pending[key] != "" && (mode != "piggybacked" || alg == pending[key])) { ncorr++; pending[key] = "" }
+        if (mode == "piggybacked" && sel != alg) { nwrong++; pending[key] = sel }
         if (mode == "declined") ndecl++
         memo[key] = (sel == "ssar_recursive_double")
         memo_k[key] = k
         memo_n[key] = dim
+        last_sel = sel; last_key = key; last_k = k; last_n = dim
         alg = mode = sel = "none"
         chunks = 0
     }
-    END { if (!bad) printf "ok %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl }' pig="$1"
+    END { if (!bad) printf "ok %d %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl, nsplit }' pig="$1"
 }
 
 for pig in 1 0; do
@@ -77,12 +98,12 @@ for pig in 1 0; do
         rc=$?
         check "SPARCML_PIGGYBACK=$pig P=$p: every result exact: $(tail -1 "$out")" \
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
-        read -r verdict calls npig nwrong ncorr ndecl < <(grep -E '^(sparcml: allreduce|call count=)' "$out" | replay "$pig")
+        read -r verdict calls npig nwrong ncorr ndecl nsplit < <(grep -E '^(sparcml: allreduce|call count=)' "$out" | replay "$pig")
         check "SPARCML_PIGGYBACK=$pig P=$p: agreement modes follow the rule ($verdict, calls ${calls:-?})" \
             '[ "$verdict" = ok ] && [ "$calls" -eq 22 ]'
         if [ "$pig" = 1 ]; then
-            check "P=$p: piggybacked calls ${npig:-0}, wrong predictions ${nwrong:-0}, corrected ${ncorr:-0}, declined ${ndecl:-0}" \
-                '[ "${npig:-0}" -ge 8 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ] && [ "${ndecl:-0}" -ge 1 ]'
+            check "P=$p: piggybacked calls ${npig:-0} (${nsplit:-0} on a split exchange), wrong predictions ${nwrong:-0}, corrected ${ncorr:-0}, declined ${ndecl:-0}" \
+                '[ "${npig:-0}" -ge 8 ] && [ "${nsplit:-0}" -ge 1 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ] && [ "${ndecl:-0}" -ge 1 ]'
         fi
     done
 done

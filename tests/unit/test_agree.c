@@ -123,7 +123,7 @@ END_TEST
 
 START_TEST(memo_remembers_recursive_doubling_only)
 {
-    sparcml_rd_memo m = {0};
+    sparcml_memo m = {0};
     ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
     select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE);
     ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
@@ -150,7 +150,7 @@ END_TEST
 
 START_TEST(memo_keeps_the_latest_pairs)
 {
-    sparcml_rd_memo m = {0};
+    sparcml_memo m = {0};
     uint64_t n = SELECT_MEMO_SLOTS + 3;
     for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE);
     for (uint64_t c = 1; c <= n; c++)
