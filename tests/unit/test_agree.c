@@ -172,6 +172,41 @@ START_TEST(memo_keeps_the_latest_pairs)
 }
 END_TEST
 
+/* The split history is the latest call's, whatever its count: a split
+ * choice sets it with that call's count, value type, dimension and k_max;
+ * any other choice, and a failure, clear it; the recursive-doubling slots
+ * go on as before. */
+START_TEST(memo_split_is_the_latest_call)
+{
+    sparcml_memo m = {0};
+    const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
+    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+    select_memo_note(&m, 200, &(sparcml_problem){.vtype = SPARCML_DOUBLE, .dim = 7000, .k_max = 30},
+                     SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
+    ck_assert_int_eq(m.split.alg, SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
+    ck_assert_uint_eq(m.split.count, 200);
+    ck_assert_int_eq(m.split.vtype, SPARCML_DOUBLE);
+    ck_assert_uint_eq(m.split.dim, 7000);
+    ck_assert_uint_eq(m.split.k_max, 30);
+    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* another pair's slot stays */
+    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    ck_assert_int_eq(m.split.alg, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    ck_assert_uint_eq(m.split.count, 100);
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* its own slot is dropped */
+    for (int a = SPARCML_ALG_AUTO; a < SPARCML_ALG_COUNT_; a++) {
+        if (a == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || a == SPARCML_ALG_DSAR_SPLIT_ALLGATHER) continue;
+        select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+        select_memo_note(&m, 300, &f, (sparcml_algorithm)a);
+        ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+    }
+    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    select_memo_forget(&m);
+    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+}
+END_TEST
+
 Suite *agree_suite(void)
 {
     Suite *s = suite_create("agree");
@@ -181,6 +216,7 @@ Suite *agree_suite(void)
     tcase_add_test(t, record_finds_mismatches);
     tcase_add_test(t, memo_remembers_recursive_doubling_only);
     tcase_add_test(t, memo_keeps_the_latest_pairs);
+    tcase_add_test(t, memo_split_is_the_latest_call);
     suite_add_tcase(s, t);
     return s;
 }
