@@ -1,11 +1,15 @@
 #!/bin/bash
-# bench_piggyback.sh -- the agreement piggybacked on recursive doubling
-# against a separate agreement, side by side on the 1 Gbit/s netsim rig.
+# bench_piggyback.sh -- the agreement piggybacked on the data against a
+# separate agreement, side by side on the 1 Gbit/s netsim rig.
 #
 # usage: scripts/bench_piggyback.sh [--rounds R] [--reps N] [--out FILE]
+#                                   [--ranks P] [--points "PATTERN D,..."]
 #
-# P = 8, N = 16M floats; points: identical indices at d = 1e-4 and random
-# indices at d = 1e-4 and 1e-3 (where recursive doubling is chosen).  Each
+# P = 8 (--ranks: 2 to 8), N = 16M floats; points (--points, e.g.
+# "random 1e-3,random 1e-4"): identical indices at d = 1e-4 and random
+# indices at d = 1e-4 and 1e-3 (where recursive doubling is chosen; at
+# P = 3, 5, 6, 7 and d = 1e-3 SSAR split is, whose reduce-scatter the
+# records then ride).  Each
 # round runs, per point, one mpiexec with the allgather baseline and
 # sparcml auto (SPARCML_PIGGYBACK=1, the default) and one with auto and
 # SPARCML_PIGGYBACK=0, alternating, so drift of the machine hits both alike;
@@ -15,13 +19,16 @@
 # bench/results/piggyback_rig.csv) and prints the median ratios.  Root (rig).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 reps=15 out="$top/bench/results/piggyback_rig.csv"
+rounds=3 reps=15 out="$top/bench/results/piggyback_rig.csv" ranks=8
+points_arg="identical 1e-4,random 1e-4,random 1e-3"
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds R] [--reps N] [--out FILE]" >&2; exit 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --points) points_arg=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds R] [--reps N] [--out FILE] [--ranks P] [--points \"PATTERN D,...\"]" >&2; exit 2 ;;
     esac
 done
 export NETSIM_PREFIX=${NETSIM_PREFIX:-spbench} HYDRA_CONFIG_FILE=/dev/null
@@ -39,7 +46,7 @@ model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_
 trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1 || true' EXIT
 "$top/scripts/netsim.sh" up 8 1gbit >/dev/null
 echo "run,round,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps" >"$out"
-points=("identical 1e-4" "random 1e-4" "random 1e-3")
+IFS=, read -r -a points <<<"$points_arg"
 for r in $(seq 1 "$rounds"); do
     for pt in "${points[@]}"; do
         set -- $pt
@@ -48,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
             [ "$pig" = 1 ] && methods=allgather,sparcml
             env LD_PRELOAD="$work/libsparcml.so" "${model[@]}" SPARCML_PIGGYBACK=$pig \
                 BENCH_LABEL="auto_piggyback$pig" timeout 900 \
-                "$top/scripts/netsim.sh" run 8 -- "$work/sparcml_bench" --n 16777216 \
+                "$top/scripts/netsim.sh" run "$ranks" -- "$work/sparcml_bench" --n 16777216 \
                 --density "$2" --pattern "$1" --reps "$reps" --alpha-us "$alpha" --beta-ns "$beta" \
                 --methods "$methods" | grep -v '^method' | sed "s/^/pig$pig,$r,/" >>"$out"
         done
