@@ -143,7 +143,8 @@ static void room(const char *how, float *send, float *recv)
  * the call fails; at 0.16 too; the same again succeeds.
  *
  * Piggybacked (argv[3] "piggybacked": recursive doubling, not pipelined,
- * chosen by the previous call): a call that runs after the agreement
+ * or a split algorithm, chosen by the previous call; the split algorithms'
+ * data rides on their reduce-scatter): a call that runs after the agreement
  * reserves, beside its scratch, what the next call may need piggybacked
  * (inputs of up to twice its own), so at 0.03 the call allocates nothing
  * (two armed failures, neither met) and succeeds; at 0.05 it cannot

@@ -42,8 +42,10 @@ for how in blocking wait persistent; do
     done
 done
 # tagged P ALGORITHM HOW [piggybacked | CHUNKS]: piggybacked runs recursive
-# doubling whole (so the calls piggyback), the others never piggyback and
-# pipeline recursive doubling in CHUNKS (default 0: as the model says).
+# doubling whole, or a split algorithm, so that the calls piggyback (on
+# recursive doubling, or on the split algorithm's reduce-scatter); the
+# others never piggyback and pipeline recursive doubling in CHUNKS
+# (default 0: as the model says).
 tagged() {
     local p=$1 alg=$2 how=$3 pig=${4:-} fails=3 chunks=${4:-0} piggyback=0
     [ "$pig" = piggybacked ] && chunks=1 piggyback=1
@@ -58,11 +60,14 @@ tagged() {
 for p in 2 3 4; do
     for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do tagged "$p" "$alg" blocking; done
     tagged "$p" ssar_recursive_double blocking piggybacked
+    tagged "$p" ssar_split_allgather blocking piggybacked
 done
+tagged 3 dsar_split_allgather blocking piggybacked
 tagged 4 ssar_recursive_double blocking 4
 for how in wait persistent; do
     tagged 3 ssar_split_allgather "$how"
     tagged 3 ssar_recursive_double "$how" piggybacked
+    tagged 3 ssar_split_allgather "$how" piggybacked
 done
 tagged 8 ssar_split_allgather blocking
 tagged 8 ssar_recursive_double blocking piggybacked
