@@ -137,13 +137,14 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
  * doubling only where its rounds were not pipelined -- piggybacking is for
  * calls whose rounds are not: the records ride on whole messages, and a
  * separate agreement costs little beside rounds long enough to pipeline;
- * a split algorithm only after a tagged call (the other kinds' data never
- * rides, and their agreement costs fewer messages on recursive
- * doubling's exchange). */
+ * a split algorithm only after a tagged call without QSGD (the data of
+ * the other kinds and of quantized calls never rides on the split
+ * exchange, and records alone cost fewer messages on recursive
+ * doubling's). */
 static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
     if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) return op->c.pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
-    return op->kind == &sparcml_op_tagged ? alg : SPARCML_ALG_AUTO;
+    return op->kind == &sparcml_op_tagged && !op->c.q.bits ? alg : SPARCML_ALG_AUTO;
 }
 
 /* The split algorithm whose reduce-scatter this call's agreement rides on
@@ -375,6 +376,7 @@ int op_agree(sched *s, sched_step then)
     sparcml_op *op = op_of(s);
     op->local.settings_hash = op->set->hash;
     op->split = split_history(op);
+    op->c.split_exchange = op->split != SPARCML_ALG_AUTO;
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
     if (op->split) return split_reduce_scatter(s, op_agreed);
@@ -498,7 +500,6 @@ static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p,
     uint64_t next[CTX_CAPACITIES] = {0};
     sparcml_algorithm kept = memo_choice(op, op->alg);
     if (!op->set->piggyback || kept == SPARCML_ALG_AUTO || kept == SPARCML_ALG_DENSE) return;
-    if (kept != SPARCML_ALG_RECURSIVE_DOUBLE && op->c.q.bits) return; /* never rides: tagged_begin */
     piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), next);
     for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
@@ -516,10 +517,9 @@ static int tagged_begin(sched *s)
      * the same on every rank only once they have all completed.  A rank
      * whose input is beyond the reservation declines (agree_begin).  On the
      * split exchange the data rides where the memo's call had this count
-     * and value type, never quantized (the parts are written behind the
-     * record as they are). */
+     * and value type (so neither quantizes: memo_choice). */
     if (alg != SPARCML_ALG_AUTO) {
-        hit = memo->split.count == count && memo->split.vtype == c->vtype && !c->q.bits;
+        hit = memo->split.count == count && memo->split.vtype == c->vtype;
         dim = memo->split.dim;
         k_max = memo->split.k_max;
     } else {

@@ -54,14 +54,14 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     }
     if (s->verbose && c->ctx->rank == 0) {
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
-               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s selector=%s ranks_per_core=%g "
-               "pipeline_chunks=%d gather=%s\n",
+               "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s exchange=%s selector=%s "
+               "ranks_per_core=%g pipeline_chunks=%d gather=%s\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                c->piggybacked ? "piggybacked" : c->declined ? "declined" : "separate",
-               sparcml_algorithm_name((sparcml_algorithm)c->selected),
+               c->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name((sparcml_algorithm)c->selected),
                settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run]);
         fflush(stdout);
     }

@@ -67,6 +67,7 @@ typedef struct sparcml_call {
     const call_rider *rider;
     sv pending;
     int piggybacked;          /* this call's data travelled with the records */
+    int split_exchange;       /* the records rode on a split algorithm's reduce-scatter */
     int declined;             /* ... was to, but some rank declined (core/op.c) */
     int selected;             /* what the selector picks for the agreed numbers */
 } sparcml_call;

@@ -6,7 +6,8 @@
 # lines themselves.  Where the latest earlier call ended with the selector
 # choosing a split algorithm (the "selector=" field: for a piggybacked
 # call, what the selector makes of its agreed numbers), the agreement rides
-# on that algorithm's reduce-scatter: the call is piggybacked, running that
+# on that algorithm's reduce-scatter ("exchange=split", else
+# "exchange=recursive_double"): the call is piggybacked, running that
 # algorithm, exactly when it has that call's count and value type, else
 # separate.  Otherwise a call is piggybacked, as recursive doubling,
 # exactly when the latest earlier call with the same count and value type
@@ -41,6 +42,7 @@ replay() {
             split($i, kv, "=")
             if (kv[1] == "algorithm") alg = kv[2]
             if (kv[1] == "agreement") mode = kv[2]
+            if (kv[1] == "exchange") exch = kv[2]
             if (kv[1] == "selector") sel = kv[2]
             if (kv[1] == "max_k") k = kv[2] + 0
             if (kv[1] == "N") dim = kv[2] + 0
@@ -61,6 +63,9 @@ replay() {
             runs = "ssar_recursive_double"
             want = (key in memo && memo[key]) ? "piggybacked" : "separate"
             pk = memo_k[key]; pn = memo_n[key]
+        }
+        if (exch != (on_split ? "split" : "recursive_double")) {
+            printf "bad call %d (%s): exchange %s\n", n, key, exch; bad = 1; exit
         }
         cap = pk < int(dim / 2) ? 2 * pk : dim
         if (want == "piggybacked" && (dim != pn || k > cap)) want = "declined"
@@ -86,7 +91,7 @@ replay() {
         memo_k[key] = k
         memo_n[key] = dim
         last_sel = sel; last_key = key; last_k = k; last_n = dim
-        alg = mode = sel = "none"
+        alg = mode = sel = exch = "none"
         chunks = 0
     }
     END { if (!bad) printf "ok %d %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl, nsplit }' pig="$1"
@@ -106,5 +111,27 @@ for pig in 1 0; do
                 '[ "${npig:-0}" -ge 8 ] && [ "${nsplit:-0}" -ge 1 ] && [ "${nwrong:-0}" -ge 1 ] && [ "${ncorr:-0}" -ge 1 ] && [ "${ndecl:-0}" -ge 1 ]'
         fi
     done
+done
+# Quantized calls never ride on the split exchange (their parts are encoded
+# into buffers of their own), so they do not make the next call take it:
+# SSAR split forced, N = 1M floats at d = 0.3 (dense slices, quantized
+# with SPARCML_QSGD_BITS=4), every call agrees separately on recursive
+# doubling; without QSGD every call after the first is piggybacked on the
+# split exchange.
+bench="${BENCHBIN:?}/sparcml_bench"
+for q in 0 4; do
+    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_CALIBRATE=0 SPARCML_ALGORITHM=ssar_split_allgather \
+        SPARCML_QSGD_BITS=$q -- "$bench" --bytes --n 1048576 --density 0.3 --warmup 3
+    modes=$(grep '^sparcml: allreduce' "$out" | sed -n 's/.* agreement=\([a-z]*\) exchange=\([a-z_]*\).*/\1,\2/p' |
+            tr '\n' ' ')
+    if [ "$q" = 0 ]; then
+        check "SSAR split without QSGD: every call after the first piggybacked on the split exchange (got: $modes)" \
+            '[[ "$modes" == "separate,recursive_double piggybacked,split piggybacked,split"* ]] &&
+             [ -z "$(echo "$modes" | tr " " "\n" | sed 1d | grep . | grep -v "^piggybacked,split$")" ]'
+    else
+        check "SSAR split with QSGD: every call agrees separately on recursive doubling (got: $modes)" \
+            '[[ "$modes" == "separate,recursive_double separate,recursive_double"* ]] &&
+             [ -z "$(echo "$modes" | tr " " "\n" | grep . | grep -v "^separate,recursive_double$")" ]'
+    fi
 done
 finish
