@@ -9,6 +9,8 @@
  *  4. the algorithm is selected from agreed numbers only, then run -- or,
  *     when the memo predicts recursive doubling, it already ran within the
  *     agreement step, and its result is delivered only after the verdict;
+ *     when it predicts a split algorithm, its reduce-scatter did, and the
+ *     rest of it runs after the verdict;
  *  5. failures the algorithm detects (result too large for recvbuf) are
  *     identical on all ranks by construction. */
 #include "config.h"
@@ -413,7 +415,8 @@ static int op_setup(sched *s)
 }
 
 /* --- the tagged kind: the stream is validated at start; recursive
- * doubling may run within the agreement (piggybacked). ----------------- */
+ * doubling, or a split algorithm's reduce-scatter, may run within the
+ * agreement (piggybacked). ------------------------------------------- */
 
 /* The memo's split algorithm ran its reduce-scatter within the agreement,
  * and every rank's data came along: the rest of its schedule follows on
