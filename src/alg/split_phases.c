@@ -20,6 +20,24 @@
 
 #include "alg/split_phases.h"
 
+/* Every rank's part of the input into the send pool, each `head` bytes
+ * after its place (ctx->displs[r]), which leaves room for a record. */
+static int slice_parts(sparcml_call *c, uint64_t head, sv *parts)
+{
+    sparcml_ctx *ctx = c->ctx;
+    const uint64_t *lo = ctx->offsets;
+    uint64_t total = 0;
+    char *buf;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->displs[r] = (MPI_Aint)total;
+        total += head + sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
+    }
+    buf = ctx_buffer(ctx, POOL_SEND, total);
+    if (!buf) return CALL_NOMEM(c);
+    for (int r = 0; r < ctx->size; r++) parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], buf + ctx->displs[r] + head);
+    return MPI_SUCCESS;
+}
+
 /* While the call's rider is set (the agreement rides on the parts:
  * core/op.c, never with quantization), each part is written behind this
  * rank's record and goes out framed as it is; without an input (this
@@ -27,29 +45,21 @@
  * alone. */
 static int pack_framed_parts(sparcml_call *c, sv *parts, wire *wires)
 {
-    sparcml_ctx *ctx = c->ctx;
-    const uint64_t *lo = ctx->offsets, rec = c->rider->bytes;
-    uint64_t total = 0;
-    char *buf;
-    for (int r = 0; r < ctx->size; r++) {
+    const uint64_t rec = c->rider->bytes;
+    int rc;
+    for (int r = 0; r < c->ctx->size; r++) {
         parts[r] = sv_absent();
         wires[r] = (wire){.buf = c->rider->own, .bytes = rec, .framed = 1};
     }
     if (sv_is_absent(&c->input)) return MPI_SUCCESS;
-    for (int r = 0; r < ctx->size; r++) {
-        ctx->displs[r] = (MPI_Aint)total;
-        total += rec + sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
-    }
-    buf = ctx_buffer(ctx, POOL_SEND, total);
-    if (!buf) return CALL_NOMEM(c);
-    for (int r = 0; r < ctx->size; r++) {
-        char *frame = buf + ctx->displs[r];
+    rc = slice_parts(c, rec, parts);
+    for (int r = 0; rc == MPI_SUCCESS && r < c->ctx->size; r++) {
+        char *frame = (char *)parts[r].base - rec;
         memcpy(frame, c->rider->own, rec);
-        parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], frame + rec);
         wires[r].buf = frame;
         wires[r].bytes = rec + stream_bytes(&parts[r]);
     }
-    return MPI_SUCCESS;
+    return rc;
 }
 
 /* Write every rank's part of the input into the send pool, and its wire
@@ -57,18 +67,13 @@ static int pack_framed_parts(sparcml_call *c, sv *parts, wire *wires)
 static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
 {
     sparcml_ctx *ctx = c->ctx;
-    const uint64_t *lo = ctx->offsets;
-    uint64_t total = 0, qtotal = 0;
-    char *buf, *qbuf = NULL;
+    uint64_t qtotal = 0;
+    char *qbuf = NULL;
+    int rc;
     if (c->rider) return pack_framed_parts(c, parts, wires);
+    rc = slice_parts(c, 0, parts);
+    if (rc != MPI_SUCCESS) return rc;
     for (int r = 0; r < ctx->size; r++) {
-        ctx->displs[r] = (MPI_Aint)total;
-        total += sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
-    }
-    buf = ctx_buffer(ctx, POOL_SEND, total);
-    if (!buf) return CALL_NOMEM(c);
-    for (int r = 0; r < ctx->size; r++) {
-        parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], buf + ctx->displs[r]);
         wires[r] = wire_of(&parts[r]);
         if (r != ctx->rank && call_quantizes(c, &parts[r]))
             qtotal += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
