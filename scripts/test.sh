@@ -15,6 +15,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export HYDRA_CONFIG_FILE=/dev/null
 passed=0
 failed=0
+# Every test script appends its wall time to $TEST_TIMES (tests/scripts/
+# common.sh); each pass lists its slowest, where CI's time goes.
+export TEST_TIMES
+slowest() { # LABEL: the pass's six slowest test scripts, then a fresh list
+    echo "(slowest$1: $(sort -rn "$TEST_TIMES" 2>/dev/null | head -6 | awk '{ printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1 }'))"
+    : >"$TEST_TIMES"
+}
+TEST_TIMES=$top/build/test-times.txt
+mkdir -p "$top/build" && : >"$TEST_TIMES"
 
 # collect DIR LABEL RC: add up the results of the `make check` run in DIR
 # (whose exit status was RC); print every failed check with its log.
@@ -46,6 +55,7 @@ t0=$SECONDS
 make -s -j2 check >/dev/null 2>&1
 collect "$top/build" " (MPICH)" $?
 echo "(make check, MPICH: $((SECONDS - t0)) s)"
+slowest ", MPICH"
 
 # The same suite against the Open MPI build (build-openmpi/, mpicc.openmpi,
 # mpirun.openmpi), plus the Python tests; to keep CI short the case
@@ -62,6 +72,7 @@ t0=$SECONDS
 MATRIX_RANKS="1 3 4 8" SCALE_RANKS=none SOAK_COMMS=300 VALGRIND_UNIT=none make -s -j2 check >/dev/null 2>&1
 collect "$top/build-openmpi" " (Open MPI)" $?
 echo "(make check, Open MPI: $((SECONDS - t0)) s)"
+slowest ", Open MPI"
 cd "$top/build" || exit 1
 
 # The tarball and the sanitizers in one stage: `make distcheck` builds the
@@ -87,6 +98,7 @@ if MATRIX_RANKS="3 4" SCALE_RANKS=none SOAK_CALLS=2000 SOAK_COMMS=300 \
 else
     dc_rc=1
 fi
+slowest ", sanitizer distcheck"
 # The tarball's test-suite summary (automake's "# PASS: N" lines).
 read -r dp df < <(awk '/^# (PASS|XPASS):/ { p += $3 } /^# (FAIL|ERROR|XFAIL):/ { f += $3 }
                       END { print p + 0, f + 0 }' distcheck.log)

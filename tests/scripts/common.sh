@@ -43,7 +43,11 @@ check() {
     if eval "$2"; then ok "$1"; else not_ok "$1"; fi
 }
 
+# finish: the summary line, after the script's wall time (appended to
+# $TEST_TIMES too when set: scripts/test.sh lists each pass's slowest).
 finish() {
+    echo "# $(basename "$0"): ${SECONDS} s"
+    [ -n "${TEST_TIMES:-}" ] && echo "${SECONDS} $(basename "$0")" >>"$TEST_TIMES"
     echo "$npass passed, $nfail failed"
     [ "$nfail" -eq 0 ]
 }
