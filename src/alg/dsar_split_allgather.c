@@ -2,7 +2,9 @@
  *
  * Algorithm: sparse reduce-scatter as in SSAR_Split_allgather, but each
  *   owner turns its reduced slice dense, written straight into its place in
- *   recvbuf, and a dense in-place MPI_Allgatherv completes the result.  The
+ *   recvbuf, and a dense in-place allgather completes the result (the
+ *   vendor's MPI_Allgatherv or the library's exchange, by the model:
+ *   split_gather.c).  The
  *   choice once the sum has filled in: the allgather moves (P-1)/P N values
  *   per rank with no index overhead and no local assembly.  With QSGD the
  *   dense slices travel quantized instead: each owner encodes its slice
@@ -14,10 +16,12 @@
  *   gathers it.
  * Restrictions (dsar_split_allgather_restriction): recvbuf holds the dense
  *   result (else MPI_ERR_TRUNCATE on every rank before anything runs).
- * Cost (dsar_split_allgather_cost): the reduce-scatter, then the vendor's
- *   allgather of N vs bytes (cost_vendor_allgather: (P-1) alpha for a
- *   vector this long, a ring) + beta (P-1)/P N vs, plus ceil(log2 P) alpha
- *   for the union sizes when the result's format is not certain.
+ * Cost (dsar_split_allgather_cost): the reduce-scatter, then the
+ *   allgather of N vs bytes by the gather the model prices lower
+ *   (cost_split_gather: the vendor's ring of P-1 rounds for a vector this
+ *   long, or the library's ceil(log2 P) rounds, split_gather.c) + beta
+ *   (P-1)/P N vs, plus ceil(log2 P) alpha for the union sizes when the
+ *   result's format is not certain.
  * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums; the result in recvbuf; with QSGD the dense slice, encoded and
  *   gathered.
@@ -32,6 +36,13 @@
 #include "alg/algorithms.h"
 #include "alg/split_phases.h"
 
+/* The last step: every rank's dense slice is in place. */
+static int dense_gathered(sched *s)
+{
+    (void)s;
+    return MPI_SUCCESS;
+}
+
 static int allgather_dense(sched *s, sv *out)
 {
     sparcml_call *c = s->c;
@@ -40,10 +51,9 @@ static int allgather_dense(sched *s, sv *out)
         ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out->vs);
         ctx->displs[r] = (MPI_Aint)(ctx->offsets[r] * out->vs);
     }
-    /* As for a ring allgather: everything but this rank's own slice. */
+    /* Either gather: everything but this rank's own slice. */
     c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
-    /* The last round: each rank's dense slice arrives in place. */
-    return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, out->val, ctx->counts, ctx->displs);
+    return split_allgather_in_place(s, out->val, out->vs, dense_gathered);
 }
 
 /* Every rank's quantized slice arrived: decode them into recvbuf. */
@@ -126,7 +136,11 @@ double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     /* quantized: the owner encodes its dense slice, every rank decodes all */
     double quantized = p->qbits ? N / P : 0;
     double unions = cost_format_uncertain(p) ? cost_ceil_log2(p->P) * m->alpha : 0;
-    return split_reduce_scatter_cost(m, p) + cost_vendor_allgather(m, p, D) + unions
+    /* The quantized slices are messages (split_allgather_messages), the
+     * plain ones value arrays gathered in place. */
+    int gather_model = p->qbits || split_in_place_sendable(p->dim, p->P, sparcml_value_size(p->vtype));
+    double gather = gather_model ? cost_split_gather(m, p, D) : cost_vendor_allgather(m, p, D);
+    return split_reduce_scatter_cost(m, p) + gather + unions
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }
 

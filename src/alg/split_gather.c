@@ -19,7 +19,12 @@
  *   (mod P), sends min(2^k, P - 2^k) of them to rank r - 2^k and receives
  *   as many from rank r + 2^k; a range that wraps past rank P-1 travels as
  *   two messages, each into its final place, so no rotation follows.
- * Restrictions: none (any P, sizes in whole 8-byte words).
+ * Restrictions: none (any P, sizes in whole 8-byte words).  In place
+ *   (split_allgather_in_place: DSAR_Split_allgather's dense slices, value
+ *   arrays of any length, straight into recvbuf) the library's exchange
+ *   runs only where every size is whole words or all fit in INT_MAX bytes:
+ *   an MPI without large counts sends more in whole words
+ *   (base/mpi_flavour.h), which would overrun a slice's neighbour.
  * Cost (cost_library_allgather): ceil(log2 P) alpha + beta (P-1)/P bytes,
  *   the same bytes as the vendor's ring and never more rounds than any of
  *   the vendor's algorithms: MPICH (cost_vendor_allgather) runs a ring of
@@ -42,6 +47,7 @@
  *   receives per rank. */
 #include "config.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "alg/split_phases.h"
@@ -173,6 +179,30 @@ static int library_gather(sched *s)
     c->gather_run = CALL_GATHER_LIBRARY;
     st->round = 0;
     return exchange_round(s);
+}
+
+int split_in_place_sendable(uint64_t dim, int P, uint64_t vs)
+{
+    uint64_t d = dim / (uint64_t)P;
+    int words = d * vs % 8 == 0 && (dim % (uint64_t)P == 0 || (d + 1) * vs % 8 == 0);
+    return words || dim * vs <= INT_MAX;
+}
+
+int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
+{
+    split_state *st = sched_state(s);
+    sparcml_call *c = s->c;
+    sparcml_ctx *ctx = c->ctx;
+    st->phase_then = then;
+    st->gathered = base;
+    if (c->dim * vs >= c->gather_min_bytes && split_in_place_sendable(c->dim, ctx->size, vs)) {
+        c->gather_run = CALL_GATHER_LIBRARY;
+        st->round = 0;
+        return exchange_round(s);
+    }
+    c->gather_run = CALL_GATHER_VENDOR;
+    sched_next(s, then);
+    return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);
 }
 
 /* The sizes are known: gather the messages, by the library's exchange

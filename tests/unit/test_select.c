@@ -362,11 +362,13 @@ START_TEST(smpi_charged_ordering)
 END_TEST
 
 /* With no bandwidth or CPU terms, the split algorithms cost their rounds'
- * latencies: P - 1 sends of the reduce-scatter, then the vendor's
- * allgather, a ring of P - 1 steps for a long vector (MPICH from 512 KiB
- * at a power of two, 80 KiB otherwise), ceil(log2 P) rounds for a short
- * one; SSAR split first allgathers the union sizes.  Dense inputs make the
- * format certain (no sizes for DSAR). */
+ * latencies: P - 1 sends of the reduce-scatter, then the allgather in
+ * ceil(log2 P) rounds: the vendor's for a short vector, the library's
+ * exchange for a long one (4 MiB: from 512 KiB at a power of two, 80 KiB
+ * otherwise, MPICH's ring would take P - 1 steps; at P = 2 the ring is one
+ * step too); forced to the vendor's, a ring of P - 1 steps for the long
+ * one.  SSAR split first allgathers the union sizes.  Dense inputs make
+ * the format certain (no sizes for DSAR). */
 START_TEST(split_rounds)
 {
     sparcml_settings s = defaults();
@@ -383,7 +385,11 @@ START_TEST(split_rounds)
         sparcml_problem sparse_short = problem(P, 16u << 20, 16, 0);     /* one 16-entry slice */
         while ((1 << L) < P) L++;
         select_costs(&s, &dense_long, c);
+        ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], (P - 1 + L) * a, 1e-12);
+        s.split_gather = COST_GATHER_VENDOR;
+        select_costs(&s, &dense_long, c);
         ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], 2 * (P - 1) * a, 1e-12);
+        s.split_gather = COST_GATHER_MODEL;
         select_costs(&s, &dense_short, c);
         ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], (P - 1 + L) * a, 1e-12);
         select_costs(&s, &sparse_short, c);
@@ -446,18 +452,25 @@ START_TEST(split_gather_choice)
     s = defaults();
     for (int P = 1; P <= 9; P++) {
         sparcml_problem p = problem(P, 16u << 20, 65536, 1);
-        double c[SPARCML_ALG_COUNT_], forced;
+        double c[SPARCML_ALG_COUNT_], forced, forced_dsar;
         s.split_gather = COST_GATHER_VENDOR;
         ck_assert_uint_eq(select_gather_min_bytes(&s, &p), UINT64_MAX);
         select_costs(&s, &p, c);
         forced = c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER];
+        forced_dsar = c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER];
         s.split_gather = COST_GATHER_LIBRARY;
         ck_assert_uint_eq(select_gather_min_bytes(&s, &p), 0);
         select_costs(&s, &p, c);
-        /* P 64K entries gathered, at least 512 KiB: the vendor's ring
-         * where P - 1 > ceil(log2 P) */
-        if (P - 1 > cost_ceil_log2(P)) ck_assert_double_lt(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
-        else ck_assert_double_eq(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
+        /* P 64K entries gathered, at least 512 KiB, and DSAR's 64 MiB of
+         * dense slices: the vendor's ring where P - 1 > ceil(log2 P) */
+        if (P - 1 > cost_ceil_log2(P)) {
+            ck_assert_double_lt(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
+            ck_assert_double_lt(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar);
+        } else {
+            /* the same rounds and bytes (summed in another order) */
+            ck_assert_double_eq_tol(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced, 1e-12 * forced);
+            ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar, 1e-12 * forced_dsar);
+        }
         s.split_gather = COST_GATHER_MODEL;
     }
 }
