@@ -1,25 +1,28 @@
 #!/bin/bash
-# bench_split_gather.sh -- SSAR split with the vendor's gather against the
-# library's own (SPARCML_SPLIT_GATHER=vendor|library), side by side in one
-# run.
+# bench_split_gather.sh -- a split algorithm with the vendor's gather
+# against the library's own (SPARCML_SPLIT_GATHER=vendor|library), side by
+# side in one run.
 #
 # usage: scripts/bench_split_gather.sh [OUT.csv]
 #
 # MPICH on shared memory, the yield preload, P in $PS, one tagged float
 # MPI_Allreduce of N = 16M entries at each density of $DENSITIES (random
-# indices), SPARCML_ALGORITHM=ssar_split_allgather (sparcml_bench --methods
+# indices), SPARCML_ALGORITHM=$ALG (sparcml_bench --methods
 # sparcml: per run the median over REPS of the slowest rank).  Each round
 # runs every point with both gathers, which goes first alternating between
 # rounds (a second slot can run slower on a busy machine); the table gives
 # per point the median over the rounds of each gather, the ratio
 # vendor/library (above 1: the library's is faster) and the gathered bytes
-# (rank 0's verbose line: result_nnz).  The script waits (at most
+# (rank 0's verbose line: result_nnz; 8 bytes an entry, 4 a value where the
+# result is dense, from N/2 entries).  The script waits (at most
 # QUIET_MAX s, default 120) for 80 % idle CPUs before each round.
 #
 # Environment: BENCHBIN (default build/bench), YIELD (default
 # build/tests/support/.libs/libyield.so), LIB (default
 # build/src/.libs/libsparcml.so), ROUNDS (default 5), REPS (default 20),
-# PS (default "4 8"), DENSITIES (default "1e-3 1e-4"), N (default 16777216).
+# PS (default "4 8"), DENSITIES (default "1e-3 1e-4"), N (default 16777216),
+# ALG (default ssar_split_allgather; dsar_split_allgather gathers its dense
+# slices in place where the result is dense).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCHBIN:-$top/build/bench}/sparcml_bench
@@ -36,7 +39,7 @@ quiet_note() { echo "# $*" >&2; }
 one() {
     local o t nnz
     o=$(timeout -k 10 600 mpiexec.mpich -n "$1" env LD_PRELOAD="$yield:$lib" SPARCML_VERBOSE=1 \
-        SPARCML_ALGORITHM=ssar_split_allgather SPARCML_SPLIT_GATHER="$3" BENCH_LABEL="$3" \
+        SPARCML_ALGORITHM="${ALG:-ssar_split_allgather}" SPARCML_SPLIT_GATHER="$3" BENCH_LABEL="$3" \
         "$bench" --n "$n" --density "$2" --pattern random --methods sparcml --reps "$reps") ||
         { echo "FAILED: P=$1 d=$2 gather=$3" >&2; exit 1; }
     t=$(echo "$o" | awk -F, -v m="sparcml_$3" '$1 == m { print $7; exit }')
@@ -66,6 +69,7 @@ done | awk -F, '
         for (k in key) {
             split(k, f, ",")
             v = median(t[k ",vendor"]); l = median(t[k ",library"])
-            printf "%-3s %-8s %12.2f %12.2f %14.2f %13.2f\n", f[1], f[2], 1e3 * v, 1e3 * l, v / l, nnz[k] * 8 / 1e6
+            printf "%-3s %-8s %12.2f %12.2f %14.2f %13.2f\n", f[1], f[2], 1e3 * v, 1e3 * l, v / l,
+                (nnz[k] >= n / 2 ? n * 4 : nnz[k] * 8) / 1e6
         }
-    }'
+    }' n="$n"
