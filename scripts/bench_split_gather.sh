@@ -5,7 +5,8 @@
 #
 # usage: scripts/bench_split_gather.sh [OUT.csv]
 #
-# MPICH on shared memory, the yield preload, P in $PS, one tagged float
+# MPICH on shared memory with the yield preload (or, with RIG=1, on the
+# emulated Gigabit cluster, which must be up: scripts/netsim.sh up 8), P in $PS, one tagged float
 # MPI_Allreduce of N = 16M entries at each density of $DENSITIES (random
 # indices), SPARCML_ALGORITHM=$ALG (sparcml_bench --methods
 # sparcml: per run the median over REPS of the slowest rank).  Each round
@@ -22,7 +23,7 @@
 # build/src/.libs/libsparcml.so), ROUNDS (default 5), REPS (default 20),
 # PS (default "4 8"), DENSITIES (default "1e-3 1e-4"), N (default 16777216),
 # ALG (default ssar_split_allgather; dsar_split_allgather gathers its dense
-# slices in place where the result is dense).
+# slices in place where the result is dense), RIG (default 0).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCHBIN:-$top/build/bench}/sparcml_bench
@@ -30,6 +31,12 @@ yield=${YIELD:-$top/build/tests/support/.libs/libyield.so}
 lib=${LIB:-$top/build/src/.libs/libsparcml.so}
 rounds=${ROUNDS:-5} reps=${REPS:-20} n=${N:-16777216}
 out=${1:-/dev/null}
+# launch P CMD...: P ranks of CMD on the platform
+case ${RIG:-0} in
+0) launch() { local p=$1; shift; timeout -k 10 600 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$lib" "$@"; } ;;
+1) launch() { local p=$1; shift; "$top/scripts/netsim.sh" run "$p" -- env LD_PRELOAD="$lib" "$@"; } ;;
+*) echo "bench_split_gather: RIG is 0 or 1, not ${RIG}" >&2; exit 2 ;;
+esac
 export HYDRA_CONFIG_FILE=/dev/null
 quiet_max=${QUIET_MAX:-120} quiet_idle=80
 quiet_note() { echo "# $*" >&2; }
@@ -38,7 +45,7 @@ quiet_note() { echo "# $*" >&2; }
 # one P D GATHER ROUND: appends "P,density,gather,round,median_s,result_nnz"
 one() {
     local o t nnz
-    o=$(timeout -k 10 600 mpiexec.mpich -n "$1" env LD_PRELOAD="$yield:$lib" SPARCML_VERBOSE=1 \
+    o=$(launch "$1" SPARCML_VERBOSE=1 \
         SPARCML_ALGORITHM="${ALG:-ssar_split_allgather}" SPARCML_SPLIT_GATHER="$3" BENCH_LABEL="$3" \
         "$bench" --n "$n" --density "$2" --pattern random --methods sparcml --reps "$reps") ||
         { echo "FAILED: P=$1 d=$2 gather=$3" >&2; exit 1; }
