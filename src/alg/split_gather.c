@@ -168,6 +168,15 @@ static int exchange_round(sched *s)
     return rc == MPI_SUCCESS ? post_messages(s, g.send, g.n, g.dest, 1) : rc;
 }
 
+/* The library's exchange from its first round (this rank's part in place). */
+static int start_exchange(sched *s)
+{
+    split_state *st = sched_state(s);
+    s->c->gather_run = CALL_GATHER_LIBRARY;
+    st->round = 0;
+    return exchange_round(s);
+}
+
 static int library_gather(sched *s)
 {
     split_state *st = sched_state(s);
@@ -176,9 +185,7 @@ static int library_gather(sched *s)
     int rc = place_messages(c, st, &total);
     if (rc != MPI_SUCCESS) return rc;
     memcpy(st->gathered + c->ctx->displs[c->ctx->rank], st->w.buf, (size_t)st->my_bytes);
-    c->gather_run = CALL_GATHER_LIBRARY;
-    st->round = 0;
-    return exchange_round(s);
+    return start_exchange(s);
 }
 
 int split_in_place_sendable(uint64_t dim, int P, uint64_t vs)
@@ -195,11 +202,8 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     sparcml_ctx *ctx = c->ctx;
     st->phase_then = then;
     st->gathered = base;
-    if (c->dim * vs >= c->gather_min_bytes && split_in_place_sendable(c->dim, ctx->size, vs)) {
-        c->gather_run = CALL_GATHER_LIBRARY;
-        st->round = 0;
-        return exchange_round(s);
-    }
+    if (c->dim * vs >= c->gather_min_bytes && split_in_place_sendable(c->dim, ctx->size, vs))
+        return start_exchange(s);
     c->gather_run = CALL_GATHER_VENDOR;
     sched_next(s, then);
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);
