@@ -34,7 +34,9 @@ out=${1:-/dev/null}
 # launch P CMD...: P ranks of CMD on the platform
 case ${RIG:-0} in
 0) launch() { local p=$1; shift; timeout -k 10 600 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$lib" "$@"; } ;;
-1) launch() { local p=$1; shift; "$top/scripts/netsim.sh" run "$p" -- env LD_PRELOAD="$lib" "$@"; } ;;
+# (the rig adds its helper to the LD_PRELOAD it is given: an LD_PRELOAD
+# set inside the rank command would replace the helper)
+1) launch() { local p=$1; shift; env LD_PRELOAD="$lib" "$top/scripts/netsim.sh" run "$p" -- env "$@"; } ;;
 *) echo "bench_split_gather: RIG is 0 or 1, not ${RIG}" >&2; exit 2 ;;
 esac
 export HYDRA_CONFIG_FILE=/dev/null

@@ -432,6 +432,11 @@ cmd_rank() {
         export LD_PRELOAD="${LD_PRELOAD:+${LD_PRELOAD}:}${NETSIM_HELPER_SO}"
     fi
     unset NETSIM_HELPER_SO
+    # An LD_PRELOAD set by the rank command itself would replace the helper
+    # (8 busy-polling ranks on 2 cores run collectives 20x slower).
+    if [[ "$1" == env ]] && printf '%s\n' "$@" | grep -q '^LD_PRELOAD='; then
+        die "_rank: set LD_PRELOAD before netsim.sh, not in the rank command (it would drop the rig's helper)"
+    fi
     case "${NETSIM_ENTER:-ip}" in
         # ip netns exec also remounts /sys for the namespace, so UCX's device
         # scan of /sys/class/net sees the namespace's eth0, not the host's.
