@@ -3,6 +3,10 @@
 set -u
 : "${MPIEXEC:=mpiexec.mpich}"
 : "${TIMEOUT:=300}"
+# Waiting ranks sleep 50 us at a time once yielding has found nothing for a
+# while (tests/support/yield_preload.c): less CPU spun beside a second test.
+: "${YIELD_SLEEP_US:=50}"
+export YIELD_SLEEP_US
 HYDRA_CONFIG_FILE=/dev/null
 export HYDRA_CONFIG_FILE
 npass=0
@@ -21,7 +25,7 @@ run_mpi() {
     while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
     timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n "$p" env ${preload:+LD_PRELOAD="$preload"} \
-        ${envs[@]+"${envs[@]}"} "$@" >"$out" 2>"$err"
+        YIELD_SLEEP_US="$YIELD_SLEEP_US" ${envs[@]+"${envs[@]}"} "$@" >"$out" 2>"$err"
 }
 
 # occurrences PATTERN FILE: how often PATTERN occurs in FILE.  Messages the
