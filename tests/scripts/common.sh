@@ -5,6 +5,8 @@ set -u
 : "${TIMEOUT:=300}"
 # Waiting ranks sleep 50 us at a time once yielding has found nothing for a
 # while (tests/support/yield_preload.c): less CPU spun beside a second test.
+# Exported for the scripts' own launcher lines (hydra forwards the
+# environment) and passed by run_mpi (mpirun.openmpi forwards none).
 : "${YIELD_SLEEP_US:=50}"
 export YIELD_SLEEP_US
 HYDRA_CONFIG_FILE=/dev/null

@@ -14,7 +14,8 @@
  * do not, so their latencies stay the ones measured), a rank whose last
  * YIELDS_BEFORE_SLEEP yields found nothing sleeps n microseconds at a time
  * instead, until a message arrives: one P = 8 run of the tagged-allreduce
- * case matrix takes 2-3 times less CPU.  The latency each wait adds (at most
+ * case matrix beside a CPU-bound process takes half the time and less than
+ * half the CPU (alone, about the same time).  The latency each wait adds (at most
  * n) changes no result, only how long a test takes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
