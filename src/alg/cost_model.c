@@ -118,38 +118,80 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
     return fmax(price, m->vendor_gather * (rounds * m->alpha + link_beta * moved));
 }
 
-/* Recursive doubling (P a power of two) or Bruck's dissemination: ceil(log2
- * P) rounds, and every rank receives every part but its own, once. */
-double cost_library_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
+/* The library's exchange (alg/split_gather.c) gathers in either of two
+ * patterns, every rank receiving every part but its own once:
+ *  - recursive doubling (P a power of two) or Bruck's dissemination:
+ *    ceil(log2 P) rounds, each to a new partner, the last ones carrying
+ *    half the bytes;
+ *  - a ring: P - 1 rounds of one part each, always the same two partners.
+ * Over TCP links the ring moves the bytes faster: at P = 8 on the emulated
+ * Gigabit cluster recursive doubling takes 3-4 % longer than a ring at 0.5
+ * to 4 MB in all and 17-28 % longer at 16 to 64 MB, 1-4 % at P = 4; on
+ * shared memory the two are alike within the noise (bench/RESULTS.md,
+ * "Gather patterns").  So recursive doubling's bytes are priced
+ * COST_DOUBLING_BYTE_PENALTY dearer, and the ring runs from where its
+ * extra rounds cost at most that fraction of the bytes' time. */
+#define COST_DOUBLING_BYTE_PENALTY (1.0 / 16)
+
+double cost_doubling_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P;
-    return cost_ceil_log2(p->P) * m->alpha + m->beta * (P - 1) / P * bytes;
+    return cost_ceil_log2(p->P) * m->alpha + (1 + COST_DOUBLING_BYTE_PENALTY) * m->beta * (P - 1) / P * bytes;
 }
 
-/* Both gathers move the same bytes in no more rounds for the library's.
- * So where the vendor's was measured slower than its price (a factor
- * above 1) the library's is the cheaper at every size; else exactly where
- * the vendor's ring runs and takes more rounds than ceil(log2 P) (P >= 4);
- * where both take the same rounds the vendor's keeps it: its rounds run
- * inside the MPI library, not as steps of the schedule. */
-uint64_t cost_library_gather_min_bytes(const cost_model *m, const sparcml_problem *p)
+double cost_ring_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
-    if (m->gather != COST_GATHER_MODEL) return m->gather == COST_GATHER_LIBRARY ? 0 : UINT64_MAX;
-    if (m->vendor_gather > 1) return 0;
-    if (p->P - 1 <= cost_ceil_log2(p->P)) return UINT64_MAX;
-    return (uint64_t)vendor_ring_bytes(p);
+    double P = p->P;
+    return (P - 1) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
-int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes)
+/* The fewest bytes in all the ring gathers as cheaply as recursive
+ * doubling: (P - 1 - ceil(log2 P)) alpha <= penalty beta (P-1)/P bytes. */
+static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
 {
-    uint64_t from = cost_library_gather_min_bytes(m, p);
-    return from != UINT64_MAX && bytes >= (double)from;
+    double extra = (p->P - 1 - cost_ceil_log2(p->P)) * m->alpha, bytes;
+    if (extra <= 0) return 0;
+    if (!(m->beta > 0)) return UINT64_MAX;
+    bytes = ceil(extra / (COST_DOUBLING_BYTE_PENALTY * m->beta) * p->P / (p->P - 1));
+    return bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX;
+}
+
+/* Forced, one gather runs at every size.  By the model: where the
+ * calibration measured the vendor's gather slower than its price (a factor
+ * above 1), the library's exchange at every size, in the cheaper pattern.
+ * Else the vendor's runs its own recursive doubling or Bruck below its
+ * ring's threshold, cheaper than the library's (no penalty, no steps of
+ * the schedule); above it the library's, by recursive doubling, which
+ * saves the ring's extra rounds, up to where its ring prices lower, and by
+ * the ring from there.  The two rings cost the same in the model, and the
+ * library's is the one measured no slower: on shared memory MPICH's copies
+ * through temporary buffers (2.3-3.5 times the library's at 1 to 64 MB,
+ * where the calibration, gathering 128 KiB by MPICH's recursive doubling,
+ * need not see it), on the emulated cluster the two are alike. */
+call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
+{
+    const uint64_t never = UINT64_MAX;
+    uint64_t ring = ring_from(m, p);
+    switch (m->gather) {
+    case COST_GATHER_VENDOR: return (call_gather_plan){.library_from = never, .ring_from = never};
+    case COST_GATHER_DOUBLING: return (call_gather_plan){.library_from = 0, .ring_from = never};
+    case COST_GATHER_RING: return (call_gather_plan){.library_from = 0, .ring_from = 0};
+    default: break;
+    }
+    if (m->vendor_gather > 1) return (call_gather_plan){.library_from = 0, .ring_from = ring};
+    if (p->P - 1 <= cost_ceil_log2(p->P))
+        return (call_gather_plan){.library_from = never, .ring_from = never};
+    return (call_gather_plan){.library_from = (uint64_t)vendor_ring_bytes(p), .ring_from = ring};
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
-    return cost_gather_by_library(m, p, bytes) ? cost_library_allgather(m, p, bytes)
-                                               : cost_vendor_allgather(m, p, bytes);
+    call_gather_plan g = cost_gather_plan(m, p);
+    switch (call_gather_for(&g, bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX)) {
+    case CALL_GATHER_DOUBLING: return cost_doubling_allgather(m, p, bytes);
+    case CALL_GATHER_RING: return cost_ring_allgather(m, p, bytes);
+    default: return cost_vendor_allgather(m, p, bytes);
+    }
 }
 
 /* The vendor picks recursive doubling or Rabenseifner; assume the better. */

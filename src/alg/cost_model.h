@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "runtime/call.h"
+
 typedef struct sparcml_problem {
     int P;
     uint64_t dim;
@@ -26,7 +28,7 @@ typedef struct sparcml_problem {
 /* The parameters the costs are computed with (core/select.c adjusts the
  * settings' alpha, beta and gamma for the machine), in seconds. */
 /* SPARCML_SPLIT_GATHER: who gathers the split algorithms' messages. */
-typedef enum cost_gather { COST_GATHER_MODEL, COST_GATHER_VENDOR, COST_GATHER_LIBRARY } cost_gather;
+typedef enum cost_gather { COST_GATHER_MODEL, COST_GATHER_VENDOR, COST_GATHER_DOUBLING, COST_GATHER_RING } cost_gather;
 
 typedef struct cost_model {
     double alpha, beta, gamma;
@@ -85,13 +87,12 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes);
 
 /* The library's own allgather of parts of any sizes, `bytes` in all
- * (alg/split_gather.c); the fewest bytes a split algorithm gathers with it
- * (forced, or where the model prices it below the vendor's; UINT64_MAX:
- * none, 0: all); whether it gathers `bytes` so, and what the gather it
- * runs costs. */
-double cost_library_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
-uint64_t cost_library_gather_min_bytes(const cost_model *m, const sparcml_problem *p);
-int cost_gather_by_library(const cost_model *m, const sparcml_problem *p, double bytes);
+ * (alg/split_gather.c), by recursive doubling (Bruck's where P is not a
+ * power of two) and by a ring; who gathers which bytes (forced, or where
+ * the model prices it lowest); and what the gather that runs costs. */
+double cost_doubling_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
+double cost_ring_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
+call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p);
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes);
 
 #endif

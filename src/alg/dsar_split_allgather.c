@@ -17,9 +17,10 @@
  * Restrictions (dsar_split_allgather_restriction): recvbuf holds the dense
  *   result (else MPI_ERR_TRUNCATE on every rank before anything runs).
  * Cost (dsar_split_allgather_cost): the reduce-scatter, then the
- *   allgather of N vs bytes by the gather the model prices lower
+ *   allgather of N vs bytes by the gather the model prices lowest
  *   (cost_split_gather: the vendor's ring of P-1 rounds for a vector this
- *   long, or the library's ceil(log2 P) rounds, split_gather.c) + beta
+ *   long, or the library's doubling in ceil(log2 P) rounds or ring,
+ *   split_gather.c) + beta
  *   (P-1)/P N vs, plus ceil(log2 P) alpha for the union sizes when the
  *   result's format is not certain.
  * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts and

@@ -1,9 +1,9 @@
 /* split_gather.c -- the split algorithms' allgather of one message of any
  * size per rank (split_phases.h, split_allgather_messages): by the
- * vendor's MPI_Allgatherv, or by the library's own exchange, whichever the
- * cost model prices lower for the bytes gathered (cost_gather_by_library;
- * the call carries the threshold, select_gather_min_bytes, so every rank
- * compares the same agreed numbers and picks alike).
+ * vendor's MPI_Allgatherv, or by the library's own exchange in one of two
+ * patterns, whichever the cost model prices lowest for the bytes gathered
+ * (cost_gather_plan; the call carries the plan, select_gather_plan, so
+ * every rank compares the same agreed numbers and picks alike).
  *
  * Algorithm: the sizes are allgathered first unless every rank can compute
  *   them (unquantized slices); then every message gets its place in
@@ -11,40 +11,44 @@
  *   Vendor: MPI_Allgatherv, the messages padded to a common slot where that
  *   costs at most 1/16 more bytes (common_slot says why).
  *   Library: the messages travel straight between the places in
- *   POOL_GATHER, in ceil(log2 P) rounds.  P a power of two: recursive
- *   doubling -- in round k each rank swaps the 2^k messages its group holds
- *   with the partner rank ^ 2^k (pairwise: a round pairs ranks off, where
- *   Bruck's chains them).  Other P: Bruck's
- *   dissemination -- in round k rank r, holding messages r .. r+2^k-1
- *   (mod P), sends min(2^k, P - 2^k) of them to rank r - 2^k and receives
- *   as many from rank r + 2^k; a range that wraps past rank P-1 travels as
- *   two messages, each into its final place, so no rotation follows.
+ *   POOL_GATHER.  Doubling, ceil(log2 P) rounds: P a power of two,
+ *   recursive doubling -- in round k each rank swaps the 2^k messages its
+ *   group holds with the partner rank ^ 2^k (pairwise: a round pairs ranks
+ *   off, where Bruck's chains them); other P, Bruck's dissemination -- in
+ *   round k rank r, holding messages r .. r+2^k-1 (mod P), sends min(2^k,
+ *   P - 2^k) of them to rank r - 2^k and receives as many from rank r +
+ *   2^k; a range that wraps past rank P-1 travels as two messages, each
+ *   into its final place, so no rotation follows.  Ring, P - 1 rounds: in
+ *   round k rank r passes message r - k to rank r + 1 and takes r - k - 1
+ *   from rank r - 1.
  * Restrictions: none (any P, sizes in whole 8-byte words).  In place
  *   (split_allgather_in_place: DSAR_Split_allgather's dense slices, value
  *   arrays of any length, straight into recvbuf) the library's exchange
  *   runs only where every size is whole words or all fit in INT_MAX bytes:
  *   an MPI without large counts sends more in whole words
  *   (base/mpi_flavour.h), which would overrun a slice's neighbour.
- * Cost (cost_library_allgather): ceil(log2 P) alpha + beta (P-1)/P bytes,
- *   the same bytes as the vendor's ring and never more rounds than any of
- *   the vendor's algorithms: MPICH (cost_vendor_allgather) runs a ring of
- *   P - 1 rounds from 512 KiB in all (80 KiB when P is not a power of
- *   two), and there the library's wins; below, the vendor's own recursive
- *   doubling or Bruck costs the same and keeps the gather, unless the
- *   calibration measured the vendor's gather slower than that price
- *   (vendor_gather above 1): then the library's gathers at every size.
+ * Cost (cost_doubling_allgather, cost_ring_allgather, against
+ *   cost_vendor_allgather): ceil(log2 P) alpha + (1 + 1/16) beta (P-1)/P
+ *   bytes for doubling -- over TCP its rounds to a new partner each move
+ *   large gathers slower than a ring -- and (P - 1) alpha + beta (P-1)/P
+ *   bytes for the ring.  MPICH runs a ring of P - 1 rounds from 512 KiB in
+ *   all (80 KiB when P is not a power of two) and recursive doubling or
+ *   Bruck below.  So where the calibration measured the vendor's gather
+ *   slower than its price (vendor_gather above 1) the library's gathers at
+ *   every size; else the vendor's below its ring, and the library's from
+ *   there: doubling up to where the ring prices lower, its ring beyond
+ *   (cost_gather_plan says why not the vendor's).
  *   For P not a power of two Bruck keeps both optima: recursive doubling
  *   with the surplus ranks folded in and out adds two rounds and moves the
- *   folded ranks' messages twice, a ring takes P - 1 rounds.  Measured on
- *   shared memory (16M floats, d = 1e-3: 0.3-1.1 MB gathered), SSAR split
- *   runs 1.05-1.47 times faster with this gather than with MPICH's
- *   allgatherv at P = 2 to 8, and within 10 % at d = 1e-4
- *   (bench/RESULTS.md, "Split gathers").
+ *   folded ranks' messages twice.  Measured on shared memory (16M floats,
+ *   d = 1e-3: 0.3-1.1 MB gathered), SSAR split runs 1.05-1.47 times faster
+ *   with the library's doubling than with MPICH's allgatherv at P = 2 to
+ *   8, and within 10 % at d = 1e-4 (bench/RESULTS.md, "Split gathers").
  * Memory: POOL_GATHER, the messages in place (no padding on the library's
  *   path); the vendor's padded slot in POOL_SLOT (split_scratch).
  * Rounds: one allgather of sizes (quantized slices only), then one
  *   allgatherv, or ceil(log2 P) rounds of at most two sends and two
- *   receives per rank. */
+ *   receives per rank, or P - 1 rounds of one send and one receive. */
 #include "config.h"
 
 #include <limits.h>
@@ -122,7 +126,15 @@ typedef struct gather_round {
     int send, recv, n, dest, src;
 } gather_round;
 
-static gather_round round_of(int P, int r, int k)
+/* Round k of the ring: pass message r - k on to rank r + 1, take r - k - 1
+ * from rank r - 1 (mod P). */
+static gather_round ring_round(int P, int r, int k)
+{
+    return (gather_round){.send = (r - k + P) % P, .recv = (r - k - 1 + 2 * P) % P, .n = 1, .dest = (r + 1) % P,
+                          .src = (r - 1 + P) % P};
+}
+
+static gather_round doubling_round(int P, int r, int k)
 {
     int d = 1 << k, group = r & ~(d - 1);
     if ((P & (P - 1)) == 0)
@@ -157,10 +169,10 @@ static int exchange_round(sched *s)
 {
     split_state *st = sched_state(s);
     const sparcml_ctx *ctx = s->c->ctx;
+    int P = ctx->size, k = st->round++, rc;
     gather_round g;
-    int rc;
-    if (st->round >= cost_ceil_log2(ctx->size)) return st->phase_then(s);
-    g = round_of(ctx->size, ctx->rank, st->round++);
+    if (k >= (st->ring ? P - 1 : cost_ceil_log2(P))) return st->phase_then(s);
+    g = st->ring ? ring_round(P, ctx->rank, k) : doubling_round(P, ctx->rank, k);
     /* The sends leave from POOL_GATHER, which stays as it is: waiting for
      * them costs nothing, as their receivers post in the same round. */
     sched_next_after_sends(s, exchange_round);
@@ -168,16 +180,18 @@ static int exchange_round(sched *s)
     return rc == MPI_SUCCESS ? post_messages(s, g.send, g.n, g.dest, 1) : rc;
 }
 
-/* The library's exchange from its first round (this rank's part in place). */
-static int start_exchange(sched *s)
+/* The library's exchange in the pattern given, from its first round (this
+ * rank's part in place). */
+static int start_exchange(sched *s, call_gather pattern)
 {
     split_state *st = sched_state(s);
-    s->c->gather_run = CALL_GATHER_LIBRARY;
+    s->c->gather_run = pattern;
+    st->ring = pattern == CALL_GATHER_RING;
     st->round = 0;
     return exchange_round(s);
 }
 
-static int library_gather(sched *s)
+static int library_gather(sched *s, call_gather pattern)
 {
     split_state *st = sched_state(s);
     sparcml_call *c = s->c;
@@ -185,7 +199,7 @@ static int library_gather(sched *s)
     int rc = place_messages(c, st, &total);
     if (rc != MPI_SUCCESS) return rc;
     memcpy(st->gathered + c->ctx->displs[c->ctx->rank], st->w.buf, (size_t)st->my_bytes);
-    return start_exchange(s);
+    return start_exchange(s, pattern);
 }
 
 int split_in_place_sendable(uint64_t dim, int P, uint64_t vs)
@@ -200,23 +214,26 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
+    call_gather pattern = call_gather_for(&c->gather, c->dim * vs);
     st->phase_then = then;
     st->gathered = base;
-    if (c->dim * vs >= c->gather_min_bytes && split_in_place_sendable(c->dim, ctx->size, vs))
-        return start_exchange(s);
+    if (pattern != CALL_GATHER_VENDOR && split_in_place_sendable(c->dim, ctx->size, vs))
+        return start_exchange(s, pattern);
     c->gather_run = CALL_GATHER_VENDOR;
     sched_next(s, then);
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);
 }
 
-/* The sizes are known: gather the messages, by the library's exchange
- * from the threshold on (all ranks compare the same total). */
+/* The sizes are known: gather the messages as the call's plan says for
+ * their bytes in all (every rank compares the same total). */
 static int gather_messages(sched *s)
 {
     const sparcml_ctx *ctx = s->c->ctx;
     uint64_t total = 0;
+    call_gather pattern;
     for (int r = 0; r < ctx->size; r++) total += (uint64_t)ctx->counts[r];
-    return total >= s->c->gather_min_bytes ? library_gather(s) : vendor_gather(s);
+    pattern = call_gather_for(&s->c->gather, total);
+    return pattern == CALL_GATHER_VENDOR ? vendor_gather(s) : library_gather(s, pattern);
 }
 
 int split_allgather_messages(sched *s, int sizes_known, sched_step then)

@@ -23,7 +23,7 @@ typedef struct split_state {
     wire *wires, w;
     uint64_t *present;
     int step, sum_pool, dense, dense_certain;
-    int round; /* of the library's gather (split_gather.c) */
+    int round, ring; /* of the library's gather, and its pattern (split_gather.c) */
     MPI_Count my_bytes;
     char *gathered;
     sched_step phase_then; /* what follows the running phase */
@@ -49,7 +49,7 @@ int split_union(sched *s, sched_step then);
 int split_gather(sched *s);
 
 /* Allgather of one message of any size per rank (w) into POOL_GATHER
- * (gathered), by the vendor or the library (split_gather.c); message r
+ * (gathered), by the vendor or the library's exchange (split_gather.c); message r
  * starts at ctx->displs[r].  Its sizes are allgathered first unless
  * sizes_known (then ctx->counts holds them, rounded to 8). */
 int split_allgather_messages(sched *s, int sizes_known, sched_step then);
@@ -57,8 +57,8 @@ int split_allgather_messages(sched *s, int sizes_known, sched_step then);
 /* Allgather in place of the dense slices of dim values of vs bytes
  * (ctx->counts[r] bytes at ctx->displs[r] from base, this rank's already
  * there), then `then`: by the library's exchange straight into base where
- * the call's threshold says so (c->gather_min_bytes, as for the messages)
- * and split_in_place_sendable, else by the vendor's in-place allgatherv
+ * the call's plan says so (c->gather, as for the messages) and
+ * split_in_place_sendable, else by the vendor's in-place allgatherv
  * (split_gather.c). */
 int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then);
 /* Can the library's exchange send any run of those slices exactly: whole

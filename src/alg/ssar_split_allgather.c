@@ -10,15 +10,17 @@
  * Restrictions: none (any P, any dim, every value type).
  * Cost (ssar_split_allgather_cost): the reduce-scatter's (P-1) (alpha +
  *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
- *   allgather of the result (cost_split_gather: the library's exchange,
- *   ceil(log2 P) alpha, where the vendor's would run a ring of P-1 rounds,
- *   else the vendor's) + beta (P-1)/P (size of the result), copying the
+ *   allgather of the result (cost_split_gather: the library's doubling,
+ *   ceil(log2 P) alpha, from where the vendor's would run a ring of P-1
+ *   rounds up to where a ring prices lower, else the vendor's; the
+ *   library's at every size where the vendor's was measured slow) + beta
+ *   (P-1)/P (size of the result), copying the
  *   owner's slice into its message and the result into place.
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums, the gathered result.
  * Rounds: P-1 point-to-point, then the allgather of the union sizes and
- *   the gather of the slices (split_gather.c: one allgatherv or ceil(log2
- *   P) rounds), with QSGD after an allgather of the quantized sizes, which
+ *   the gather of the slices (split_gather.c: one allgatherv, ceil(log2
+ *   P) rounds or P - 1), with QSGD after an allgather of the quantized sizes, which
  *   are not known in advance. */
 #include "config.h"
 

@@ -336,7 +336,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     uint64_t need[CTX_CAPACITIES] = {0};
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
-    c->gather_min_bytes = select_gather_min_bytes(op->set, p);
+    c->gather = select_gather_plan(op->set, p);
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
      * every rank alike (the problem is agreed) before it touches anything. */
@@ -431,7 +431,7 @@ static int split_resume(sched *s, const sparcml_problem *p)
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
     op->alg = op->split;
-    c->gather_min_bytes = select_gather_min_bytes(op->set, p);
+    c->gather = select_gather_plan(op->set, p);
     sparcml_algorithms[op->alg].scratch(c, p, need);
     if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
         s->then = op_concluded;

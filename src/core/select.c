@@ -81,10 +81,10 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
     return ssar_recursive_double_chunks(&m, p);
 }
 
-uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p)
+call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = select_model(s, p);
-    return cost_library_gather_min_bytes(&m, p);
+    return cost_gather_plan(&m, p);
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)

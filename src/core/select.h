@@ -36,11 +36,10 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
  * count there or turns it off. */
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
 
-/* The fewest bytes in all that the split algorithms gather with the
- * library's own exchange instead of the vendor's allgatherv
- * (cost_gather_by_library; UINT64_MAX: none, 0: all).  SPARCML_SPLIT_GATHER
- * forces either. */
-uint64_t select_gather_min_bytes(const sparcml_settings *s, const sparcml_problem *p);
+/* Who gathers the split algorithms' messages, by their bytes in all: the
+ * vendor's allgatherv or the library's exchange in one of its patterns
+ * (cost_gather_plan).  SPARCML_SPLIT_GATHER forces one. */
+call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p);
 
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithms[a].restriction), or the cheapest applicable one. */

@@ -128,7 +128,7 @@ static const char *algorithm_choices(char *buf, size_t len)
 
 /* The names of KIND_COMPRESS and KIND_GATHER values, in enum order. */
 static const char *const compress_names[] = {"off", "topk", "cltk", NULL};
-static const char *const gather_names[] = {"auto", "vendor", "library", NULL};
+static const char *const gather_names[] = {"auto", "vendor", "doubling", "ring", NULL};
 
 static int parse_name(const char *v, const char *const *names, int *out)
 {

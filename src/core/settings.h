@@ -39,7 +39,7 @@ typedef struct sparcml_settings {
     uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */
     uint64_t progress_us;        /* SPARCML_PROGRESS_US: progress thread's period, 0: no thread */
     uint64_t pipeline_chunks;    /* SPARCML_PIPELINE_CHUNKS: 0 (the model), 1 (off), 2..MAX */
-    int split_gather;            /* SPARCML_SPLIT_GATHER: cost_gather (auto, vendor, library) */
+    int split_gather;            /* SPARCML_SPLIT_GATHER: cost_gather (auto, vendor, doubling, ring) */
     int compress;                /* SPARCML_COMPRESS: sparcml_compress */
     double compress_density;     /* SPARCML_COMPRESS_DENSITY: k / N, in (0, 1] */
     uint64_t compress_min_bytes; /* SPARCML_COMPRESS_MIN_BYTES: smallest compressed call */

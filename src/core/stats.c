@@ -28,7 +28,7 @@ static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, 
     feedback_full;
 
 /* By call_gather. */
-static const char *const gather_names[] = {"none", "vendor", "library"};
+static const char *const gather_names[] = {"none", "vendor", "doubling", "ring"};
 
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)

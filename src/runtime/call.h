@@ -28,6 +28,24 @@ typedef struct call_rider {
     void (*merge)(void *record, const void *in, int complete);
 } call_rider;
 
+/* The gather a split algorithm runs (SPARCML_VERBOSE names it): the
+ * vendor's MPI_Allgatherv, or the library's exchange by recursive doubling
+ * (Bruck's dissemination where P is not a power of two) or by a ring
+ * (alg/split_gather.c). */
+typedef enum call_gather { CALL_GATHER_NONE, CALL_GATHER_VENDOR, CALL_GATHER_DOUBLING, CALL_GATHER_RING } call_gather;
+
+/* The library's exchange gathers from library_from bytes in all on, as a
+ * ring from ring_from on; the vendor below (UINT64_MAX: never). */
+typedef struct call_gather_plan {
+    uint64_t library_from, ring_from;
+} call_gather_plan;
+
+static inline call_gather call_gather_for(const call_gather_plan *g, uint64_t bytes)
+{
+    if (bytes < g->library_from) return CALL_GATHER_VENDOR;
+    return bytes >= g->ring_from ? CALL_GATHER_RING : CALL_GATHER_DOUBLING;
+}
+
 typedef struct sparcml_call {
     sparcml_ctx *ctx;
     sv input;            /* validated; lives in recvbuf under MPI_IN_PLACE */
@@ -53,11 +71,10 @@ typedef struct sparcml_call {
     int reason_rank;     /* the rank it is about, -1: every rank's alike */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     int pipeline_chunks; /* the agreed problem's chunks per round (select_pipeline_chunks; <= 1: none) */
-    /* The split algorithms gather messages of this many bytes in all or
-     * more with the library's own exchange, smaller ones with the vendor's
-     * allgatherv (select_gather_min_bytes: from agreed facts, so every rank
-     * compares the same numbers); gather_run says which ran. */
-    uint64_t gather_min_bytes;
+    /* Who gathers a split algorithm's messages, by their bytes in all
+     * (call_gather_for; select_gather_plan: from agreed facts, so every
+     * rank compares the same numbers); gather_run says which ran. */
+    call_gather_plan gather;
     int gather_run;      /* call_gather */
     /* While a rider is set, every message carries its record ahead of the
      * stream (absent streams send the record alone, runtime/p2p.c) and the
@@ -72,8 +89,6 @@ typedef struct sparcml_call {
     int selected;             /* what the selector picks for the agreed numbers */
 } sparcml_call;
 
-/* The gather a split algorithm ran (SPARCML_VERBOSE names it). */
-typedef enum call_gather { CALL_GATHER_NONE, CALL_GATHER_VENDOR, CALL_GATHER_LIBRARY } call_gather;
 
 /* Internal tags: only ever used on the private duplicate communicator.  A
  * TAG_FOLD_OUT message carries the final result, and while the agreement

@@ -163,9 +163,11 @@ static void checked_range(const tcase *t, int rank, int P, uint64_t *lo, uint64_
     *hi = t->dim * (uint64_t)(rank + 1) / (uint64_t)P;
 }
 
-/* The reference of a case, computed once from holds() and value_of() in
- * one pass over the checked indices and every rank (the O(N P) part of the
- * test), then used by every repetition. */
+/* The reference of a case: every rank adds up its own regenerated input
+ * (holds(), value_of()) over all indices, and the vendor's PMPI_Allreduce
+ * (PMPI_Reduce_scatter with --check=slice) sums the ranks' arrays --
+ * independent of the library, which interposes only MPI_*.  Computed once,
+ * then used by every repetition. */
 typedef struct reference {
     uint64_t lo, hi;  /* the checked indices */
     double *sum, *mag; /* floating point: sum_r x_ri and sum_r |x_ri| */
@@ -175,62 +177,80 @@ typedef struct reference {
     double qtol;      /* the extra tolerance QSGD allows (0 without) */
 } reference;
 
-/* Add rank r's value at index i (held) into the reference at slot j. */
-static void add_value(const tcase *t, reference *ref, int r, uint64_t i, uint64_t j)
+/* Add this rank's value at index i into slot i. */
+static void add_value(const tcase *t, reference *ref, int r, uint64_t i)
 {
     unsigned char v[8];
     value_of(t, r, i, v);
     switch (t->vtype) {
-    case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref->sum[j] += f; ref->mag[j] += fabs(f); break; }
-    case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref->sum[j] += f; ref->mag[j] += fabs(f); break; }
-    case SPARCML_INT32: { int32_t x; memcpy(&x, v, 4); ref->isum[j] += (uint32_t)x; break; }
-    default: { uint64_t x; memcpy(&x, v, 8); ref->isum[j] += x; break; }
+    case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref->sum[i] = f; ref->mag[i] = fabs(f); break; }
+    case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref->sum[i] = f; ref->mag[i] = fabs(f); break; }
+    case SPARCML_INT32: { int32_t x; memcpy(&x, v, 4); ref->isum[i] = (uint32_t)x; break; }
+    default: { uint64_t x; memcpy(&x, v, 8); ref->isum[i] = x; break; }
     }
 }
 
-/* Build the reference (collective with --check=slice: the ranks' slices
- * are combined for the union's size, the ranks' input sizes and G). */
+/* Sum the ranks' arrays of n elements each into the checked range (moved
+ * to the front with --check=slice), by the vendor.  The sums stay within
+ * counts of int: dims here are far below 2^31. */
+static void vendor_sum(void *a, int n, MPI_Datatype type, MPI_Op op, const int *counts, MPI_Comm comm)
+{
+    int rc = counts ? PMPI_Reduce_scatter(MPI_IN_PLACE, a, counts, type, op, comm)
+                    : PMPI_Allreduce(MPI_IN_PLACE, a, n, type, op, comm);
+    if (rc != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* Build the reference (collective). */
 static void reference_build(const tcase *t, MPI_Comm comm, reference *ref)
 {
-    int rank, P, any_dense = 0, levels = 0;
-    uint64_t *nnz, n = 0;
+    int rank, P, any_dense = 0, levels = 0, n_all = (int)t->dim + 1, *counts = NULL;
+    uint64_t *nnz, mine = 0, n = 0;
     double G = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     checked_range(t, rank, P, &ref->lo, &ref->hi);
-    size_t len = (size_t)(ref->hi - ref->lo) + 1;
-    ref->sum = calloc(len, sizeof *ref->sum);
-    ref->mag = calloc(len, sizeof *ref->mag);
-    ref->isum = calloc(len, sizeof *ref->isum);
-    ref->held = calloc(len, 1);
+    ref->sum = calloc((size_t)n_all, sizeof *ref->sum);
+    ref->mag = calloc((size_t)n_all, sizeof *ref->mag);
+    ref->isum = calloc((size_t)n_all, sizeof *ref->isum);
+    ref->held = calloc((size_t)n_all, 1);
     nnz = calloc((size_t)P, sizeof *nnz);
-    if (!ref->sum || !ref->mag || !ref->isum || !ref->held || !nnz) MPI_Abort(MPI_COMM_WORLD, 2);
-    for (uint64_t i = ref->lo; i < ref->hi; i++) {
-        uint64_t j = i - ref->lo;
-        for (int r = 0; r < P; r++) {
-            if (!holds(t, r, P, i)) continue;
-            nnz[r]++;
-            ref->held[j] = 1;
-            add_value(t, ref, r, i, j);
-        }
+    if (check_own_slice) counts = calloc((size_t)P, sizeof *counts);
+    if (!ref->sum || !ref->mag || !ref->isum || !ref->held || !nnz || (check_own_slice && !counts))
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (uint64_t i = 0; i < t->dim; i++) {
+        if (!holds(t, rank, P, i)) continue;
+        mine++;
+        ref->held[i] = 1;
+        add_value(t, ref, rank, i);
+    }
+    for (int r = 0; check_own_slice && r < P; r++) counts[r] = (int)(t->dim * (uint64_t)(r + 1) / (uint64_t)P - t->dim * (uint64_t)r / (uint64_t)P);
+    if (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE) {
+        vendor_sum(ref->sum, n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
+        vendor_sum(ref->mag, n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
+    } else {
+        vendor_sum(ref->isum, n_all - 1, MPI_UINT64_T, MPI_SUM, counts, comm);
+    }
+    vendor_sum(ref->held, n_all - 1, MPI_UNSIGNED_CHAR, MPI_MAX, counts, comm);
+    if (PMPI_Allgather(&mine, 1, MPI_UINT64_T, nnz, 1, MPI_UINT64_T, comm) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 2);
+    for (uint64_t j = 0; j < ref->hi - ref->lo; j++) {
         n += ref->held[j];
         G = fmax(G, ref->mag[j]);
     }
     if (check_own_slice) {
-        MPI_Allreduce(MPI_IN_PLACE, nnz, P, MPI_UINT64_T, MPI_SUM, comm);
-        MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, comm);
-        MPI_Allreduce(MPI_IN_PLACE, &G, 1, MPI_DOUBLE, MPI_MAX, comm);
+        PMPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, comm);
+        PMPI_Allreduce(MPI_IN_PLACE, &G, 1, MPI_DOUBLE, MPI_MAX, comm);
     }
     /* build_input's rule: a rank sends dense where that is smaller, and a
      * dense input supplies every index. */
     for (int r = 0; r < P; r++)
         any_dense |= !t->sparse_input && sparcml_prefers_dense(t->dim, t->vtype, nnz[r]);
     ref->n_union = any_dense ? t->dim : n;
-    if (any_dense) memset(ref->held, 1, len);
+    if (any_dense) memset(ref->held, 1, (size_t)n_all);
     while ((1 << levels) < P) levels++;
     ref->qtol = qsgd_levels_s && (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE)
                     ? (P + 2 * levels + 1) * G / qsgd_levels_s : 0;
     free(nnz);
+    free(counts);
 }
 
 static void reference_free(reference *ref)

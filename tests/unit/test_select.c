@@ -398,18 +398,23 @@ START_TEST(split_rounds)
 }
 END_TEST
 
+static int plan_is(call_gather_plan g, uint64_t from, uint64_t ring)
+{
+    return g.library_from == from && g.ring_from == ring;
+}
+
 /* The vendor's gather measured slower than its price (core/calibrate.h:
  * MPICH on shared memory, 1.3-5): the library's exchange, which moves
- * the same bytes in no more rounds, gathers at every size and P; the
- * vendor's gathers that remain (forced, or DSAR's dense one) cost the
- * factor more; a factor of 1 is the plain rule. */
+ * the same bytes, gathers at every size and P, as a ring from where the
+ * plain rule's would; the vendor's gathers that remain (forced, or DSAR's
+ * dense one) cost the factor more; a factor of 1 is the plain rule. */
 START_TEST(split_gather_measured_vendor)
 {
     for (int P = 2; P <= 9; P++) {
         sparcml_settings s = defaults();
         sparcml_problem p = problem(P, 16u << 20, 65536, 1);
         double plain[SPARCML_ALG_COUNT_], slow[SPARCML_ALG_COUNT_];
-        uint64_t rule = select_gather_min_bytes(&s, &p);
+        call_gather_plan rule;
         s.split_gather = COST_GATHER_VENDOR;
         select_costs(&s, &p, plain);
         s.vendor_gather = 2;
@@ -418,58 +423,91 @@ START_TEST(split_gather_measured_vendor)
         ck_assert_double_gt(slow[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], plain[SPARCML_ALG_DSAR_SPLIT_ALLGATHER]);
         ck_assert(slow[SPARCML_ALG_RECURSIVE_DOUBLE] == plain[SPARCML_ALG_RECURSIVE_DOUBLE]);
         s.split_gather = COST_GATHER_MODEL;
-        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), 0);
+        s.vendor_gather = 0;
+        s.alpha = 300e-6; /* a ring threshold within reach */
+        s.beta = 7e-9;
+        rule = select_gather_plan(&s, &p);
+        s.vendor_gather = 2;
+        ck_assert(plan_is(select_gather_plan(&s, &p), 0, P > 3 ? rule.ring_from : 0));
         s.vendor_gather = 1;
-        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), rule);
+        ck_assert(plan_is(select_gather_plan(&s, &p), rule.library_from, rule.ring_from));
     }
 }
 END_TEST
 
-/* The split algorithms' gather: the library's exchange exactly where
- * MPICH's allgather would run a ring of P - 1 rounds against its ceil(log2
- * P) (from 512 KiB in all at a power of two, from 80 KiB otherwise), the
- * vendor's where both take the same rounds (below that, and at P = 2 and 3
- * throughout); SPARCML_SPLIT_GATHER forces either; the split algorithm's
- * cost follows the gather it runs. */
+/* The split algorithms' gather with the vendor as fast as its price: the
+ * vendor's where MPICH's allgather takes ceil(log2 P) rounds (below 512
+ * KiB in all at a power of two, 80 KiB otherwise, and at P = 2 and 3
+ * throughout); above, the library's recursive doubling up to where its
+ * byte penalty (1/16) outweighs a ring's P - 1 - ceil(log2 P) extra
+ * rounds, and the library's ring from there.  At alpha 300 us and beta 7
+ * ns/B, 16 alpha / beta = 685714.29 bytes moved per extra round, times P
+ * / (P - 1) in all: P = 4, 1 extra round: 914285.7; P = 5, 1: 857142.9;
+ * P = 8, 4: 3134693.9; P = 12, 7: 5236363.6.  At the defaults (3 us, 0.25
+ * ns/B: 192000 bytes per extra round) the ring starts at 877714.3 at P =
+ * 8 and 1466181.8 at P = 12, and at P = 4 (256000) below the vendor's
+ * threshold: the library's gathers by the ring only.
+ * SPARCML_SPLIT_GATHER forces one; the split algorithm's cost follows the
+ * gather it runs. */
 START_TEST(split_gather_choice)
 {
     sparcml_settings s = defaults();
-    const struct { int P; uint64_t from; } pts[] = {
-        {2, UINT64_MAX}, {3, UINT64_MAX}, {4, 524288}, {5, 81920}, {7, 81920}, {8, 524288}, {12, 81920},
+    const uint64_t never = UINT64_MAX;
+    const struct { int P; uint64_t from, ring; } pts[] = {
+        {2, never, never}, {3, never, never},     {4, 524288, 914286},
+        {5, 81920, 857143}, {8, 524288, 3134694}, {12, 81920, 5236364},
     };
+    const struct { int P; uint64_t from, ring; } at_defaults[] = {{8, 524288, 877715}, {12, 81920, 1466182}};
+    sparcml_problem p4 = problem(4, 16u << 20, 16384, 1);
+    call_gather_plan g = select_gather_plan(&s, &p4);
+    ck_assert_int_eq(call_gather_for(&g, 524287), CALL_GATHER_VENDOR);
+    ck_assert_int_eq(call_gather_for(&g, 524288), CALL_GATHER_RING);
+    for (size_t i = 0; i < sizeof at_defaults / sizeof at_defaults[0]; i++) {
+        sparcml_problem p = problem(at_defaults[i].P, 16u << 20, 16384, 1);
+        g = select_gather_plan(&s, &p);
+        ck_assert_msg(plan_is(g, at_defaults[i].from, at_defaults[i].ring), "P = %d at the defaults: %llu, %llu",
+                      at_defaults[i].P, (unsigned long long)g.library_from, (unsigned long long)g.ring_from);
+    }
+    s.alpha = 300e-6;
+    s.beta = 7e-9;
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         sparcml_problem p = problem(pts[i].P, 16u << 20, 16384, 1);
-        for (int machine = 0; machine < 2; machine++) {
-            uint64_t from;
-            /* as calibrated on 2 cores: a tiny alpha against beta */
-            s.alpha = machine ? 0.3e-6 : 3e-6;
-            s.beta = machine ? 2.3e-9 : 0.25e-9;
-            p.ranks_per_core = machine ? 2 : 1;
-            from = select_gather_min_bytes(&s, &p);
-            ck_assert_msg(from == pts[i].from, "P = %d: from %llu bytes", pts[i].P, (unsigned long long)from);
-        }
+        g = select_gather_plan(&s, &p);
+        ck_assert_msg(plan_is(g, pts[i].from, pts[i].ring), "P = %d: %llu, %llu", pts[i].P,
+                      (unsigned long long)g.library_from, (unsigned long long)g.ring_from);
+        ck_assert_int_eq(call_gather_for(&g, 0), CALL_GATHER_VENDOR);
+        if (pts[i].from == never) continue;
+        ck_assert_int_eq(call_gather_for(&g, pts[i].from - 1), CALL_GATHER_VENDOR);
+        ck_assert_int_eq(call_gather_for(&g, pts[i].from), CALL_GATHER_DOUBLING);
+        ck_assert_int_eq(call_gather_for(&g, pts[i].ring - 1), CALL_GATHER_DOUBLING);
+        ck_assert_int_eq(call_gather_for(&g, pts[i].ring), CALL_GATHER_RING);
+        ck_assert_int_eq(call_gather_for(&g, never - 1), CALL_GATHER_RING);
     }
     s = defaults();
     for (int P = 1; P <= 9; P++) {
         sparcml_problem p = problem(P, 16u << 20, 65536, 1);
         double c[SPARCML_ALG_COUNT_], forced, forced_dsar;
         s.split_gather = COST_GATHER_VENDOR;
-        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), UINT64_MAX);
+        ck_assert(plan_is(select_gather_plan(&s, &p), never, never));
         select_costs(&s, &p, c);
         forced = c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER];
         forced_dsar = c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER];
-        s.split_gather = COST_GATHER_LIBRARY;
-        ck_assert_uint_eq(select_gather_min_bytes(&s, &p), 0);
+        s.split_gather = COST_GATHER_RING;
+        ck_assert(plan_is(select_gather_plan(&s, &p), 0, 0));
         select_costs(&s, &p, c);
         /* P 64K entries gathered, at least 512 KiB, and DSAR's 64 MiB of
-         * dense slices: the vendor's ring where P - 1 > ceil(log2 P) */
-        if (P - 1 > cost_ceil_log2(P)) {
-            ck_assert_double_lt(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
-            ck_assert_double_lt(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar);
-        } else {
-            /* the same rounds and bytes (summed in another order) */
-            ck_assert_double_eq_tol(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced, 1e-12 * forced);
-            ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar, 1e-12 * forced_dsar);
+         * dense slices: the vendor's ring, and the library's, priced alike */
+        ck_assert_double_eq_tol(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced, 1e-12 * forced);
+        ck_assert_double_eq_tol(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar, 1e-12 * forced_dsar);
+        s.split_gather = COST_GATHER_DOUBLING;
+        ck_assert(plan_is(select_gather_plan(&s, &p), 0, never));
+        select_costs(&s, &p, c);
+        /* recursive doubling: fewer rounds where P - 1 > ceil(log2 P), its
+         * bytes 1/16 dearer; at the defaults the bytes outweigh (P = 1: no
+         * rounds, no bytes) */
+        if (P > 1) {
+            ck_assert_double_gt(c[SPARCML_ALG_SSAR_SPLIT_ALLGATHER], forced);
+            ck_assert_double_gt(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER], forced_dsar);
         }
         s.split_gather = COST_GATHER_MODEL;
     }

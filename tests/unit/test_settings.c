@@ -61,8 +61,10 @@ START_TEST(valid_values)
     ck_assert_int_eq(s.piggyback, 0);
     ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "vendor"), 0);
     ck_assert_int_eq(s.split_gather, COST_GATHER_VENDOR);
-    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "library"), 0);
-    ck_assert_int_eq(s.split_gather, COST_GATHER_LIBRARY);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "doubling"), 0);
+    ck_assert_int_eq(s.split_gather, COST_GATHER_DOUBLING);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "ring"), 0);
+    ck_assert_int_eq(s.split_gather, COST_GATHER_RING);
     ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "auto"), 0);
     ck_assert_int_eq(s.split_gather, COST_GATHER_MODEL);
 }
@@ -81,7 +83,7 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_RANKS_PER_CORE", ""},   {"SPARCML_PIGGYBACK", "on"},
         {"SPARCML_PIPELINE_CHUNKS", "9"}, {"SPARCML_PIPELINE_CHUNKS", "-1"},
         {"SPARCML_PIPELINE_CHUNKS", "auto"}, {"SPARCML_SPLIT_GATHER", "Library"},
-        {"SPARCML_SPLIT_GATHER", "ring"}, {"SPARCML_SPLIT_GATHER", ""},
+        {"SPARCML_SPLIT_GATHER", "library"}, {"SPARCML_SPLIT_GATHER", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;
@@ -122,7 +124,7 @@ START_TEST(hash_tracks_selection_settings)
     parse_with(&c, "SPARCML_PIGGYBACK", "0");
     ck_assert_uint_ne(a.hash, b.hash);
     ck_assert_uint_ne(c.hash, b.hash);
-    parse_with(&a, "SPARCML_SPLIT_GATHER", "library");
+    parse_with(&a, "SPARCML_SPLIT_GATHER", "ring");
     ck_assert_uint_ne(a.hash, b.hash);
 }
 END_TEST
