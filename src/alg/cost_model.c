@@ -125,13 +125,14 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
  *    half the bytes;
  *  - a ring: P - 1 rounds of one part each, always the same two partners.
  * Over TCP links the ring moves the bytes faster: at P = 8 on the emulated
- * Gigabit cluster recursive doubling takes 3-4 % longer than a ring at 0.5
- * to 4 MB in all and 17-28 % longer at 16 to 64 MB, 1-4 % at P = 4; on
- * shared memory the two are alike within the noise (bench/RESULTS.md,
- * "Gather patterns").  So recursive doubling's bytes are priced
- * COST_DOUBLING_BYTE_PENALTY dearer, and the ring runs from where its
- * extra rounds cost at most that fraction of the bytes' time. */
-#define COST_DOUBLING_BYTE_PENALTY (1.0 / 16)
+ * Gigabit cluster recursive doubling takes 1.03-1.32 times a ring's time,
+ * 1.13 the median of nine measurements from 0.5 to 64 MB in all (alone and
+ * inside SSAR and DSAR split); 1.01-1.04 at P = 4.  On shared memory it
+ * takes 0.81-1.09 times (bench/RESULTS.md, "Split gathers").  So
+ * recursive doubling's bytes are priced COST_DOUBLING_BYTE_PENALTY dearer,
+ * and the ring runs from where its extra rounds cost at most that
+ * fraction of the bytes' time. */
+#define COST_DOUBLING_BYTE_PENALTY (1.0 / 8)
 
 double cost_doubling_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {

@@ -28,7 +28,7 @@
  *   an MPI without large counts sends more in whole words
  *   (base/mpi_flavour.h), which would overrun a slice's neighbour.
  * Cost (cost_doubling_allgather, cost_ring_allgather, against
- *   cost_vendor_allgather): ceil(log2 P) alpha + (1 + 1/16) beta (P-1)/P
+ *   cost_vendor_allgather): ceil(log2 P) alpha + (1 + 1/8) beta (P-1)/P
  *   bytes for doubling -- over TCP its rounds to a new partner each move
  *   large gathers slower than a ring -- and (P - 1) alpha + beta (P-1)/P
  *   bytes for the ring.  MPICH runs a ring of P - 1 rounds from 512 KiB in

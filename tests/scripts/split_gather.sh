@@ -84,8 +84,8 @@ auto_gather() {
 # The cost model set (no calibration, so no measured vendor_gather; one
 # rank per core, so alpha and beta are the model's own): the vendor's below
 # where MPICH's allgather runs a ring (512 KiB at P = 4, 80 KiB at P = 5),
-# the library's recursive doubling from there up to where its bytes' 1/16
-# penalty outweighs a ring's extra round (16 alpha / beta P / (P - 1):
+# the library's recursive doubling from there up to where its bytes' 1/8
+# penalty outweighs a ring's extra round (8 alpha / beta P / (P - 1):
 # 5.33 MB at P = 4, 5 MB at P = 5), the library's ring beyond.  Gathered:
 # P = 4, N = 1M, d = 0.1: ~2.8 MB; d = 1e-3: ~32 KB; N = 4M, d = 0.1: ~11
 # MB; P = 5, N = 1M, d = 0.01: ~400 KB; N = 256K, d = 1e-3: ~10 KB.
@@ -93,7 +93,7 @@ auto_gather() {
 # (vendor_gather above 1) gives the library's everywhere; as fast, the
 # vendor's below its ring threshold (the points at d = 1e-3) and the
 # library's above.
-model="SPARCML_ALPHA_US=50 SPARCML_BETA_NS_PER_BYTE=0.2 SPARCML_GAMMA_NS_PER_ENTRY=2 SPARCML_RANKS_PER_CORE=1"
+model="SPARCML_ALPHA_US=100 SPARCML_BETA_NS_PER_BYTE=0.2 SPARCML_GAMMA_NS_PER_ENTRY=2 SPARCML_RANKS_PER_CORE=1"
 for pt in "4 1048576 0.1 doubling" "4 1048576 0.001 vendor" "4 4194304 0.1 ring" "5 1048576 0.01 doubling" \
     "5 262144 0.001 vendor"; do
     read -r p n d want <<<"$pt"
