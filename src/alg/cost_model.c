@@ -125,10 +125,10 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
  *    half the bytes;
  *  - a ring: P - 1 rounds of one part each, always the same two partners.
  * Over TCP links the ring moves the bytes faster: at P = 8 on the emulated
- * Gigabit cluster recursive doubling takes 1.03-1.32 times a ring's time,
- * 1.13 the median of nine measurements from 0.5 to 64 MB in all (alone and
- * inside SSAR and DSAR split); 1.01-1.04 at P = 4.  On shared memory it
- * takes 0.81-1.09 times (bench/RESULTS.md, "Split gathers").  So
+ * Gigabit cluster recursive doubling takes 1.01-1.32 times a ring's time,
+ * about 1.1 the median, from 0.5 to 64 MB in all (alone and inside SSAR
+ * and DSAR split); 0.99-1.04 at P = 4.  On shared memory it takes
+ * 0.84-1.24 times, 0.93 the median (bench/RESULTS.md, "Split gathers").  So
  * recursive doubling's bytes are priced COST_DOUBLING_BYTE_PENALTY dearer,
  * and the ring runs from where its extra rounds cost at most that
  * fraction of the bytes' time. */
@@ -166,7 +166,7 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
  * saves the ring's extra rounds, up to where its ring prices lower, and by
  * the ring from there.  The two rings cost the same in the model, and the
  * library's is the one measured no slower: on shared memory MPICH's copies
- * through temporary buffers (2.3-3.5 times the library's at 1 to 64 MB,
+ * through temporary buffers (2.0-3.5 times the library's ring at 1 to 64 MB,
  * where the calibration, gathering 128 KiB by MPICH's recursive doubling,
  * need not see it), on the emulated cluster the two are alike. */
 call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
