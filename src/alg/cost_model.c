@@ -125,9 +125,9 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
  *    half the bytes;
  *  - a ring: P - 1 rounds of one part each, always the same two partners.
  * Over TCP links the ring moves the bytes faster: at P = 8 on the emulated
- * Gigabit cluster recursive doubling takes 1.01-1.32 times a ring's time,
- * about 1.1 the median, from 0.5 to 64 MB in all (alone and inside SSAR
- * and DSAR split); 0.99-1.04 at P = 4.  On shared memory it takes
+ * Gigabit cluster recursive doubling takes 1.01-1.27 times a ring's time,
+ * about 1.1 the median, from 1 to 64 MB in all (alone and inside SSAR and
+ * DSAR split); 1.00-1.04 at P = 4.  On shared memory it takes
  * 0.84-1.24 times, 0.93 the median (bench/RESULTS.md, "Split gathers").  So
  * recursive doubling's bytes are priced COST_DOUBLING_BYTE_PENALTY dearer,
  * and the ring runs from where its extra rounds cost at most that
@@ -159,7 +159,8 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
 
 /* Forced, one gather runs at every size.  By the model: where the
  * calibration measured the vendor's gather slower than its price (a factor
- * above 1), the library's exchange at every size, in the cheaper pattern.
+ * above 1), the library's exchange at every size: doubling below the
+ * ring's point, the ring above.
  * Else the vendor's runs its own recursive doubling or Bruck below its
  * ring's threshold, cheaper than the library's (no penalty, no steps of
  * the schedule); above it the library's, by recursive doubling, which
@@ -167,8 +168,9 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
  * the ring from there.  The two rings cost the same in the model, and the
  * library's is the one measured no slower: on shared memory MPICH's copies
  * through temporary buffers (2.0-3.5 times the library's ring at 1 to 64 MB,
- * where the calibration, gathering 128 KiB by MPICH's recursive doubling,
- * need not see it), on the emulated cluster the two are alike. */
+ * where the calibration's 128 KiB, gathered by MPICH's recursive doubling
+ * where P is a power of two, need not show it), on the emulated cluster
+ * the two are alike. */
 call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
 {
     const uint64_t never = UINT64_MAX;

@@ -17,17 +17,17 @@
  * Restrictions (dsar_split_allgather_restriction): recvbuf holds the dense
  *   result (else MPI_ERR_TRUNCATE on every rank before anything runs).
  * Cost (dsar_split_allgather_cost): the reduce-scatter, then the
- *   allgather of N vs bytes by the gather the model prices lowest
- *   (cost_split_gather: the vendor's ring of P-1 rounds for a vector this
- *   long, or the library's doubling in ceil(log2 P) rounds or ring,
- *   split_gather.c) + beta
- *   (P-1)/P N vs, plus ceil(log2 P) alpha for the union sizes when the
- *   result's format is not certain.
+ *   allgather of D = N vs bytes by the gather the plan runs
+ *   (cost_split_gather, split_gather.c: the vendor's, or the library's
+ *   doubling or ring; about beta (P-1)/P D either way, plus their rounds'
+ *   alpha), plus ceil(log2 P) alpha for the union sizes when the result's
+ *   format is not certain.
  * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums; the result in recvbuf; with QSGD the dense slice, encoded and
  *   gathered.
- * Rounds: P-1 point-to-point, then one allgather (two when the format is
- *   not certain). */
+ * Rounds: P-1 point-to-point, then the allgather of the union sizes when
+ *   the format is not certain, then the gather: one allgatherv, or the
+ *   library's ceil(log2 P) or P - 1 rounds. */
 #include "config.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* split_gather.c -- the split algorithms' allgather of one message of any
  * size per rank (split_phases.h, split_allgather_messages): by the
  * vendor's MPI_Allgatherv, or by the library's own exchange in one of two
- * patterns, whichever the cost model prices lowest for the bytes gathered
+ * patterns, as the cost model plans it for the bytes gathered
  * (cost_gather_plan; the call carries the plan, select_gather_plan, so
  * every rank compares the same agreed numbers and picks alike).
  *
@@ -41,9 +41,9 @@
  *   For P not a power of two Bruck keeps both optima: recursive doubling
  *   with the surplus ranks folded in and out adds two rounds and moves the
  *   folded ranks' messages twice.  Measured on shared memory (16M floats,
- *   d = 1e-3: 0.3-1.1 MB gathered), SSAR split runs 1.05-1.47 times faster
- *   with the library's doubling than with MPICH's allgatherv at P = 2 to
- *   8, and within 10 % at d = 1e-4 (bench/RESULTS.md, "Split gathers").
+ *   P = 4 and 8, 0.5-67 MB gathered), SSAR and DSAR split run 1.4-3.9
+ *   times faster with the library's gathers than with MPICH's allgatherv
+ *   (bench/RESULTS.md, "Split gathers").
  * Memory: POOL_GATHER, the messages in place (no padding on the library's
  *   path); the vendor's padded slot in POOL_SLOT (split_scratch).
  * Rounds: one allgather of sizes (quantized slices only), then one

@@ -10,11 +10,12 @@
  * Restrictions: none (any P, any dim, every value type).
  * Cost (ssar_split_allgather_cost): the reduce-scatter's (P-1) (alpha +
  *   beta k/P e) plus merging, then ceil(log2 P) alpha for the sizes, the
- *   allgather of the result (cost_split_gather: the library's doubling,
- *   ceil(log2 P) alpha, from where the vendor's would run a ring of P-1
- *   rounds up to where a ring prices lower, else the vendor's; the
- *   library's at every size where the vendor's was measured slow) + beta
- *   (P-1)/P (size of the result), copying the
+ *   allgather of the result (cost_split_gather, the gather the plan runs:
+ *   the vendor's below where it would run a ring of P-1 rounds, then the
+ *   library's doubling, ceil(log2 P) alpha + 9/8 beta (P-1)/P (size of
+ *   the result), up to where its ring, (P-1) alpha + beta (P-1)/P (size),
+ *   prices lower; the library's at every size where the vendor's was
+ *   measured slow), copying the
  *   owner's slice into its message and the result into place.
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
  *   sums, the gathered result.

@@ -21,15 +21,16 @@
  *  - a second and third call with the same buffers give the same bytes.
  *
  * Options (tests/scripts/scale.sh uses them at P = 16..64, where the full
- * matrix and a reference over every rank on every rank would take hours on
- * two cores):
+ * matrix and every rank checking every value would take hours on two
+ * cores):
  *   --types=LIST   comma-separated value types (float,double,int32,int64;
  *                  default all four);
  *   --check=slice  each rank checks the values of its own 1/P of the
- *                  indices against the reference instead of all of them.
+ *                  indices against the reference instead of all of them
+ *                  (and receives only that slice of the reference).
  *                  Together with the hash comparison (the result is
  *                  bitwise the same on every rank) the slices still check
- *                  every value of the result, at 1/P of the cost;
+ *                  every value of the result, at 1/P of the checking;
  *   --call=HOW     blocking (the default: MPI_Allreduce, MPI_Allreduce_c),
  *                  wait (MPI_Iallreduce, MPI_Iallreduce_c, then MPI_Wait)
  *                  or test (the same, then MPI_Test until it is done);
@@ -177,8 +178,8 @@ typedef struct reference {
     double qtol;      /* the extra tolerance QSGD allows (0 without) */
 } reference;
 
-/* Add this rank's value at index i into slot i. */
-static void add_value(const tcase *t, reference *ref, int r, uint64_t i)
+/* This rank's value at index i, into slot i. */
+static void set_own_value(const tcase *t, reference *ref, int r, uint64_t i)
 {
     unsigned char v[8];
     value_of(t, r, i, v);
@@ -221,7 +222,7 @@ static void reference_build(const tcase *t, MPI_Comm comm, reference *ref)
         if (!holds(t, rank, P, i)) continue;
         mine++;
         ref->held[i] = 1;
-        add_value(t, ref, rank, i);
+        set_own_value(t, ref, rank, i);
     }
     for (int r = 0; check_own_slice && r < P; r++) counts[r] = (int)(t->dim * (uint64_t)(r + 1) / (uint64_t)P - t->dim * (uint64_t)r / (uint64_t)P);
     if (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE) {

@@ -4,9 +4,10 @@
 #  - the essentials of the case matrix: every algorithm forced and auto;
 #    float and int64; random, identical, disjoint and skewed (one rank
 #    empty, one dense) indices at five densities; MPI_IN_PLACE; a split
-#    sub-communicator; the result checked against a reference recomputed
-#    from every rank's inputs (each rank its own 1/P of the indices) and
-#    its hash compared across ranks (bitwise identical everywhere);
+#    sub-communicator; the result checked against a reference (every
+#    rank's regenerated input, summed by the vendor; each rank checks its
+#    own 1/P of the indices) and its hash compared across ranks (bitwise
+#    identical everywhere);
 #  - the malformed-input table (bad input on all ranks and on one rank:
 #    the documented error class on every rank, nothing written outside the
 #    buffers, no hang);

@@ -85,8 +85,9 @@ auto_gather() {
 # rank per core, so alpha and beta are the model's own): the vendor's below
 # where MPICH's allgather runs a ring (512 KiB at P = 4, 80 KiB at P = 5),
 # the library's recursive doubling from there up to where its bytes' 1/8
-# penalty outweighs a ring's extra round (8 alpha / beta P / (P - 1):
-# 5.33 MB at P = 4, 5 MB at P = 5), the library's ring beyond.  Gathered:
+# penalty outweighs a ring's P - 1 - ceil(log2 P) extra rounds (that many
+# times 8 alpha / beta, times P / (P - 1), in all: one extra round at P = 4
+# and 5, 5.33 MB and 5 MB), the library's ring beyond.  Gathered:
 # P = 4, N = 1M, d = 0.1: ~2.8 MB; d = 1e-3: ~32 KB; N = 4M, d = 0.1: ~11
 # MB; P = 5, N = 1M, d = 0.01: ~400 KB; N = 256K, d = 1e-3: ~10 KB.
 # Calibrated: the vendor's gather measured slower than its price

@@ -406,8 +406,11 @@ static int plan_is(call_gather_plan g, uint64_t from, uint64_t ring)
 /* The vendor's gather measured slower than its price (core/calibrate.h:
  * MPICH on shared memory, 1.3-5): the library's exchange, which moves
  * the same bytes, gathers at every size and P, as a ring from where the
- * plain rule's would; the vendor's gathers that remain (forced, or DSAR's
- * dense one) cost the factor more; a factor of 1 is the plain rule. */
+ * plain rule's would (P >= 4; at P = 2 and 3, where the plain rule never
+ * gathers by the library, the ring's extra rounds are none and it runs
+ * throughout); the vendor's gathers that remain (forced, or DSAR's dense
+ * one) cost the factor more; a factor of 1 is the plain rule, as one of 0
+ * (unmeasured). */
 START_TEST(split_gather_measured_vendor)
 {
     for (int P = 2; P <= 9; P++) {
@@ -427,6 +430,8 @@ START_TEST(split_gather_measured_vendor)
         s.alpha = 600e-6; /* a ring threshold within reach */
         s.beta = 7e-9;
         rule = select_gather_plan(&s, &p);
+        ck_assert(P > 3 ? rule.library_from != UINT64_MAX && rule.ring_from != UINT64_MAX
+                        : rule.library_from == UINT64_MAX);
         s.vendor_gather = 2;
         ck_assert(plan_is(select_gather_plan(&s, &p), 0, P > 3 ? rule.ring_from : 0));
         s.vendor_gather = 1;
