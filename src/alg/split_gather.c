@@ -169,10 +169,10 @@ static int exchange_round(sched *s)
 {
     split_state *st = sched_state(s);
     const sparcml_ctx *ctx = s->c->ctx;
-    int P = ctx->size, k = st->round++, rc;
+    int P = ctx->size, k = st->round++, ring = s->c->gather_run == CALL_GATHER_RING, rc;
     gather_round g;
-    if (k >= (st->ring ? P - 1 : cost_ceil_log2(P))) return st->phase_then(s);
-    g = st->ring ? ring_round(P, ctx->rank, k) : doubling_round(P, ctx->rank, k);
+    if (k >= (ring ? P - 1 : cost_ceil_log2(P))) return st->phase_then(s);
+    g = ring ? ring_round(P, ctx->rank, k) : doubling_round(P, ctx->rank, k);
     /* The sends leave from POOL_GATHER, which stays as it is: waiting for
      * them costs nothing, as their receivers post in the same round. */
     sched_next_after_sends(s, exchange_round);
@@ -186,7 +186,6 @@ static int start_exchange(sched *s, call_gather pattern)
 {
     split_state *st = sched_state(s);
     s->c->gather_run = pattern;
-    st->ring = pattern == CALL_GATHER_RING;
     st->round = 0;
     return exchange_round(s);
 }

@@ -23,7 +23,7 @@ typedef struct split_state {
     wire *wires, w;
     uint64_t *present;
     int step, sum_pool, dense, dense_certain;
-    int round, ring; /* of the library's gather, and its pattern (split_gather.c) */
+    int round; /* of the library's gather (split_gather.c) */
     MPI_Count my_bytes;
     char *gathered;
     sched_step phase_then; /* what follows the running phase */
