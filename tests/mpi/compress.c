@@ -5,7 +5,7 @@
  * generator), so every rank runs the whole reference: for each rank r its
  * residual eps_r (zero at first), acc_r = eps_r + g_r, the contribution
  * S_r (topk: the k nonzeros of largest |acc_r|, lower index first on
- * ties, found by sorting; cltk: acc_r at the k indices of largest
+ * ties, found by a selection; cltk: acc_r at the k indices of largest
  * magnitude in the leader's acc, zeros included, the leader being rank
  * t mod P at the buffer's t-th call), the expected
  * sum and eps_r = acc_r - S_r.  Gradients are small integers, so every sum
@@ -88,11 +88,35 @@ static double grad(int b, int t, int r, uint64_t i)
 
 typedef struct { double mag; uint64_t i; } entry;
 
-static int by_magnitude(const void *a, const void *b)
+/* The order of the selection: larger magnitude first, then lower index (a
+ * strict total order: indices are distinct). */
+static int before(const entry *x, const entry *y)
 {
-    const entry *x = a, *y = b;
-    if (x->mag != y->mag) return x->mag < y->mag ? 1 : -1;
-    return x->i < y->i ? -1 : x->i > y->i;
+    return x->mag != y->mag ? x->mag > y->mag : x->i < y->i;
+}
+
+static void swap(entry *a, entry *b)
+{
+    entry t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Reorder e[0, n) so that its first k entries are the k first in `before`
+ * order (any order among them): quickselect, Lomuto partition around the
+ * middle entry. */
+static void select_first(entry *e, uint64_t n, uint64_t k)
+{
+    uint64_t lo = 0, hi = n;
+    while (hi - lo > 1 && k > lo && k < hi) {
+        uint64_t store = lo;
+        swap(&e[lo + (hi - lo) / 2], &e[hi - 1]);
+        for (uint64_t j = lo; j + 1 < hi; j++)
+            if (before(&e[j], &e[hi - 1])) swap(&e[j], &e[store++]);
+        swap(&e[store], &e[hi - 1]);
+        if (k <= store) hi = store;
+        else lo = store + 1;
+    }
 }
 
 /* sel[i] = 1 for the top-k entries of acc: nonzeros only, or with
@@ -105,7 +129,7 @@ static void reference_topk(const double *acc, char *sel, int zeros)
     memset(sel, 0, N);
     for (uint64_t i = 0; i < N; i++)
         if (acc[i] != 0 || zeros) e[n++] = (entry){fabs(acc[i]), i};
-    qsort(e, n, sizeof e[0], by_magnitude);
+    select_first(e, n, cfg.k);
     for (uint64_t j = 0; j < n && j < cfg.k; j++) sel[e[j].i] = 1;
 }
 
@@ -219,7 +243,7 @@ static void check_call(const model *m, int b, MPI_Datatype type, const void *rec
     int rc = residual_of(MPI_COMM_WORLD, recv, N, type, eps);
     int leader = (m->calls - 1) % P;
     const char *sel = m->sel[cfg.cltk ? leader : rank];
-    if (!t_same_everywhere(t_fnv(recv, N * (type == MPI_FLOAT ? 4 : 8)), MPI_COMM_WORLD))
+    if (!t_same_everywhere(t_hash(recv, N * (type == MPI_FLOAT ? 4 : 8)), MPI_COMM_WORLD))
         FAIL("buffer %d call %d: results differ between ranks", b, m->calls);
     if (!cfg.feedback) {
         if (rc != MPI_ERR_ARG) FAIL("feedback off, yet a residual is reported (rc %d)", rc);

@@ -76,7 +76,7 @@ static int right(const float *recv, int every)
     for (int i = 0; i < N; i++)
         if (every == 1000) ok &= recv[i] == (i % 1000 < size ? (float)(i % 1000 + 1) : 0.0f);
         else ok &= recv[i] == (i % every == 0 ? all : 0.0f);
-    return ok && t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD);
+    return ok && t_same_everywhere(t_hash(recv, N * sizeof *recv), MPI_COMM_WORLD);
 }
 
 /* One call with `fails` allocations of min_bytes to max_bytes (NULL: no
@@ -190,7 +190,7 @@ static void tagged_call(const char *how, const tagged_step *st, uint64_t seed, M
      * on every rank */
     p.density = st->density;
     if (rc != MPI_SUCCESS || rs_check(&p, size, recv, scratch) != 0
-        || !t_same_everywhere(t_fnv(scratch, (size_t)TAGGED_DIM * sizeof(float)), MPI_COMM_WORLD)) {
+        || !t_same_everywhere(t_hash(scratch, (size_t)TAGGED_DIM * sizeof(float)), MPI_COMM_WORLD)) {
         fprintf(stderr, "FAIL rank %d: tagged %s: rc %d or a wrong sum\n", rank, st->what, rc);
         failures++;
     }
@@ -276,6 +276,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N && rc == MPI_SUCCESS; i++)
         ok &= recv[i] == (i % 1000 < size ? (float)(i % 1000 + 1) : 0.0f);
     expect(ok, "the next call's sum is wrong");
-    expect(t_same_everywhere(t_fnv(recv, N * sizeof *recv), MPI_COMM_WORLD), "the sum differs between ranks");
+    expect(t_same_everywhere(t_hash(recv, N * sizeof *recv), MPI_COMM_WORLD), "the sum differs between ranks");
     return conclude(how, "", send, recv);
 }

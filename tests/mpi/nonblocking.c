@@ -94,7 +94,7 @@ static uint64_t stream_hash(const void *buf)
 {
     sparcml_header h;
     if (sparcml_stream_header(buf, &h) != SPARCML_OK) return 0;
-    return t_fnv(buf, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
+    return t_hash(buf, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
                                                : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz));
 }
 

@@ -130,18 +130,27 @@ static void value_of(const tcase *t, int r, uint64_t i, void *out)
     }
 }
 
-/* Write rank r's input stream into buf (count words). */
-static void build_input(const tcase *t, int r, int P, void *buf, MPI_Count count, void *scratch)
+/* Rank r's entries in case t: its indices in ascending order into idx and
+ * their values (raw bits, the type's size each) into vals; returns how
+ * many.  Computed once per case: the reference and every input use them. */
+static uint64_t own_entries(const tcase *t, int r, int P, uint64_t *idx, char *vals)
 {
     size_t vs = sparcml_value_size(t->vtype);
-    uint64_t nnz = 0, *idx = scratch;
-    char *vals = (char *)scratch + t->dim * 8;
+    uint64_t nnz = 0;
     for (uint64_t i = 0; i < t->dim; i++) {
         if (!holds(t, r, P, i)) continue;
         idx[nnz] = i;
         value_of(t, r, i, vals + nnz * vs);
         nnz++;
     }
+    return nnz;
+}
+
+/* Write the input stream of the nnz entries into buf (count words). */
+static void build_input(const tcase *t, const uint64_t *idx, const char *vals, uint64_t nnz, void *buf,
+                        MPI_Count count)
+{
+    size_t vs = sparcml_value_size(t->vtype);
     if (!t->sparse_input && sparcml_prefers_dense(t->dim, t->vtype, nnz)) {
         /* Dense input: expand the entries (zeros elsewhere). */
         char *d = (char *)buf + SPARCML_HEADER_BYTES;
@@ -165,7 +174,7 @@ static void checked_range(const tcase *t, int rank, int P, uint64_t *lo, uint64_
 }
 
 /* The reference of a case: every rank adds up its own regenerated input
- * (holds(), value_of()) over all indices, and the vendor's PMPI_Allreduce
+ * (own_entries()), and the vendor's PMPI_Allreduce
  * (PMPI_Reduce_scatter with --check=slice) sums the ranks' arrays --
  * independent of the library, which interposes only MPI_*.  Computed once,
  * then used by every repetition. */
@@ -178,11 +187,9 @@ typedef struct reference {
     double qtol;      /* the extra tolerance QSGD allows (0 without) */
 } reference;
 
-/* This rank's value at index i, into slot i. */
-static void set_own_value(const tcase *t, reference *ref, int r, uint64_t i)
+/* This rank's value v (raw bits) at index i, into slot i. */
+static void set_own_value(const tcase *t, reference *ref, uint64_t i, const char *v)
 {
-    unsigned char v[8];
-    value_of(t, r, i, v);
     switch (t->vtype) {
     case SPARCML_FLOAT: { float f; memcpy(&f, v, 4); ref->sum[i] = f; ref->mag[i] = fabs(f); break; }
     case SPARCML_DOUBLE: { double f; memcpy(&f, v, 8); ref->sum[i] = f; ref->mag[i] = fabs(f); break; }
@@ -201,11 +208,13 @@ static void vendor_sum(void *a, int n, MPI_Datatype type, MPI_Op op, const int *
     if (rc != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-/* Build the reference (collective). */
-static void reference_build(const tcase *t, MPI_Comm comm, reference *ref)
+/* Build the reference from this rank's `mine` entries (collective). */
+static void reference_build(const tcase *t, MPI_Comm comm, const uint64_t *idx, const char *vals, uint64_t mine,
+                            reference *ref)
 {
     int rank, P, any_dense = 0, levels = 0, n_all = (int)t->dim + 1, *counts = NULL;
-    uint64_t *nnz, mine = 0, n = 0;
+    size_t vs = sparcml_value_size(t->vtype);
+    uint64_t *nnz, n = 0;
     double G = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
@@ -218,11 +227,9 @@ static void reference_build(const tcase *t, MPI_Comm comm, reference *ref)
     if (check_own_slice) counts = calloc((size_t)P, sizeof *counts);
     if (!ref->sum || !ref->mag || !ref->isum || !ref->held || !nnz || (check_own_slice && !counts))
         MPI_Abort(MPI_COMM_WORLD, 2);
-    for (uint64_t i = 0; i < t->dim; i++) {
-        if (!holds(t, rank, P, i)) continue;
-        mine++;
-        ref->held[i] = 1;
-        set_own_value(t, ref, rank, i);
+    for (uint64_t j = 0; j < mine; j++) {
+        ref->held[idx[j]] = 1;
+        set_own_value(t, ref, idx[j], vals + j * vs);
     }
     for (int r = 0; check_own_slice && r < P; r++) counts[r] = (int)(t->dim * (uint64_t)(r + 1) / (uint64_t)P - t->dim * (uint64_t)r / (uint64_t)P);
     if (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE) {
@@ -377,12 +384,20 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
                                       : sparcml_capacity(t->dim, t->vtype);
     void *send = t_alloc_words(count), *recv = t_alloc_words(count);
     void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
-    uint64_t first_hash = 0;
+    uint64_t first_hash = 0, *idx = scratch, nnz;
+    char *vals = (char *)scratch + t->dim * 8;
     reference ref = {0};
     MPI_Request persist = MPI_REQUEST_NULL;
-    reference_build(t, comm, &ref);
+    if (!scratch || !got) MPI_Abort(MPI_COMM_WORLD, 2);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
+    nnz = own_entries(t, rank, P, idx, vals);
+    reference_build(t, comm, idx, vals, nnz, &ref);
+    /* The input is built once, into send.  In place, where every call
+     * overwrites it, recv gets a copy before each call, the words after the
+     * stream holding the same garbage (0xA5) as recv's otherwise. */
+    if (t->inplace) memset(send, 0xA5, (size_t)count * 8);
+    build_input(t, idx, vals, nnz, send, count);
     if (call_how == CALL_PERSISTENT
         && persistent_init(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm, &persist) != MPI_SUCCESS)
         fail(t, rank, "the persistent allreduce could not be initialised");
@@ -390,8 +405,8 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         sparcml_header h;
         uint64_t hash;
         int repeat;
-        memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
-        if (rep == 0 || t->inplace) build_input(t, rank, P, t->inplace ? recv : send, count, scratch);
+        if (t->inplace) memcpy(recv, send, (size_t)count * 8);
+        else memset(recv, 0xA5, (size_t)count * 8); /* garbage must not leak into the result */
         rc = call_allreduce(t, t->inplace ? MPI_IN_PLACE : send, recv, count, type, comm, &persist);
         checks++;
         if (rc != MPI_SUCCESS) {
@@ -406,7 +421,7 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
             fail(t, rank, "result is not a valid stream");
             break;
         }
-        hash = t_fnv(recv, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
+        hash = t_hash(recv, h.format == SPARCML_DENSE ? sparcml_dense_bytes(h.dim, h.value_type)
                                                     : sparcml_sparse_bytes(h.dim, h.value_type, h.nnz));
         if (!t_same_everywhere(hash, comm)) fail(t, rank, "result differs between ranks");
         /* Quantization draws new random numbers on every call (the call
