@@ -146,27 +146,31 @@ double cost_ring_allgather(const cost_model *m, const sparcml_problem *p, double
     return (P - 1) * m->alpha + m->beta * (P - 1) / P * bytes;
 }
 
+/* A byte count priced in double as a gather plan's size (beyond 2^63:
+ * never reached). */
+static uint64_t plan_bytes(double bytes) { return bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX; }
+
 /* The fewest bytes in all the ring gathers as cheaply as recursive
  * doubling: (P - 1 - ceil(log2 P)) alpha <= penalty beta (P-1)/P bytes. */
 static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
 {
-    double extra = (p->P - 1 - cost_ceil_log2(p->P)) * m->alpha, bytes;
+    double extra = (p->P - 1 - cost_ceil_log2(p->P)) * m->alpha;
     if (extra <= 0) return 0;
     if (!(m->beta > 0)) return UINT64_MAX;
-    bytes = ceil(extra / (COST_DOUBLING_BYTE_PENALTY * m->beta) * p->P / (p->P - 1));
-    return bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX;
+    return plan_bytes(ceil(extra / (COST_DOUBLING_BYTE_PENALTY * m->beta) * p->P / (p->P - 1)));
 }
 
 /* Forced, one gather runs at every size.  By the model: where the
- * calibration measured the vendor's gather slower than its price (a factor
- * above 1), the library's exchange at every size: doubling below the
- * ring's point, the ring above.
+ * calibration measured the vendor's gather slower than the library's
+ * recursive doubling prices its bytes (a factor above 1 + the penalty),
+ * the library's exchange at every size: doubling below the ring's point,
+ * the ring above.
  * Else the vendor's runs its own recursive doubling or Bruck below its
- * ring's threshold, cheaper than the library's (no penalty, no steps of
- * the schedule); above it the library's, by recursive doubling, which
- * saves the ring's extra rounds, up to where its ring prices lower, and by
- * the ring from there.  The two rings cost the same in the model, and the
- * library's is the one measured no slower: on shared memory MPICH's copies
+ * ring's threshold, priced no higher than the library's (its factor at
+ * most the penalty, and no steps of the schedule); above it the library's,
+ * by recursive doubling, which saves the ring's extra rounds, up to where
+ * its ring prices lower, and by the ring from there.  The library's ring
+ * prices no higher than the vendor's, and is the one measured no slower: on shared memory MPICH's copies
  * through temporary buffers (2.0-3.5 times the library's ring at 1 to 64 MB,
  * where the calibration's 128 KiB, gathered by MPICH's recursive doubling
  * where P is a power of two, need not show it), on the emulated cluster
@@ -174,23 +178,23 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
 call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
 {
     const uint64_t never = UINT64_MAX;
-    uint64_t ring = ring_from(m, p);
     switch (m->gather) {
     case COST_GATHER_VENDOR: return (call_gather_plan){.library_from = never, .ring_from = never};
     case COST_GATHER_DOUBLING: return (call_gather_plan){.library_from = 0, .ring_from = never};
     case COST_GATHER_RING: return (call_gather_plan){.library_from = 0, .ring_from = 0};
     default: break;
     }
-    if (m->vendor_gather > 1) return (call_gather_plan){.library_from = 0, .ring_from = ring};
+    if (m->vendor_gather > 1 + COST_DOUBLING_BYTE_PENALTY)
+        return (call_gather_plan){.library_from = 0, .ring_from = ring_from(m, p)};
     if (p->P - 1 <= cost_ceil_log2(p->P))
         return (call_gather_plan){.library_from = never, .ring_from = never};
-    return (call_gather_plan){.library_from = (uint64_t)vendor_ring_bytes(p), .ring_from = ring};
+    return (call_gather_plan){.library_from = (uint64_t)vendor_ring_bytes(p), .ring_from = ring_from(m, p)};
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     call_gather_plan g = cost_gather_plan(m, p);
-    switch (call_gather_for(&g, bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX)) {
+    switch (call_gather_for(&g, plan_bytes(bytes))) {
     case CALL_GATHER_DOUBLING: return cost_doubling_allgather(m, p, bytes);
     case CALL_GATHER_RING: return cost_ring_allgather(m, p, bytes);
     default: return cost_vendor_allgather(m, p, bytes);

@@ -34,9 +34,9 @@
  *   bytes for the ring.  MPICH runs a ring of P - 1 rounds from 512 KiB in
  *   all (80 KiB when P is not a power of two) and recursive doubling or
  *   Bruck below.  So where the calibration measured the vendor's gather
- *   slower than its price (vendor_gather above 1) the library's gathers at
- *   every size; else the vendor's below its ring, and the library's from
- *   there: doubling up to where the ring prices lower, its ring beyond
+ *   slower than the library's doubling (vendor_gather above 9/8) the
+ *   library's gathers at every size; else the vendor's below its ring, and
+ *   the library's from there: doubling up to where the ring prices lower, its ring beyond
  *   (cost_gather_plan says why not the vendor's).
  *   For P not a power of two Bruck keeps both optima: recursive doubling
  *   with the surplus ranks folded in and out adds two rounds and moves the

@@ -410,7 +410,8 @@ static int plan_is(call_gather_plan g, uint64_t from, uint64_t ring)
  * gathers by the library, the ring's extra rounds are none and it runs
  * throughout); the vendor's gathers that remain (forced, or DSAR's dense
  * one) cost the factor more; a factor of 1 is the plain rule, as one of 0
- * (unmeasured). */
+ * (unmeasured), and so is one of 1.1: the vendor's bytes still price no
+ * higher than the library's recursive doubling's (9/8). */
 START_TEST(split_gather_measured_vendor)
 {
     for (int P = 2; P <= 9; P++) {
@@ -436,6 +437,10 @@ START_TEST(split_gather_measured_vendor)
         ck_assert(plan_is(select_gather_plan(&s, &p), 0, P > 3 ? rule.ring_from : 0));
         s.vendor_gather = 1;
         ck_assert(plan_is(select_gather_plan(&s, &p), rule.library_from, rule.ring_from));
+        s.vendor_gather = 1.1;
+        ck_assert(plan_is(select_gather_plan(&s, &p), rule.library_from, rule.ring_from));
+        s.vendor_gather = 1.13;
+        ck_assert(plan_is(select_gather_plan(&s, &p), 0, P > 3 ? rule.ring_from : 0));
     }
 }
 END_TEST
