@@ -28,8 +28,8 @@ static inline uint64_t t_rand(uint64_t seed, uint64_t i) { return t_mix(t_mix(se
  * independent lanes over 8-byte words, each step (lane ^ word) times an odd
  * constant (a bijection of the lane, so a buffer that differs in one word
  * always hashes differently), the tail byte by byte, the lanes finalised.
- * A byte-serial FNV-1a (one multiply per byte in one chain) took a sixth of
- * a case-matrix run's CPU. */
+ * Word-wise in four chains: a byte-serial hash (one multiply per byte, all
+ * in one chain) takes a sixth of a case-matrix run's CPU. */
 static inline uint64_t t_hash(const void *p, size_t n)
 {
     const unsigned char *c = p;
