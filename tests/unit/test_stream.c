@@ -1127,16 +1127,10 @@ END_TEST
 Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
-    /* Tagged "merge": about half of the unit tests' time under valgrind,
-     * which runs them beside the rest (tests/scripts/valgrind_unit.sh). */
-    TCase *tc = tcase_create("merge");
-    tcase_set_tags(tc, "merge");
+    TCase *tc = tcase_create("algebra");
+    tcase_add_loop_test(tc, merge_add_matches_reference, 0, 8);
     tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 12);
     tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 12);
-    tcase_set_timeout(tc, 120);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("algebra");
-    tcase_add_loop_test(tc, merge_add_matches_reference, 0, 8);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
