@@ -170,10 +170,11 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
  * most the penalty, and no steps of the schedule); above it the library's,
  * by recursive doubling, which saves the ring's extra rounds, up to where
  * its ring prices lower, and by the ring from there.  The library's ring
- * prices no higher than the vendor's, and is the one measured no slower: on shared memory MPICH's copies
- * through temporary buffers (2.0-3.5 times the library's ring at 1 to 64 MB,
- * where the calibration's 128 KiB, gathered by MPICH's recursive doubling
- * where P is a power of two, need not show it), on the emulated cluster
+ * prices no higher than the vendor's, and is the one measured no slower:
+ * on shared memory MPICH's copies through temporary buffers (2.0-3.5 times
+ * the library's ring at 1 to 64 MB, where the calibration's 128 KiB,
+ * gathered by MPICH's recursive doubling where P is a power of two, need
+ * not show it), on the emulated cluster
  * the two are alike. */
 call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
 {
@@ -188,7 +189,7 @@ call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
         return (call_gather_plan){.library_from = 0, .ring_from = ring_from(m, p)};
     if (p->P - 1 <= cost_ceil_log2(p->P))
         return (call_gather_plan){.library_from = never, .ring_from = never};
-    return (call_gather_plan){.library_from = (uint64_t)vendor_ring_bytes(p), .ring_from = ring_from(m, p)};
+    return (call_gather_plan){.library_from = plan_bytes(vendor_ring_bytes(p)), .ring_from = ring_from(m, p)};
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)

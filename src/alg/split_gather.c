@@ -36,8 +36,8 @@
  *   Bruck below.  So where the calibration measured the vendor's gather
  *   slower than the library's doubling (vendor_gather above 9/8) the
  *   library's gathers at every size; else the vendor's below its ring, and
- *   the library's from there: doubling up to where the ring prices lower, its ring beyond
- *   (cost_gather_plan says why not the vendor's).
+ *   the library's from there: doubling up to where the ring prices lower,
+ *   its ring beyond (cost_gather_plan says why not the vendor's).
  *   For P not a power of two Bruck keeps both optima: recursive doubling
  *   with the surplus ranks folded in and out adds two rounds and moves the
  *   folded ranks' messages twice.  Measured on shared memory (16M floats,
