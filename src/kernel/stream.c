@@ -407,7 +407,7 @@ static const kernels *kernels_for(int vtype, unsigned iw)
 }
 
 #ifdef STREAM_X86
-/* merge_*_avx2 (32-bit indices): the merge advances by windows of 8
+/* merge_*_avx2: the merge advances by windows of 8
  * entries of each input.  With a7 and b7 the windows' last indices, the
  * entries of the window of a up to b7 and those of b up to a7 (na and nb,
  * one of them 8) are the next na + nb of the merge; counting them is all
@@ -416,7 +416,9 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * becomes one 64-bit key, its index above what rides with it (a 4-byte
  * value, else the entry's number, by which its 8-byte value is picked
  * after), and a bitonic network sorts the 16 keys of both windows; the
- * first na + nb go out.  Keys order entries by index alone while no index
+ * first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
+ * from the windows' smallest index; windows that span more than that
+ * (gaps of 2^32 between a few entries) take the scalar loop.  Keys order entries by index alone while no index
  * is in both windows; a window where one is (a sum is due) is merged by
  * the scalar loop, and the rest of the input by the portable merge once
  * such windows are frequent (its chains suit shared indices).  Two fast
@@ -498,14 +500,6 @@ __attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m2
     return e0 | (e1 & 0x7f) << 8;
 }
 
-/* Number of the 8 indices in k that are <= *bound. */
-__attribute__((target("avx2"))) static inline uint64_t vmerge_count_le(__m256i k, const uint32_t *bound)
-{
-    __m256i b = _mm256_castps_si256(_mm256_broadcast_ss((const float *)bound));
-    __m256i le = _mm256_cmpeq_epi32(_mm256_max_epu32(k, b), b);
-    return (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(le)));
-}
-
 /* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
 typedef struct vmerge_vals {
     __m256i x[2];
@@ -563,6 +557,103 @@ __attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_
     return a;
 }
 
+/* The indices of a window: 4-byte ones in x[0], 8-byte ones in
+ * x[0..2) (vmerge_vals, loaded and stored by the same functions). */
+
+/* Number of the 8 indices in k that are <= *bound. */
+__attribute__((target("avx2"), always_inline)) static inline uint64_t vmerge_count_le4(vmerge_vals k, const void *bound)
+{
+    __m256i b = _mm256_castps_si256(_mm256_broadcast_ss((const float *)bound));
+    __m256i le = _mm256_cmpeq_epi32(_mm256_max_epu32(k.x[0], b), b);
+    return (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(le)));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline uint64_t vmerge_count_le8(vmerge_vals k, const void *bound)
+{
+    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    uint64_t u;
+    memcpy(&u, bound, 8);
+    __m256i b = _mm256_xor_si256(_mm256_set1_epi64x((long long)u), sign);
+    __m256i g0 = _mm256_cmpgt_epi64(_mm256_xor_si256(k.x[0], sign), b);
+    __m256i g1 = _mm256_cmpgt_epi64(_mm256_xor_si256(k.x[1], sign), b);
+    unsigned gt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(g0))
+                  | (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(g1)) << 4;
+    return 8 - (uint64_t)__builtin_popcount(gt);
+}
+
+/* Whether the windows hold the same 8 indices. */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_same4(vmerge_vals a, vmerge_vals b)
+{
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi32(a.x[0], b.x[0])) == -1;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_same8(vmerge_vals a, vmerge_vals b)
+{
+    __m256i e = _mm256_and_si256(_mm256_cmpeq_epi64(a.x[0], b.x[0]), _mm256_cmpeq_epi64(a.x[1], b.x[1]));
+    return _mm256_movemask_epi8(e) == -1;
+}
+
+/* The windows' indices as 32-bit offsets from *base, for the network;
+ * false when they span more than 32 bits (8-byte indices only).  An
+ * offset's low 32 bits are those of index - base, so the 8-byte indices'
+ * low halves are subtracted alone. */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets4(const void *ai, const void *bi,
+                                                                                vmerge_vals ka, vmerge_vals kb,
+                                                                                __m256i *ra, __m256i *rb,
+                                                                                uint64_t *base)
+{
+    (void)ai;
+    (void)bi;
+    *ra = ka.x[0];
+    *rb = kb.x[0];
+    *base = 0;
+    return 1;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_low_halves(vmerge_vals k, __m256i base)
+{
+    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    __m256i x = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(k.x[0], low),
+                                   _mm256_permutevar8x32_epi32(k.x[1], low), 0xF0);
+    return _mm256_sub_epi32(x, base);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets8(const void *ai_, const void *bi_,
+                                                                                vmerge_vals ka, vmerge_vals kb,
+                                                                                __m256i *ra, __m256i *rb,
+                                                                                uint64_t *base)
+{
+    const uint64_t *ai = ai_, *bi = bi_;
+    uint64_t lo = ai[0] < bi[0] ? ai[0] : bi[0], hi = ai[7] > bi[7] ? ai[7] : bi[7];
+    if (hi - lo > UINT32_MAX) return 0;
+    __m256i b = _mm256_set1_epi32((int)(uint32_t)lo);
+    *ra = vmerge_low_halves(ka, b);
+    *rb = vmerge_low_halves(kb, b);
+    *base = lo;
+    return 1;
+}
+
+/* The 16 sorted offsets ko[0..2) as indices to out. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices4(void *out, const __m256i *ko,
+                                                                                     uint64_t base)
+{
+    (void)base;
+    _mm256_storeu_si256((__m256i *)out, ko[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, ko[1]);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices8(void *out, const __m256i *ko,
+                                                                                     uint64_t base)
+{
+    __m256i b = _mm256_set1_epi64x((long long)base);
+    for (int h = 0; h < 2; h++) {
+        __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[h]));
+        __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[h], 1));
+        _mm256_storeu_si256((__m256i *)out + 2 * h, _mm256_add_epi64(lo, b));
+        _mm256_storeu_si256((__m256i *)out + 2 * h + 1, _mm256_add_epi64(hi, b));
+    }
+}
+
 /* What rides with the index through the network: 4-byte values
  * themselves; for 8-byte ones the entry's number (a: 0-7, b: 8-15). */
 #define VMERGE_RIDE4_A(v) ((v).x[0])
@@ -606,33 +697,44 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
     }
 }
 
-#define VMERGE_KERNELS(NAME, VT, W, ADD)                                       \
+#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD)                                \
     /* Where a window merge stands: the next entries of a, b and out.  */  \
     typedef struct vmerge_cursor_##NAME {                                      \
-        const uint32_t *ai, *bi;                                               \
+        const IT *ai, *bi;                                                     \
         const VT *av, *bv;                                                     \
-        uint32_t *oi;                                                          \
+        IT *oi;                                                                \
         VT *ov;                                                                \
     } vmerge_cursor_##NAME;                                                    \
-    /* The windows at c when neither lies below the other: the network, or \
-     * the scalar merge when an index is in both (returns whether).  */    \
-    __attribute__((target("avx2"), always_inline)) static inline int          \
-    vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, __m256i ka, vmerge_vals va,   \
-                        __m256i kb, vmerge_vals vb, uint64_t na, uint64_t nb)  \
+    /* The next na and nb entries at c by the scalar merge.  */             \
+    __attribute__((target("avx2"))) static inline void                        \
+    vmerge_scalar_##NAME(vmerge_cursor_##NAME *c, uint64_t na, uint64_t nb)    \
     {                                                                          \
-        __m256i ko[2], vo[2];                                                  \
-        vmerge_network(ka, VMERGE_RIDE##W##_A(va), kb, VMERGE_RIDE##W##_B(vb), ko, vo); \
-        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
-            _mm256_zeroupper(); /* see stream_lines */                         \
-            uint64_t n = merge_scalar_##NAME(c->ai, c->av, na, c->bi, c->bv, nb, \
-                                             c->oi, c->ov);                    \
-            c->oi += n;                                                        \
-            c->ov += n;                                                        \
+        _mm256_zeroupper(); /* see stream_lines */                             \
+        uint64_t n = merge_scalar_##NAME(c->ai, c->av, na, c->bi, c->bv, nb,   \
+                                         c->oi, c->ov);                        \
+        c->oi += n;                                                            \
+        c->ov += n;                                                            \
+    }                                                                          \
+    /* The windows at c when neither lies below the other: the network, or \
+     * the scalar merge when an index is in both or the indices span more  \
+     * than 32 bits (returns whether it ran).  */                          \
+    __attribute__((target("avx2"), always_inline)) static inline int          \
+    vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, vmerge_vals ka, vmerge_vals va, \
+                        vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb) \
+    {                                                                          \
+        __m256i ra, rb, ko[2], vo[2];                                          \
+        uint64_t base;                                                         \
+        if (!vmerge_offsets##IW(c->ai, c->bi, ka, kb, &ra, &rb, &base)) {       \
+            vmerge_scalar_##NAME(c, na, nb);                                   \
             return 1;                                                          \
         }                                                                      \
-        _mm256_storeu_si256((__m256i *)c->oi, ko[0]);                          \
-        _mm256_storeu_si256((__m256i *)(c->oi + 8), ko[1]);                    \
-        vmerge_put##W(c->ov, vo, va, vb);                                      \
+        vmerge_network(ra, VMERGE_RIDE##VW##_A(va), rb, VMERGE_RIDE##VW##_B(vb), ko, vo); \
+        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+            vmerge_scalar_##NAME(c, na, nb);                                   \
+            return 1;                                                          \
+        }                                                                      \
+        vmerge_put_indices##IW(c->oi, ko, base);                                \
+        vmerge_put##VW(c->ov, vo, va, vb);                                      \
         c->oi += na + nb;                                                      \
         c->ov += na + nb;                                                      \
         return 0;                                                              \
@@ -641,27 +743,27 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
     __attribute__((target("avx2"), always_inline)) static inline int          \
     vmerge_window_##NAME(vmerge_cursor_##NAME *c)                              \
     {                                                                          \
-        __m256i ka = _mm256_loadu_si256((const __m256i *)c->ai);               \
-        __m256i kb = _mm256_loadu_si256((const __m256i *)c->bi);               \
-        vmerge_vals va = vmerge_load##W(c->av), vb = vmerge_load##W(c->bv);    \
-        uint64_t na = vmerge_count_le(ka, c->bi + 7), nb = vmerge_count_le(kb, c->ai + 7); \
+        vmerge_vals ka = vmerge_load##IW(c->ai), kb = vmerge_load##IW(c->bi);  \
+        vmerge_vals va = vmerge_load##VW(c->av), vb = vmerge_load##VW(c->bv);  \
+        uint64_t na = vmerge_count_le##IW(ka, c->bi + 7);                      \
+        uint64_t nb = vmerge_count_le##IW(kb, c->ai + 7);                      \
         int sum = 0;                                                           \
         /* The fast paths advance by constants: no wait for the counts.  */ \
-        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(ka, kb)) == -1) {          \
-            _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
-            vmerge_store##W(c->ov, ADD(va, vb));                               \
+        if (vmerge_same##IW(ka, kb)) {                                         \
+            vmerge_store##IW(c->oi, ka);                                       \
+            vmerge_store##VW(c->ov, ADD(va, vb));                               \
             na = nb = 8;                                                       \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else if (nb == 0) {                                                  \
-            _mm256_storeu_si256((__m256i *)c->oi, ka);                         \
-            vmerge_store##W(c->ov, va);                                        \
+            vmerge_store##IW(c->oi, ka);                                       \
+            vmerge_store##VW(c->ov, va);                                        \
             na = 8;                                                            \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else if (na == 0) {                                                  \
-            _mm256_storeu_si256((__m256i *)c->oi, kb);                         \
-            vmerge_store##W(c->ov, vb);                                        \
+            vmerge_store##IW(c->oi, kb);                                       \
+            vmerge_store##VW(c->ov, vb);                                        \
             nb = 8;                                                            \
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
@@ -680,7 +782,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
         const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
     {                                                                          \
         vmerge_cursor_##NAME c = {ai, bi, av, bv, oi, ov};                     \
-        const uint32_t *aend = c.ai + an, *bend = c.bi + bn;                   \
+        const IT *aend = c.ai + an, *bend = c.bi + bn;                         \
         unsigned sums = 0, windows = 0;                                        \
         while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
             sums += (unsigned)vmerge_window_##NAME(&c);                        \
@@ -689,7 +791,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
             sums = windows = 0;                                                \
         }                                                                      \
         _mm256_zeroupper(); /* see stream_lines */                             \
-        return (uint64_t)(c.oi - (uint32_t *)oi)                               \
+        return (uint64_t)(c.oi - (IT *)oi)                                     \
                + rest(c.ai, c.av, (uint64_t)(aend - c.ai), c.bi, c.bv,         \
                       (uint64_t)(bend - c.bi), c.oi, c.ov);                    \
     }                                                                          \
@@ -708,22 +810,26 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
         return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_scalar_##NAME); \
     }
 
-VMERGE_KERNELS(f32_i32, float, 4, vmerge_add_f32)
-VMERGE_KERNELS(f64_i32, double, 8, vmerge_add_f64)
-VMERGE_KERNELS(u32_i32, uint32_t, 4, vmerge_add_u32)
-VMERGE_KERNELS(u64_i32, uint64_t, 8, vmerge_add_u64)
+VMERGE_KERNELS(f32_i32, float, uint32_t, 4, 4, vmerge_add_f32)
+VMERGE_KERNELS(f32_i64, float, uint64_t, 4, 8, vmerge_add_f32)
+VMERGE_KERNELS(f64_i32, double, uint32_t, 8, 4, vmerge_add_f64)
+VMERGE_KERNELS(f64_i64, double, uint64_t, 8, 8, vmerge_add_f64)
+VMERGE_KERNELS(u32_i32, uint32_t, uint32_t, 4, 4, vmerge_add_u32)
+VMERGE_KERNELS(u32_i64, uint32_t, uint64_t, 4, 8, vmerge_add_u32)
+VMERGE_KERNELS(u64_i32, uint64_t, uint32_t, 8, 4, vmerge_add_u64)
+VMERGE_KERNELS(u64_i64, uint64_t, uint64_t, 8, 8, vmerge_add_u64)
 
 typedef struct vmerge {
     merge_fn merge, merge_exact;
 } vmerge;
 
 #define VTAB(NAME) {merge_##NAME##_avx2, merge_exact_##NAME##_avx2}
-/* Indexed by [value type]; 32-bit indices only. */
-static const vmerge vmerge_table[5] = {
-    [SPARCML_FLOAT] = VTAB(f32_i32),
-    [SPARCML_DOUBLE] = VTAB(f64_i32),
-    [SPARCML_INT32] = VTAB(u32_i32),
-    [SPARCML_INT64] = VTAB(u64_i32),
+/* Indexed by [value type][index width == 8], as kernel_table. */
+static const vmerge vmerge_table[5][2] = {
+    [SPARCML_FLOAT] = {VTAB(f32_i32), VTAB(f32_i64)},
+    [SPARCML_DOUBLE] = {VTAB(f64_i32), VTAB(f64_i64)},
+    [SPARCML_INT32] = {VTAB(u32_i32), VTAB(u32_i64)},
+    [SPARCML_INT64] = {VTAB(u64_i32), VTAB(u64_i64)},
 };
 #endif
 
@@ -1056,8 +1162,8 @@ static sv merge_into_dense(const sv *a, const sv *b, void *outbuf)
 static merge_fn merge_for(const kernels *k, const sv *a, int exact)
 {
 #ifdef STREAM_X86
-    const vmerge *v = &vmerge_table[a->vtype];
-    if (a->iw == 4 && v->merge && avx2_runs()) return exact ? v->merge_exact : v->merge;
+    const vmerge *v = &vmerge_table[a->vtype][a->iw == 8];
+    if (v->merge && avx2_runs()) return exact ? v->merge_exact : v->merge;
 #endif
     return exact ? k->merge_exact : k->merge;
 }

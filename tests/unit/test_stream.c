@@ -251,7 +251,7 @@ static void assert_merge_is_reference(const sv *a, const sv *b, const sv *r, con
 
 START_TEST(merge_add_interleaved_matches_reference)
 {
-    int vtype = _i % 4 + 1, wide = _i / 4 == 1; /* 8-11: 32-bit indices, portable path */
+    int vtype = _i % 4 + 1, wide = _i / 4 % 2; /* 8-15: the portable path */
     uint64_t N = 100000, scale = wide ? 3000000 : 1; /* wide: dim > 2^32, 64-bit indices */
     uint64_t dim = N * scale, *ia = malloc(N * 8), *ib = malloc(N * 8);
     char *abuf = malloc(N * 16 + 64), *bbuf = malloc(N * 16 + 64);
@@ -307,6 +307,7 @@ enum pair_layout {
     P_RUNS,       /* runs of 1 to 20 from one input, then the other */
     P_A_EMPTY,
     P_B_EMPTY,
+    P_GAPS,       /* disjoint, one gap in 16 up to top / 4n (beyond 2^32 with 64-bit indices) */
     P_COUNT
 };
 
@@ -320,7 +321,7 @@ static void pair_indices(int l, uint64_t n, uint64_t top, uint64_t *ia, uint64_t
     *na = *nb = 0;
     while (*na < wa || *nb < wb) {
         int to_a, to_b, r = (int)(rnd() % 3);
-        x += 1 + rnd() % 2;
+        x += l == P_GAPS && rnd() % 16 == 0 ? 1 + rnd() % (top / (4 * n + 4)) : 1 + rnd() % 2;
         if (run == 0) { run = 1 + rnd() % 20; side = !side; }
         run--;
         switch (l) {
@@ -397,11 +398,11 @@ static void check_pair(int l, uint64_t n, uint64_t dim, int vtype, uint64_t *ia,
 
 /* Every layout and length, each value type and index width (indices up
  * to the largest of each: the AVX2 merge flips their top bit), on both
- * paths (stream_force_portable) where there are two (32-bit indices). */
+ * paths (stream_force_portable). */
 START_TEST(merge_add_layouts_both_paths)
 {
     static const uint64_t ns[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 127, 200, 1000};
-    int vtype = _i % 4 + 1, wide = _i / 4 == 1; /* 8-11: 32-bit indices, portable path */
+    int vtype = _i % 4 + 1, wide = _i / 4 % 2; /* 8-15: the portable path */
     uint64_t dim = wide ? SPARCML_MAX_DIM : UINT64_C(1) << 32, *ia = malloc(1001 * 8), *ib = malloc(1001 * 8);
     stream_force_portable(_i / 8);
     rng_state = 3131 + (uint64_t)_i % 8;
@@ -414,7 +415,8 @@ START_TEST(merge_add_layouts_both_paths)
 END_TEST
 
 /* Unions near the dense line, where the merge counts the union first and
- * has room for it only (32-bit indices: the AVX2 merge's). */
+ * has room for it only (32-bit indices: with 64-bit ones that line lies
+ * beyond 2^31 entries). */
 START_TEST(merge_add_exact_room_both_paths)
 {
     static const int layouts[] = {P_IDENTICAL, P_HALF, P_FEW_SHARED};
@@ -1129,8 +1131,8 @@ Suite *stream_suite(void)
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("algebra");
     tcase_add_loop_test(tc, merge_add_matches_reference, 0, 8);
-    tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 12);
-    tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 12);
+    tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 16);
+    tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
