@@ -413,10 +413,10 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * one of them 8) are the next na + nb of the merge; counting them is all
  * that one window waits for from the one before, so windows overlap in
  * the core where a two-pointer merge waits on every entry.  Each entry
- * becomes one 64-bit key, its index above what rides with it (a 4-byte
- * value, else the entry's number, by which its 8-byte value is picked
- * after), and a bitonic network sorts the 16 keys of both windows; the
- * first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
+ * becomes one 64-bit key, its index above its value if that has 4 bytes
+ * (8-byte values travel beside the keys, through the same compare-
+ * exchanges and shuffles), and a bitonic network sorts the 16 keys of
+ * both windows; the first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
  * from the windows' smallest index; windows that span more than that
  * (gaps of 2^32 between a few entries) take the scalar loop.  Keys order entries by index alone while no index
  * is in both windows; a window where one is (a sum is due) is merged by
@@ -431,61 +431,93 @@ static const kernels *kernels_for(int vtype, unsigned iw)
 #define VMERGE_PROBE 64       /* windows between checks of the sums' share */
 #define VMERGE_SUMS_MAX 16    /* windows with a sum per probe before giving up */
 
+/* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
+typedef struct vmerge_vals {
+    __m256i x[2];
+} vmerge_vals;
+
 /* Compare-exchange of keys: *x gets the smaller of each lane, *y the
- * larger.  The compare is signed; the indices' top bit is flipped in the
- * keys, so that it orders them as unsigned. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_cex(__m256i *x, __m256i *y)
+ * larger; with carry, the 8-byte values *vx and *vy beside them move as
+ * their keys do.  The compare is signed; the indices' top bit is flipped
+ * in the keys, so that it orders them as unsigned. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_cex(__m256i *x, __m256i *y, __m256i *vx,
+                                                                            __m256i *vy, int carry)
 {
     __m256d m = _mm256_castsi256_pd(_mm256_cmpgt_epi64(*x, *y));
     __m256d a = _mm256_castsi256_pd(*x), b = _mm256_castsi256_pd(*y);
     *x = _mm256_castpd_si256(_mm256_blendv_pd(a, b, m));
     *y = _mm256_castpd_si256(_mm256_blendv_pd(b, a, m));
+    if (carry) {
+        __m256d c = _mm256_castsi256_pd(*vx), d = _mm256_castsi256_pd(*vy);
+        *vx = _mm256_castpd_si256(_mm256_blendv_pd(c, d, m));
+        *vy = _mm256_castpd_si256(_mm256_blendv_pd(d, c, m));
+    }
 }
 
-/* The last two levels of the network, on x and y (each a bitonic 4):
- * out each sorted, as p = [x0 x1 y0 y1] and q = [x2 x3 y2 y3], the order
- * from which vmerge_network's shuffles take indices and values. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_halves(__m256i x, __m256i y, __m256i *p, __m256i *q)
+/* The last two levels of the network, on *x and *y (each a bitonic 4)
+ * and their carried values: out each sorted, as *x = [x0 x1 y0 y1] and
+ * *y = [x2 x3 y2 y3], the order from which vmerge_network's shuffles take
+ * indices and values. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_halves(__m256i *x, __m256i *y,
+                                                                                    __m256i *vx, __m256i *vy,
+                                                                                    int carry)
 {
-    __m256i t0 = _mm256_permute2x128_si256(x, y, 0x20), t1 = _mm256_permute2x128_si256(x, y, 0x31);
-    vmerge_cex(&t0, &t1);
+    __m256i t0 = _mm256_permute2x128_si256(*x, *y, 0x20), t1 = _mm256_permute2x128_si256(*x, *y, 0x31);
+    __m256i w0 = _mm256_permute2x128_si256(*vx, *vy, 0x20), w1 = _mm256_permute2x128_si256(*vx, *vy, 0x31);
+    vmerge_cex(&t0, &t1, &w0, &w1, carry);
     __m256i u0 = _mm256_unpacklo_epi64(t0, t1), u1 = _mm256_unpackhi_epi64(t0, t1);
-    vmerge_cex(&u0, &u1);
-    *p = _mm256_unpacklo_epi64(u0, u1);
-    *q = _mm256_unpackhi_epi64(u0, u1);
+    __m256i z0 = _mm256_unpacklo_epi64(w0, w1), z1 = _mm256_unpackhi_epi64(w0, w1);
+    vmerge_cex(&u0, &u1, &z0, &z1, carry);
+    *x = _mm256_unpacklo_epi64(u0, u1);
+    *y = _mm256_unpackhi_epi64(u0, u1);
+    *vx = _mm256_unpacklo_epi64(z0, z1);
+    *vy = _mm256_unpackhi_epi64(z0, z1);
 }
 
-/* The 8 keys of (index ^ 2^31, value) pairs k, v, in the order of the
+/* The 8 keys of (index ^ 2^31, rider) pairs k, r, in the order of the
  * dword permutation `order` then unpacked: lo and hi get 4 keys each. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_keys(__m256i k, __m256i v, __m256i order,
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_keys(__m256i k, __m256i r, __m256i order,
                                                                              __m256i *lo, __m256i *hi)
 {
     k = _mm256_permutevar8x32_epi32(_mm256_xor_si256(k, _mm256_set1_epi32(INT32_MIN)), order);
-    v = _mm256_permutevar8x32_epi32(v, order);
-    *lo = _mm256_unpacklo_epi32(v, k);
-    *hi = _mm256_unpackhi_epi32(v, k);
+    r = _mm256_permutevar8x32_epi32(r, order);
+    *lo = _mm256_unpacklo_epi32(r, k);
+    *hi = _mm256_unpackhi_epi32(r, k);
 }
 
-/* Merge the windows: indices ka and kb, and what rides with them (va and
- * vb), into 16 sorted indices ko[0..2) and their riders vo[0..2). */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_network(__m256i ka, __m256i va, __m256i kb, __m256i vb,
-                                                                 __m256i *ko, __m256i *vo)
+/* Merge the windows: 32-bit indices ka and kb and their values va and vb
+ * into 16 sorted indices ko[0..2) and values vo.  4-byte values ride in
+ * the keys, below the index (vo[0..2)); 8-byte ones (carry) travel beside
+ * them in registers of their own, through the same compare-exchanges
+ * and shuffles (vo[0..4)). */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_network(__m256i ka, __m256i kb, vmerge_vals va,
+                                                                                vmerge_vals vb, int carry, __m256i *ko,
+                                                                                __m256i *vo)
 {
     const __m256i sign = _mm256_set1_epi32(INT32_MIN);
-    __m256i r0, r1, r2, r3, p0, q0, p1, q1;
+    __m256i ra = carry ? _mm256_setzero_si256() : va.x[0], rb = carry ? _mm256_setzero_si256() : vb.x[0];
     /* a ascending (r0: 0-3, r1: 4-7), b descending (r2: 7-4, r3: 3-0): bitonic */
-    vmerge_keys(ka, va, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7), &r0, &r1);
-    vmerge_keys(kb, vb, _mm256_setr_epi32(7, 6, 3, 2, 5, 4, 1, 0), &r2, &r3);
-    vmerge_cex(&r0, &r2);
-    vmerge_cex(&r1, &r3);
-    vmerge_cex(&r0, &r1);
-    vmerge_cex(&r2, &r3);
-    vmerge_sort_halves(r0, r1, &p0, &q0);
-    vmerge_sort_halves(r2, r3, &p1, &q1);
-    ko[0] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p0), _mm256_castsi256_ps(q0), 0xDD)), sign);
-    ko[1] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p1), _mm256_castsi256_ps(q1), 0xDD)), sign);
-    vo[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p0), _mm256_castsi256_ps(q0), 0x88));
-    vo[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(p1), _mm256_castsi256_ps(q1), 0x88));
+    __m256i r0, r1, r2, r3, s0 = va.x[0], s1 = va.x[1];
+    __m256i s2 = _mm256_permute4x64_epi64(vb.x[1], 0x1B), s3 = _mm256_permute4x64_epi64(vb.x[0], 0x1B);
+    vmerge_keys(ka, ra, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7), &r0, &r1);
+    vmerge_keys(kb, rb, _mm256_setr_epi32(7, 6, 3, 2, 5, 4, 1, 0), &r2, &r3);
+    vmerge_cex(&r0, &r2, &s0, &s2, carry);
+    vmerge_cex(&r1, &r3, &s1, &s3, carry);
+    vmerge_cex(&r0, &r1, &s0, &s1, carry);
+    vmerge_cex(&r2, &r3, &s2, &s3, carry);
+    vmerge_sort_halves(&r0, &r1, &s0, &s1, carry);
+    vmerge_sort_halves(&r2, &r3, &s2, &s3, carry);
+    ko[0] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r0), _mm256_castsi256_ps(r1), 0xDD)), sign);
+    ko[1] = _mm256_xor_si256(_mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r2), _mm256_castsi256_ps(r3), 0xDD)), sign);
+    if (carry) {
+        vo[0] = _mm256_permute2x128_si256(s0, s1, 0x20);
+        vo[1] = _mm256_permute2x128_si256(s0, s1, 0x31);
+        vo[2] = _mm256_permute2x128_si256(s2, s3, 0x20);
+        vo[3] = _mm256_permute2x128_si256(s2, s3, 0x31);
+    } else {
+        vo[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r0), _mm256_castsi256_ps(r1), 0x88));
+        vo[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r2), _mm256_castsi256_ps(r3), 0x88));
+    }
 }
 
 /* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
@@ -499,11 +531,6 @@ __attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m2
     unsigned e1 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[1], n1)));
     return e0 | (e1 & 0x7f) << 8;
 }
-
-/* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
-typedef struct vmerge_vals {
-    __m256i x[2];
-} vmerge_vals;
 
 __attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_load4(const void *p)
 {
@@ -654,47 +681,16 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     }
 }
 
-/* What rides with the index through the network: 4-byte values
- * themselves; for 8-byte ones the entry's number (a: 0-7, b: 8-15). */
-#define VMERGE_RIDE4_A(v) ((v).x[0])
-#define VMERGE_RIDE4_B(v) ((v).x[0])
-#define VMERGE_RIDE8_A(v) _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
-#define VMERGE_RIDE8_B(v) _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)
-
-/* The 16 sorted values to out: ride[h] holds those of entries 8h..8h+7. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *ride,
-                                                                             vmerge_vals va, vmerge_vals vb)
+/* The 16 sorted values vo to out. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo)
 {
-    (void)va;
-    (void)vb;
-    _mm256_storeu_si256((__m256i *)out, ride[0]);
-    _mm256_storeu_si256((__m256i *)out + 1, ride[1]);
+    _mm256_storeu_si256((__m256i *)out, vo[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
 }
 
-/* 4 values of 8 bytes picked by the entry numbers n (64-bit lanes): from
- * a's (va) for 0-7, b's (vb) for 8-15. */
-__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_pick8(__m256i n, vmerge_vals va,
-                                                                                 vmerge_vals vb)
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo)
 {
-    __m256i d = _mm256_slli_epi64(_mm256_and_si256(n, _mm256_set1_epi64x(3)), 1);
-    __m256i idx = _mm256_or_si256(_mm256_or_si256(d, _mm256_slli_epi64(d, 32)), _mm256_set1_epi64x(INT64_C(1) << 32));
-    __m256d hi = _mm256_castsi256_pd(_mm256_slli_epi64(n, 61)), ab = _mm256_castsi256_pd(_mm256_slli_epi64(n, 60));
-    __m256d a = _mm256_blendv_pd(_mm256_castsi256_pd(_mm256_permutevar8x32_epi32(va.x[0], idx)),
-                                 _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(va.x[1], idx)), hi);
-    __m256d b = _mm256_blendv_pd(_mm256_castsi256_pd(_mm256_permutevar8x32_epi32(vb.x[0], idx)),
-                                 _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(vb.x[1], idx)), hi);
-    return _mm256_castpd_si256(_mm256_blendv_pd(a, b, ab));
-}
-
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *ride,
-                                                                             vmerge_vals va, vmerge_vals vb)
-{
-    for (int h = 0; h < 2; h++) {
-        __m256i n0 = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ride[h]));
-        __m256i n1 = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ride[h], 1));
-        _mm256_storeu_si256((__m256i *)out + 2 * h, vmerge_pick8(n0, va, vb));
-        _mm256_storeu_si256((__m256i *)out + 2 * h + 1, vmerge_pick8(n1, va, vb));
-    }
+    for (int h = 0; h < 4; h++) _mm256_storeu_si256((__m256i *)out + h, vo[h]);
 }
 
 #define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD)                                \
@@ -722,19 +718,19 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
     vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, vmerge_vals ka, vmerge_vals va, \
                         vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb) \
     {                                                                          \
-        __m256i ra, rb, ko[2], vo[2];                                          \
+        __m256i ra, rb, ko[2], vo[4];                                          \
         uint64_t base;                                                         \
         if (!vmerge_offsets##IW(c->ai, c->bi, ka, kb, &ra, &rb, &base)) {       \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return 1;                                                          \
         }                                                                      \
-        vmerge_network(ra, VMERGE_RIDE##VW##_A(va), rb, VMERGE_RIDE##VW##_B(vb), ko, vo); \
+        vmerge_network(ra, rb, va, vb, VW == 8, ko, vo);                       \
         if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return 1;                                                          \
         }                                                                      \
         vmerge_put_indices##IW(c->oi, ko, base);                                \
-        vmerge_put##VW(c->ov, vo, va, vb);                                      \
+        vmerge_put##VW(c->ov, vo);                                             \
         c->oi += na + nb;                                                      \
         c->ov += na + nb;                                                      \
         return 0;                                                              \
