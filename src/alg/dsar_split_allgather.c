@@ -52,8 +52,6 @@ static int allgather_dense(sched *s, sv *out)
         ctx->counts[r] = (MPI_Count)((ctx->offsets[r + 1] - ctx->offsets[r]) * out->vs);
         ctx->displs[r] = (MPI_Aint)(ctx->offsets[r] * out->vs);
     }
-    /* Either gather: everything but this rank's own slice. */
-    c->bytes_sent += c->dim * out->vs - (uint64_t)ctx->counts[ctx->rank];
     return split_allgather_in_place(s, out->val, out->vs, dense_gathered);
 }
 

@@ -218,6 +218,9 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     st->gathered = base;
     if (pattern != CALL_GATHER_VENDOR && split_in_place_sendable(c->dim, ctx->size, vs))
         return start_exchange(s, pattern);
+    /* As in vendor_gather: the total less this rank's own slice (the
+     * library's exchange counts what it sends itself, in p2p.c). */
+    c->bytes_sent += c->dim * vs - (uint64_t)ctx->counts[ctx->rank];
     c->gather_run = CALL_GATHER_VENDOR;
     sched_next(s, then);
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);

@@ -111,4 +111,27 @@ for pt in "4 1048576 0.1 doubling" "4 1048576 0.001 vendor" "4 4194304 0.1 ring"
     check "auto, calibrated (vendor_gather=$factor), P=$p N=$n density $d: $legal (got: $got)" \
         '[ -n "$factor" ] && [[ "$got" =~ ^($legal)$ ]]'
 done
+
+# bytes_sent counts each gather's bytes once: DSAR's dense slices are
+# (P - 1) / P of N whichever gather moves them, give or take the sizes of
+# the slices a rank forwards (which ones differs between the patterns; the
+# slices' ends are rounded, so they differ by up to a few hundred
+# elements), so the timed call's bytes_sent agree within 1 % of a dense
+# allreduce's 2 (P - 1) / P of N (dense_bytes) under all three -- a gather
+# counted twice adds half of that -- and stay below it: the reduce-scatter
+# at d = 0.4 adds (P - 1) / P of 0.4 N entries of 8 bytes.  (At d = 0.4
+# the slices' union is 78-87 % dense at P = 3, 4: they travel dense.)
+for p in 3 4; do
+    sent=()
+    for g in "${gathers[@]}"; do
+        run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=dsar_split_allgather SPARCML_SPLIT_GATHER="$g" \
+            SPARCML_VERBOSE=1 -- "$bench" --bytes --n 1048576 --density 0.4 --warmup 1
+        line=$(grep '^sparcml: allreduce.* result=dense .* gather='"$g" "$out" | tail -1)
+        sent+=("$(sed -n 's/.* bytes_sent=\([0-9]*\) dense_bytes=\([0-9]*\) .*/\1 \2/p' <<<"$line")")
+    done
+    check "dsar P=$p: bytes_sent (and dense_bytes) vendor/doubling/ring: ${sent[*]}" \
+        '[ -n "${sent[0]}" ] && printf "%s\n" "${sent[@]}" | awk "
+             NR == 1 { first = \$1 } { d = \$1 - first; if (d < 0) d = -d; if (d > \$2 / 100 || \$1 >= \$2) bad = 1 }
+             END { exit !(NR == 3 && !bad) }"'
+done
 finish
