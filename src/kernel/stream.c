@@ -407,26 +407,26 @@ static const kernels *kernels_for(int vtype, unsigned iw)
 }
 
 #ifdef STREAM_X86
-/* merge_*_avx2: the merge advances by windows of 8
- * entries of each input.  With a7 and b7 the windows' last indices, the
- * entries of the window of a up to b7 and those of b up to a7 (na and nb,
- * one of them 8) are the next na + nb of the merge; counting them is all
- * that one window waits for from the one before, so windows overlap in
- * the core where a two-pointer merge waits on every entry.  Each entry
- * becomes one 64-bit key, its index above its value if that has 4 bytes
- * (8-byte values travel beside the keys, through the same compare-
- * exchanges and shuffles), and a bitonic network sorts the 16 keys of
- * both windows; the first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
- * from the windows' smallest index; windows that span more than that
- * (gaps of 2^32 between a few entries) take the scalar loop.  Keys order entries by index alone while no index
- * is in both windows; a window where one is (a sum is due) is merged by
- * the scalar loop, and the rest of the input by the portable merge once
- * such windows are frequent (its chains suit shared indices).  Two fast
- * paths: windows with the same 8 indices are summed lane by lane
- * (identical indices), and a window that lies wholly below the other is
- * copied (long runs).  A window reads 8 entries of each input and writes
- * up to 16: VMERGE_ROOM entries left in each keep the stores inside the
- * union. */
+/* merge_*_avx2: the merge advances by windows of 8 entries of each input.
+ * With a7 and b7 the windows' last indices, the entries of the window of
+ * a up to b7 and those of b up to a7 (na and nb, one of them 8) are the
+ * next na + nb of the merge; counting them is all that one window waits
+ * for from the one before, so windows overlap in the core where a
+ * two-pointer merge waits on every entry.  Each entry becomes one 64-bit
+ * key, its index above its value if that has 4 bytes (8-byte values
+ * travel beside the keys, through the same compare-exchanges and
+ * shuffles), and a bitonic network sorts the 16 keys of both windows; the
+ * first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
+ * from the windows' smallest index; windows whose indices span 2^32 or
+ * more take the scalar loop.  Keys order entries by index alone while no
+ * index is in both windows; a window where one is (a sum is due) is
+ * merged by the scalar loop, and the rest of the input by the portable
+ * merge once such windows (or wide ones) are frequent (its chains suit
+ * shared indices).  Two fast paths: windows with the same 8 indices are
+ * summed lane by lane (identical indices), and a window that lies wholly
+ * below the other is copied (long runs).  A window reads 8 entries of
+ * each input and writes up to 16: VMERGE_ROOM entries left in each keep
+ * the stores inside the union. */
 #define VMERGE_ROOM 16
 #define VMERGE_PROBE 64       /* windows between checks of the sums' share */
 #define VMERGE_SUMS_MAX 16    /* windows with a sum per probe before giving up */
