@@ -660,13 +660,26 @@ __attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets8
     return 1;
 }
 
-/* The 16 sorted offsets ko[0..2) as indices to out. */
+
+/* The 16 sorted values vo to out. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo)
+{
+    _mm256_storeu_si256((__m256i *)out, vo[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo)
+{
+    for (int h = 0; h < 4; h++) _mm256_storeu_si256((__m256i *)out + h, vo[h]);
+}
+
+/* The 16 sorted offsets ko[0..2) as indices to out: 4-byte ones are the
+ * offsets themselves (base 0). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices4(void *out, const __m256i *ko,
                                                                                      uint64_t base)
 {
     (void)base;
-    _mm256_storeu_si256((__m256i *)out, ko[0]);
-    _mm256_storeu_si256((__m256i *)out + 1, ko[1]);
+    vmerge_put4(out, ko);
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices8(void *out, const __m256i *ko,
@@ -679,18 +692,6 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         _mm256_storeu_si256((__m256i *)out + 2 * h, _mm256_add_epi64(lo, b));
         _mm256_storeu_si256((__m256i *)out + 2 * h + 1, _mm256_add_epi64(hi, b));
     }
-}
-
-/* The 16 sorted values vo to out. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo)
-{
-    _mm256_storeu_si256((__m256i *)out, vo[0]);
-    _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
-}
-
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo)
-{
-    for (int h = 0; h < 4; h++) _mm256_storeu_si256((__m256i *)out + h, vo[h]);
 }
 
 #define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD)                                \

@@ -3,10 +3,10 @@
 # no invalid access, no use of uninitialised memory, no definite or
 # indirect leak.  Tests tagged "large" (the merge-add on 100,000-entry
 # inputs: three minutes of memcheck for paths the small layouts reach)
-# run natively and under the sanitizers only.  Skipped in the sanitizer build (valgrind cannot run ASan
-# binaries; ASan and LeakSanitizer cover the same ground there) and with
-# VALGRIND_UNIT=none (scripts/test.sh's Open MPI pass: the MPICH pass ran
-# the same unit tests under memcheck).
+# run natively and under the sanitizers only.  Skipped in the sanitizer
+# build (valgrind cannot run ASan binaries; ASan and LeakSanitizer cover
+# the same ground there) and with VALGRIND_UNIT=none (scripts/test.sh's
+# Open MPI pass: the MPICH pass ran the same unit tests under memcheck).
 . "$(dirname "$0")/common.sh"
 if [ -n "${SANITIZE:-}" ]; then
     echo "# skipped: sanitizer build"
