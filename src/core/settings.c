@@ -69,7 +69,7 @@ static const struct var {
      1, 4096},
     /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
      * costs more than 3 % of the vendor's allreduce of dense data on the
-     * benchmark machine (docs/design.md, "Transparent mode"). */
+     * benchmark machine (bench/RESULTS.md, "Transparent mode"). */
     {"SPARCML_TRANSPARENT", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
     {"SPARCML_TRANSPARENT_MIN_BYTES", SCOPE_JOB, KIND_UINT, "1048576",
      offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
@@ -82,7 +82,7 @@ static const struct var {
      SPARCML_PIPELINE_CHUNKS_MAX},
     /* auto: the cost model picks, per call, the vendor's allgatherv or the
      * library's own exchange for the split algorithms' gathers
-     * (alg/split_gather.c); vendor and library force one. */
+     * (alg/split_gather.c); vendor, doubling and ring force one. */
     {"SPARCML_SPLIT_GATHER", SCOPE_CALL, KIND_GATHER, "auto", offsetof(sparcml_settings, split_gather), 0, 0, 0},
     /* Compression decides which untagged calls the library takes over: a
      * job-wide choice, as transparent mode's.  The density's default is the
@@ -135,6 +135,15 @@ static int parse_name(const char *v, const char *const *names, int *out)
     for (int m = 0; names[m]; m++)
         if (strcmp(v, names[m]) == 0) { *out = m; return 0; }
     return -1;
+}
+
+/* "off, topk or cltk": the names a parse_name list accepts. */
+static const char *name_choices(const char *const *names, char *buf, size_t len)
+{
+    size_t used = 0;
+    for (int m = 0; names[m] && used < len; m++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", m == 0 ? "" : names[m + 1] ? ", " : " or ", names[m]);
+    return buf;
 }
 
 static int parse_number(const char *v, double min, double max, double *out)
@@ -208,11 +217,13 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
         return -1;
     case KIND_COMPRESS:
         if (parse_name(text, compress_names, (int *)field) == 0) return 0;
-        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected off, topk or cltk)", v->name, text);
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected %s)", v->name, text,
+                 name_choices(compress_names, bound, sizeof bound));
         return -1;
     case KIND_GATHER:
         if (parse_name(text, gather_names, (int *)field) == 0) return 0;
-        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected auto, vendor or library)", v->name, text);
+        snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected %s)", v->name, text,
+                 name_choices(gather_names, bound, sizeof bound));
         return -1;
     case KIND_UINT:
         if (parse_uint(text, v->min, v->max, (uint64_t *)field) == 0) return 0;

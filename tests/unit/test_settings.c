@@ -104,6 +104,17 @@ START_TEST(uint_range_is_exact_in_the_message)
 }
 END_TEST
 
+/* The message lists exactly the values the variable accepts. */
+START_TEST(name_messages_list_the_accepted_names)
+{
+    sparcml_settings s;
+    ck_assert_int_eq(parse_with(&s, "SPARCML_SPLIT_GATHER", "library"), -1);
+    ck_assert_ptr_nonnull(strstr(s.error, "(expected auto, vendor, doubling or ring)"));
+    ck_assert_int_eq(parse_with(&s, "SPARCML_COMPRESS", "on"), -1);
+    ck_assert_ptr_nonnull(strstr(s.error, "(expected off, topk or cltk)"));
+}
+END_TEST
+
 START_TEST(unknown_variable_is_an_error)
 {
     sparcml_settings s;
@@ -137,6 +148,7 @@ Suite *settings_suite(void)
     tcase_add_test(tc, valid_values);
     tcase_add_test(tc, invalid_values_name_the_variable);
     tcase_add_test(tc, uint_range_is_exact_in_the_message);
+    tcase_add_test(tc, name_messages_list_the_accepted_names);
     tcase_add_test(tc, unknown_variable_is_an_error);
     tcase_add_test(tc, hash_tracks_selection_settings);
     suite_add_tcase(s, tc);
