@@ -10,8 +10,9 @@
 # another; and the three give the same bits (the first result hash of
 # every case, written to a file: Open MPI may cut a line of standard output
 # into another rank's; compared line by line).  The same with QSGD (4 bits:
-# the sizes are allgathered first) at P = 3, 4 and 5, the vendor's and the
-# ring.  Under auto the model's choice shows (below).
+# the sizes are allgathered first) at P = 3, 4 and 5 (those of them in
+# MATRIX_RANKS), the vendor's and the ring.  Under auto the model's choice
+# shows (below).
 . "$(dirname "$0")/common.sh"
 TIMEOUT=180
 bench="${BENCHBIN:?}/sparcml_bench"
@@ -64,7 +65,7 @@ for alg in ssar_split_allgather dsar_split_allgather; do
         i=$((i + 1))
     done
     shift_calls=1
-    for p in 3 4 5; do
+    for p in $(printf '%s\n' ${MATRIX_RANKS:-3 4 5} | grep -x '[345]'); do
         for g in vendor ring; do
             run_gather "$g" "$p" "$alg" SPARCML_QSGD_BITS=4 -- "$TESTBIN/sparse_allreduce" --types=float,double
         done
