@@ -83,8 +83,8 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
     qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal);
     if (!qbuf) return CALL_NOMEM(c);
     for (int r = 0; r < ctx->size; r++) {
-        qsgd_key key = {c->q.seed, (uint64_t)ctx->rank, ctx->calls,
-                        (uint64_t)TAG_REDUCE_SCATTER << 32 | (uint64_t)r};
+        qsgd_key key = {.seed = c->q.seed, .rank = (uint64_t)ctx->rank, .call = ctx->calls,
+                        .message = (uint64_t)TAG_REDUCE_SCATTER << 32 | (uint64_t)r};
         if (r == ctx->rank || !call_quantizes(c, &parts[r])) continue;
         wires[r].buf = qbuf;
         wires[r].bytes = qsgd_encode_message(&parts[r], &c->q, &key, qbuf);

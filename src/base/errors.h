@@ -65,4 +65,10 @@ void sparcml_print_error(int rank, int reason, const char *detail);
  * rank knows it. */
 int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail);
 
+/* Invoke comm's error handler with an MPI error code (the MPI's own, or a
+ * class) and return the code: how every entry point fails.  A handler
+ * that cannot be invoked (comm no longer valid) changes nothing: the
+ * caller still gets the code. */
+int sparcml_raise_code(MPI_Comm comm, int code);
+
 #endif

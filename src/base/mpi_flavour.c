@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/errors.h"
 #include "base/mpi_flavour.h"
 
 /* MPI-3 functions both libraries have. */
@@ -396,10 +397,8 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 #if HAVE_PMPI_ALLREDUCE_C
     return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
 #else
-    if (count > INT_MAX) { /* the vendor's own errors reach the handler in the vendor */
-        PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT);
-        return MPI_ERR_COUNT;
-    }
+    if (count > INT_MAX) /* the vendor's own errors reach the handler in the vendor */
+        return sparcml_raise_code(comm, MPI_ERR_COUNT);
     return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
 #endif
 }
@@ -470,8 +469,10 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *data)
         l->obj = obj;
         l->cap = cap;
     }
-    l->obj[l->n++] = (loaded){info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, info->dlpi_phdr,
-                              info->dlpi_phnum};
+    l->obj[l->n++] = (loaded){.name = info->dlpi_name ? info->dlpi_name : "",
+                              .base = info->dlpi_addr,
+                              .phdr = info->dlpi_phdr,
+                              .phnum = info->dlpi_phnum};
     return 0;
 }
 
@@ -492,7 +493,7 @@ static int defines(const loaded *o, const void *p)
  * 0 when there is none. */
 static int find_foreign(enum family *kind, char *name, size_t len)
 {
-    loaded_list l = {NULL, 0, 0};
+    loaded_list l = {.obj = NULL};
     int found = 0;
     dl_iterate_phdr(list_object, &l);
     for (size_t i = 0; i < l.n && !found; i++) {
@@ -549,7 +550,7 @@ void flv_require_own_mpi(void)
     } else {
         /* Rank 0 speaks for the job; the launcher stops the other ranks
          * when the first one ends, so they give its line time to arrive. */
-        nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+        nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
     }
     /* Not MPI_Abort: neither MPI is initialised, and the program's MPI
      * cannot be given a communicator (the library only has its own MPI's

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "base/errors.h"
 #include "base/mpi_flavour.h"
 #include "core/iallreduce.h"
 #include "core/op.h"
@@ -101,7 +102,7 @@ static void complete(progress_item *item)
     int rc;
     p->result = sparcml_op_finish(&p->op);
     rc = PMPI_Grequest_complete(p->request);
-    if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(p->op.comm, rc);
+    if (rc != MPI_SUCCESS) sparcml_raise_code(p->op.comm, rc);
     let_go(p);
 }
 
@@ -115,10 +116,7 @@ int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *r
     int rc;
     if (!FLV_HAVE_NONBLOCKING) return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);
     p = calloc(1, sizeof *p);
-    if (!p) {
-        PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
-        return MPI_ERR_NO_MEM;
-    }
+    if (!p) return sparcml_raise_code(comm, MPI_ERR_NO_MEM);
     switch (sparcml_op_start(&p->op, kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, 0)) {
     case SPARCML_OP_VENDOR:
         free(p);
@@ -133,8 +131,7 @@ int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *r
     rc = flv_grequest_start(p, &grequest_fns, &p->request);
     if (rc != MPI_SUCCESS) {
         free(p);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+        return sparcml_raise_code(comm, rc);
     }
     *request = p->request;
     pthread_mutex_lock(&live_lock);

@@ -128,11 +128,19 @@ int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
 
 static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
 {
-    sparcml_problem p = {c->ctx->size, c->dim, c->vtype, a->k_max, a->k_sum, 0, op_policy_of(c->ctx)->overlap,
-                         c->q.bits, c->q.bucket, c->q_sparse,
-                         settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core)};
-    p.dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes;
-    return p;
+    return (sparcml_problem){
+        .P = c->ctx->size,
+        .dim = c->dim,
+        .vtype = c->vtype,
+        .k_max = a->k_max,
+        .k_sum = a->k_sum,
+        .dense_fits = sparcml_dense_bytes(c->dim, c->vtype) <= c->recv_bytes,
+        .overlap = op_policy_of(c->ctx)->overlap,
+        .qbits = c->q.bits,
+        .qbucket = c->q.bucket,
+        .qsparse = c->q_sparse,
+        .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
+    };
 }
 
 /* What the memo keeps of a call that ran `alg` (select.h): recursive
@@ -178,8 +186,7 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     c->ctx->sealed = 0;
     if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
         select_memo_forget(memo);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+        return sparcml_raise_code(comm, rc);
     }
     if (c->reason != SPARCML_R_OK) {
         sparcml_agreed same = *a;
@@ -589,8 +596,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
     }
     if (rc == MPI_SUCCESS) rc = op_ctx_get(comm, blocking, &op->c.ctx);
     if (rc != MPI_SUCCESS) {
-        PMPI_Comm_call_errhandler(comm, rc);
-        op->result = rc;
+        op->result = sparcml_raise_code(comm, rc);
         return SPARCML_OP_DONE;
     }
     op->t0 = PMPI_Wtime();
@@ -606,8 +612,7 @@ int sparcml_op_finish(sparcml_op *op)
 {
     if (op->s.rc == MPI_SUCCESS) return op->result;
     select_memo_forget(&op_policy_of(op->c.ctx)->memo);
-    PMPI_Comm_call_errhandler(op->comm, op->s.rc);
-    return op->s.rc;
+    return sparcml_raise_code(op->comm, op->s.rc);
 }
 
 int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,

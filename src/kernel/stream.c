@@ -33,15 +33,14 @@ static void stream_set_pointers(sv *s)
 sv stream_view(const void *buf)
 {
     sparcml_header h;
-    sv s;
     memcpy(&h, buf, sizeof h);
-    s.base = (void *)buf;
-    s.dim = h.dim;
-    s.nnz = h.nnz;
-    s.vtype = h.value_type;
-    s.iw = h.index_width;
-    s.vs = (unsigned)sparcml_value_size(h.value_type);
-    s.dense = h.format == SPARCML_DENSE;
+    sv s = {.base = (void *)buf,
+            .dim = h.dim,
+            .nnz = h.nnz,
+            .vtype = h.value_type,
+            .iw = h.index_width,
+            .vs = (unsigned)sparcml_value_size(h.value_type),
+            .dense = h.format == SPARCML_DENSE};
     stream_set_pointers(&s);
     return s;
 }
@@ -778,7 +777,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         const void *ai, const void *av, uint64_t an, const void *bi,           \
         const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
     {                                                                          \
-        vmerge_cursor_##NAME c = {ai, bi, av, bv, oi, ov};                     \
+        vmerge_cursor_##NAME c = {.ai = ai, .bi = bi, .av = av, .bv = bv,      \
+                                  .oi = oi, .ov = ov};                         \
         const IT *aend = c.ai + an, *bend = c.bi + bn;                         \
         unsigned sums = 0, windows = 0;                                        \
         while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
@@ -1412,7 +1412,7 @@ uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out)
 {
     unsigned iw = sparcml_index_width(v->dim);
     char *oi = (char *)outbuf + SPARCML_HEADER_BYTES, *ov = oi + sparcml_round8(cap * iw);
-    gather_cursor c = {0, 0};
+    gather_cursor c = {.i = 0, .o = 0};
     uint64_t n;
     gather_for(v->vtype, iw)(v->val, v->dim, cap, oi, ov, &c);
     n = c.o + (c.i < v->dim ? stream_count_nonzero(v, c.i, v->dim) : 0);

@@ -72,7 +72,7 @@ int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wi
 
 int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w)
 {
-    qsgd_key key = {c->q.seed, origin, c->ctx->calls, message};
+    qsgd_key key = {.seed = c->q.seed, .rank = origin, .call = c->ctx->calls, .message = message};
     void *buf;
     if (c->input_block && s->base == c->input.base) {
         buf = ctx_buffer(c->ctx, which, qsgd_grid_bound(s->nnz, s->iw, s->vtype, &c->input_q, 1));

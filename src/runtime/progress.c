@@ -86,7 +86,7 @@ static atomic_int thread_running, thread_stop;
 static void *thread_main(void *arg)
 {
     uint64_t us = atomic_load(&thread_period_us);
-    struct timespec period = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    struct timespec period = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
     (void)arg;
     while (!atomic_load(&thread_stop)) {
         progress_pass();

@@ -25,7 +25,7 @@ static void stop_job(void)
 {
     /* The launcher tears down output forwarding when a rank aborts: give the
      * message time to reach it (no barrier: other ranks may be fine). */
-    nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 

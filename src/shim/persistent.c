@@ -63,15 +63,11 @@ int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, voi
 {
     persistent *p = calloc(1, sizeof *p);
     int rc;
-    if (!p) {
-        PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
-        return MPI_ERR_NO_MEM;
-    }
+    if (!p) return sparcml_raise_code(comm, MPI_ERR_NO_MEM);
     rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->handle);
     if (rc != MPI_SUCCESS) {
         free(p);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+        return sparcml_raise_code(comm, rc);
     }
     *p = (persistent){.handle = p->handle, .running = MPI_REQUEST_NULL, .sendbuf = sendbuf, .recvbuf = recvbuf,
                       .count = count, .datatype = datatype, .kind = kind, .vtype = vtype, .op = op, .comm = comm};

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errors.h"
 #include "shim/registry.h"
 #include "sparcml.h"
 
@@ -145,8 +146,7 @@ static int tag_error(const char *name, const char *why, int cls)
 {
     fprintf(stderr, "sparcml: MPI_Type_set_name: cannot tag a datatype as '%s': %s\n", name, why);
     fflush(stderr);
-    PMPI_Comm_call_errhandler(MPI_COMM_SELF, cls);
-    return cls;
+    return sparcml_raise_code(MPI_COMM_SELF, cls);
 }
 
 int registry_set_name(MPI_Datatype type, const char *name)
