@@ -13,7 +13,7 @@
  *   while chunk i + 1 travels (its receive is started before the merge).
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
  *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD,
- *   not while the agreement's records ride on the messages.
+ *   whole messages where the caller carries records of its own on them.
  * Cost (ssar_recursive_double_cost): per round alpha + beta (size of
  *   the group's union so far) + gamma merging both operands; 2 alpha + beta
  *   (input + result) more for the fold when P is not a power of two.
@@ -36,11 +36,10 @@
  * exact stream, the decoded message its partner adds: both sides sum the
  * same two quantized operands.  The final fold-out message is exact.
  *
- * The agreement stage runs this schedule with the records riding on its
- * messages (core/op.c, runtime/p2p.c): then a rank may have no stream
- * (sv_absent), and any sum with an absent stream, or of streams that do
- * not match, is absent: the records, complete at the end, report why, and
- * nothing is delivered. */
+ * An operand may be absent (sv_absent: a rank whose message carries only
+ * what the caller adds to it, runtime/p2p.c): any sum with an absent
+ * stream, or of streams that do not match, is absent, and the caller
+ * decides what an absent result means. */
 #include "config.h"
 
 #include <math.h>
