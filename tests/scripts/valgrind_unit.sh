@@ -29,14 +29,30 @@ if ! command -v valgrind >/dev/null; then
     finish
     exit 1
 fi
+# Two memcheck processes side by side, each about half of the work: the
+# merge-add's layout tests (tag "layouts") and the rest, so that the
+# suite's longest test uses both cores once the MPI tests are done.
 # A bound for a hang, not a timing: the suite needs about 8.5 minutes of
-# CPU under memcheck (a third of it the merge-add's layout tests on both
-# paths and index widths), and make check -j2 runs it beside 8- to 31-rank
-# MPI tests on 2 cores, where it may get a fifth of a core (43 minutes).
+# CPU under memcheck, and make check -j2 runs it beside 8- to 31-rank MPI
+# tests on 2 cores, where it may get a fifth of a core (43 minutes).
 TIMEOUT=3600
-CK_FORK=no CK_EXCLUDE_TAGS=large timeout -k 10 "$TIMEOUT" valgrind -q --error-exitcode=99 --leak-check=full \
-    --errors-for-leak-kinds=definite,indirect "$unit" >"$out" 2>"$err"
+memcheck() { # OUT ERR VAR=value...: the unit tests the Check variables select
+    local o=$1 e=$2
+    shift 2
+    env CK_FORK=no "$@" timeout -k 10 "$TIMEOUT" valgrind -q --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect "$unit" >"$o" 2>"$e"
+}
+out2=$(mktemp)
+err2=$(mktemp)
+trap 'rm -f "$out" "$err" "$out2" "$err2"' EXIT
+memcheck "$out2" "$err2" CK_INCLUDE_TAGS=layouts &
+layouts=$!
+memcheck "$out" "$err" CK_EXCLUDE_TAGS="large layouts"
 rc=$?
-check "unit tests under valgrind memcheck: $(grep -o 'Checks: .*' "$out"), exit $rc" \
+wait "$layouts"
+rc2=$?
+check "unit tests under valgrind memcheck, the merge layouts: $(grep -o 'Checks: .*' "$out2"), exit $rc2" \
+    '[ "$rc2" -eq 0 ] && grep -q "Failures: 0, Errors: 0" "$out2" && [ ! -s "$err2" ]'
+check "unit tests under valgrind memcheck, the rest: $(grep -o 'Checks: .*' "$out"), exit $rc" \
     '[ "$rc" -eq 0 ] && grep -q "Failures: 0, Errors: 0" "$out" && [ ! -s "$err" ]'
 finish

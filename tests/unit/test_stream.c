@@ -1131,8 +1131,6 @@ Suite *stream_suite(void)
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("algebra");
     tcase_add_loop_test(tc, merge_add_matches_reference, 0, 8);
-    tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
-    tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_add_loop_test(tc, accumulate_matches_reference, 0, 4);
     tcase_add_loop_test(tc, slice_then_concat_round_trips, 0, 4);
     tcase_add_loop_test(tc, range_merges_join_to_the_whole_merge, 0, 4);
@@ -1145,6 +1143,14 @@ Suite *stream_suite(void)
     tcase_add_test(tc, gather_capacity_is_the_most_that_fits);
     tcase_add_loop_test(tc, densify_matches_reference, 0, 8);
     tcase_add_loop_test(tc, densify_large_results, 0, 8);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    /* Every layout and length on both paths: half of the suite's work
+     * under valgrind, which runs this case (tag "layouts") beside the rest. */
+    tc = tcase_create("merge layouts");
+    tcase_set_tags(tc, "layouts");
+    tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
+    tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     /* 100,000-entry inputs: the merge's code paths at scale; the layouts
