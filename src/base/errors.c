@@ -121,7 +121,8 @@ int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail)
 
 int sparcml_raise_code(MPI_Comm comm, int code)
 {
-    int rc = PMPI_Comm_call_errhandler(comm, code);
-    (void)rc; /* the code stands either way (errors.h) */
+    /* Its own failure (comm no longer valid) leaves nothing more to do:
+     * the caller gets the code either way. */
+    (void)PMPI_Comm_call_errhandler(comm, code);
     return code;
 }
