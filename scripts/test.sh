@@ -84,7 +84,8 @@ cd "$top/build" || exit 1
 # QSGD) are narrowed to P = 3 and 4 (a rank count that folds and a power of two),
 # the larger-P runs (P = 8 there, 11, 16, 31) left to the plain passes and
 # the soak shortened (the full ones ran above): under the sanitizers a rank
-# costs about 5x, and 8 ranks on 2 cores made this pass half of CI's time.
+# takes about 3 times the CPU, and 8 ranks on 2 cores would make this pass
+# half of CI's time.
 # Two tests run at a time, as above.
 # TEST_SANITIZERS=0 drops the sanitizers (a plain distcheck) for a quicker
 # local run.
