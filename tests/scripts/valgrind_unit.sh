@@ -32,7 +32,7 @@ fi
 # Two memcheck processes side by side, each about half of the work: the
 # merge-add's layout tests (tag "layouts") and the rest, so that the
 # suite's longest test uses both cores once the MPI tests are done.
-# A bound for a hang, not a timing: the suite needs about 8.5 minutes of
+# A bound for a hang, not a timing: the suite needs about 10.6 minutes of
 # CPU under memcheck, and make check -j2 runs it beside 8- to 31-rank MPI
 # tests on 2 cores, where it may get a fifth of a core (43 minutes).
 TIMEOUT=3600
