@@ -1,22 +1,25 @@
 #!/bin/bash
 # bench_pipeline.sh -- pipelined recursive doubling on the emulated Gigabit
-# rig, side by side in one run: for every P and
+# rig (or one machine's shared memory), side by side in one run: for every P and
 # density, alternating in each round, the library with pipelining off
 # (SPARCML_PIPELINE_CHUNKS=1: the rounds of the library before it) and on
 # (the cost model's chunks), for auto and for recursive doubling forced;
 # SSAR_Split_allgather forced as the alternative the selector weighs.
 #
 #   scripts/bench_pipeline.sh [--rounds R] [--ps "2 3 ... 8"] [--densities "0.001 0.01"]
-#                             [--reps N] [--tag T]
+#                             [--reps N] [--tag T] [--shm] [--n N]
 #
-# Writes bench/results/pipeline_rig$T.csv (one line per run: round, setting,
+# Writes bench/results/pipeline_rig$T.csv (--shm: pipeline_shm$T.csv, the
+# ranks on this machine's shared memory with the tests' yield preload and
+# the parameters measured at MPI_Init; N: 16M floats unless --n) (one line per run: round, setting,
 # the chunks the model chose, then sparcml_bench's CSV line) and prints the
 # medians over the rounds with their ratio to the Lemma 5.1 bound (alpha
 # 20.05 us, beta 8.31 ns/B: bench/results/rig_alpha_beta.txt).  Needs
 # root (scripts/netsim.sh); the rig's P = 8 runs are CPU-bound on 2 cores.
+# On shared memory the bound's column still holds the rig's.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 ps="2 3 4 5 6 7 8" densities="0.001 0.01" reps=10 tag=""
+rounds=3 ps="2 3 4 5 6 7 8" densities="0.001 0.01" reps=10 tag="" plat=rig elems=16777216
 while [ "$#" -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -24,25 +27,36 @@ while [ "$#" -gt 0 ]; do
     --densities) densities=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
+    --shm) plat=shm; shift ;;
+    --n) elems=$2; shift 2 ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shim=$top/build/src/.libs/libsparcml.so
+export HYDRA_CONFIG_FILE=/dev/null
 bench=$top/build/bench/sparcml_bench
-csv=$top/bench/results/pipeline_rig$tag.csv
+yield=$top/build/tests/support/.libs/libyield.so
+csv=$top/bench/results/pipeline_$plat$tag.csv
 "$top/scripts/setup.sh" >/dev/null || exit 1 # builds build/ (MPICH) if needed
-make -C "$top/build" -s bench/sparcml_bench >/dev/null || exit 1
-pmax=0
-for p in $ps; do [ "$p" -gt "$pmax" ] && pmax=$p; done
-"$top/scripts/netsim.sh" up "$pmax" 1gbit >/dev/null 2>&1 || { echo "bench_pipeline: netsim up failed" >&2; exit 1; }
-trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1' EXIT
+make -C "$top/build" -s bench/sparcml_bench tests/support/libyield.la >/dev/null || exit 1
+if [ "$plat" = rig ]; then
+    pmax=0
+    for p in $ps; do [ "$p" -gt "$pmax" ] && pmax=$p; done
+    "$top/scripts/netsim.sh" up "$pmax" 1gbit >/dev/null 2>&1 || { echo "bench_pipeline: netsim up failed" >&2; exit 1; }
+    trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1' EXIT
+fi
 
 # run P D ALG CHUNKS: one benchmark run; prints "CHOSEN_CHUNKS,CSV line".
 run() {
-    local p=$1 d=$2 alg=$3 chunks=$4 log line used
-    log=$(env LD_PRELOAD="$shim" SPARCML_ALGORITHM="$alg" SPARCML_PIPELINE_CHUNKS="$chunks" SPARCML_VERBOSE=1 \
-        timeout -k 10 600 "$top/scripts/netsim.sh" run "$p" -- "$bench" --n 16777216 --density "$d" \
-        --reps "$reps" --warmup 2 --methods sparcml --alpha-us 20.05 --beta-ns 8.31 2>/dev/null)
+    local p=$1 d=$2 alg=$3 chunks=$4 log line used launch
+    local args=(--n "$elems" --density "$d" --reps "$reps" --warmup 2 --methods sparcml --alpha-us 20.05 --beta-ns 8.31)
+    if [ "$plat" = rig ]; then
+        launch=(env LD_PRELOAD="$shim" "$top/scripts/netsim.sh" run "$p" --)
+    else
+        launch=(mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$shim")
+    fi
+    log=$(env SPARCML_ALGORITHM="$alg" SPARCML_PIPELINE_CHUNKS="$chunks" SPARCML_VERBOSE=1 \
+        timeout -k 10 600 "${launch[@]}" "$bench" "${args[@]}" 2>/dev/null)
     used=$(echo "$log" | sed -n 's/^sparcml: allreduce .*pipeline_chunks=\([0-9]*\).*/\1/p' | tail -1)
     line=$(echo "$log" | grep -E "^sparcml_[a-z_]+,$p," | tail -1)
     echo "${used:-NA},${line:-NA}"
