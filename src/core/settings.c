@@ -116,13 +116,19 @@ static int parse_algorithm(const char *v, int *out)
     return -1;
 }
 
+/* Name i of n to the list in buf ("a, b or c"), used bytes so far. */
+static void append_choice(char *buf, size_t len, size_t *used, int i, int n, const char *name)
+{
+    if (*used < len)
+        *used += (size_t)snprintf(buf + *used, len - *used, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ", name);
+}
+
 /* "auto, ssar_recursive_double, ... or dense": the accepted names. */
 static const char *algorithm_choices(char *buf, size_t len)
 {
     size_t used = 0;
-    for (int a = 0; a < SPARCML_ALG_COUNT_ && used < len; a++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", a == 0 ? "" : a + 1 < SPARCML_ALG_COUNT_ ? ", " : " or ",
-                                 sparcml_algorithms[a].name);
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
+        append_choice(buf, len, &used, a, SPARCML_ALG_COUNT_, sparcml_algorithms[a].name);
     return buf;
 }
 
@@ -141,8 +147,9 @@ static int parse_name(const char *v, const char *const *names, int *out)
 static const char *name_choices(const char *const *names, char *buf, size_t len)
 {
     size_t used = 0;
-    for (int m = 0; names[m] && used < len; m++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", m == 0 ? "" : names[m + 1] ? ", " : " or ", names[m]);
+    int n = 0;
+    while (names[n]) n++;
+    for (int m = 0; m < n; m++) append_choice(buf, len, &used, m, n, names[m]);
     return buf;
 }
 
