@@ -63,10 +63,10 @@ cat <<MSG
 
 The library ran without relinking: topk_sgd is a plain mpicc program.  On this
 shared-memory machine the vector moves at memory speed; on a network the
-difference is much larger.  To run the same on the emulated Gigabit cluster:
+difference is much larger.  To run the same on the emulated Gigabit cluster
+(MPI_Init measures its latency and bandwidth for the cost model):
   scripts/netsim.sh up $P 1gbit
-  SPARCML_BETA_NS_PER_BYTE=8 LD_PRELOAD=$shim \\
-      scripts/netsim.sh run $P -- $b/examples/topk_sgd --sync=topk --density=0.001
+  LD_PRELOAD=$shim scripts/netsim.sh run $P -- $b/examples/topk_sgd --sync=topk --density=0.001
   scripts/netsim.sh down
 (see docs/netsim.md and bench/RESULTS.md).
 MSG
