@@ -16,9 +16,12 @@
 #include "alg/cost_model.h"
 #include "runtime/call.h"
 
-/* need[pool] grows to at least bytes (indexed as ctx_capacities). */
+/* need[pool] grows to at least bytes (indexed as ctx_capacities), and to
+ * what the pool hands out for fewer: a sum of no width (a split slice of
+ * a dimension smaller than P) still takes a buffer. */
 static inline void scratch_need(uint64_t *need, int pool, uint64_t bytes)
 {
+    if (bytes < CTX_BUFFER_MIN_BYTES) bytes = CTX_BUFFER_MIN_BYTES;
     if (need[pool] < bytes) need[pool] = bytes;
 }
 

@@ -155,7 +155,7 @@ int ctx_finalize(void)
 
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
 {
-    if (bytes == 0) bytes = 8;
+    if (bytes < CTX_BUFFER_MIN_BYTES) bytes = CTX_BUFFER_MIN_BYTES;
     if (bytes > SIZE_MAX) return NULL;
     if (ctx->pool_bytes[which] < bytes) {
 #ifdef SPARCML_CHECK_SCRATCH

@@ -107,6 +107,11 @@ int ctx_setup_done(sparcml_ctx *ctx);
  * application frees them) and the keyval. */
 int ctx_finalize(void);
 
+/* The fewest bytes a pool hands out: a request for none still gets a
+ * buffer (not NULL, which says out of memory), and a reservation of what
+ * an algorithm asks of a pool counts them (alg/scratch.h). */
+enum { CTX_BUFFER_MIN_BYTES = 8 };
+
 /* Pointer to pool buffer `which` with at least `bytes` bytes, or NULL when
  * out of memory (the pool is then as it was).  The contents are not
  * preserved when it grows.  While
