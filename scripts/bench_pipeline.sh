@@ -2,19 +2,20 @@
 # bench_pipeline.sh -- pipelined recursive doubling on the emulated Gigabit
 # rig (or one machine's shared memory), side by side in one run: for every P and
 # density, alternating in each round, the library with pipelining off
-# (SPARCML_PIPELINE_CHUNKS=1: the rounds of the library before it) and on
+# (SPARCML_PIPELINE_CHUNKS=1: whole-message rounds) and on
 # (the cost model's chunks), for auto and for recursive doubling forced;
 # SSAR_Split_allgather forced as the alternative the selector weighs.
 #
 #   scripts/bench_pipeline.sh [--rounds R] [--ps "2 3 ... 8"] [--densities "0.001 0.01"]
-#                             [--reps N] [--tag T] [--shm] [--n N]
+#                             [--reps N] [--tag T] [--shm] [--n ELEMS]
 #
-# Writes bench/results/pipeline_rig$T.csv (--shm: pipeline_shm$T.csv, the
-# ranks on this machine's shared memory with the tests' yield preload and
-# the parameters measured at MPI_Init; N: 16M floats unless --n) (one line per run: round, setting,
-# the chunks the model chose, then sparcml_bench's CSV line) and prints the
+# Runs ELEMS floats (default 16M) and writes bench/results/pipeline_rig$T.csv,
+# or with --shm pipeline_shm$T.csv (the ranks on this machine's shared
+# memory with the tests' yield preload, the parameters measured at
+# MPI_Init): one line per run (round, setting,
+# the chunks the model chose, then sparcml_bench's CSV line); prints the
 # medians over the rounds with their ratio to the Lemma 5.1 bound (alpha
-# 20.05 us, beta 8.31 ns/B: bench/results/rig_alpha_beta.txt).  Needs
+# 20.05 us, beta 8.31 ns/B: bench/results/rig_alpha_beta.txt).  The rig needs
 # root (scripts/netsim.sh); the rig's P = 8 runs are CPU-bound on 2 cores.
 # On shared memory the bound's column still holds the rig's.
 set -uo pipefail
