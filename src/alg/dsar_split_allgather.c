@@ -135,11 +135,7 @@ double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     /* quantized: the owner encodes its dense slice, every rank decodes all */
     double quantized = p->qbits ? N / P : 0;
     double unions = cost_format_uncertain(p) ? cost_ceil_log2(p->P) * m->alpha : 0;
-    /* The quantized slices are messages (split_allgather_messages), the
-     * plain ones value arrays gathered in place. */
-    int gather_model = p->qbits || split_in_place_sendable(p->dim, p->P, sparcml_value_size(p->vtype));
-    double gather = gather_model ? cost_split_gather(m, p, D) : cost_vendor_allgather(m, p, D);
-    return split_reduce_scatter_cost(m, p) + gather + unions
+    return split_reduce_scatter_cost(m, p) + cost_split_gather(m, p, D) + unions
            + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + P * COST_QSGD_DECODE_PER_MERGE) * quantized;
 }
 

@@ -21,12 +21,9 @@
  *   into its final place, so no rotation follows.  Ring, P - 1 rounds: in
  *   round k rank r passes message r - k to rank r + 1 and takes r - k - 1
  *   from rank r - 1.
- * Restrictions: none (any P, sizes in whole 8-byte words).  In place
- *   (split_allgather_in_place: DSAR_Split_allgather's dense slices, value
- *   arrays of any length, straight into recvbuf) the library's exchange
- *   runs only where every size is whole words or all fit in INT_MAX bytes:
- *   an MPI without large counts sends more in whole words
- *   (base/mpi_flavour.h), which would overrun a slice's neighbour.
+ * Restrictions: none (any P, messages of any size; in place,
+ *   split_allgather_in_place, DSAR_Split_allgather's dense slices: value
+ *   arrays of any length, straight into recvbuf).
  * Cost (cost_doubling_allgather, cost_ring_allgather, against
  *   cost_vendor_allgather): ceil(log2 P) alpha + (1 + 1/8) beta (P-1)/P
  *   bytes for doubling -- over TCP its rounds to a new partner each move
@@ -51,7 +48,6 @@
  *   receives per rank, or P - 1 rounds of one send and one receive. */
 #include "config.h"
 
-#include <limits.h>
 #include <string.h>
 
 #include "alg/split_phases.h"
@@ -201,13 +197,6 @@ static int library_gather(sched *s, call_gather pattern)
     return start_exchange(s, pattern);
 }
 
-int split_in_place_sendable(uint64_t dim, int P, uint64_t vs)
-{
-    uint64_t d = dim / (uint64_t)P;
-    int words = d * vs % 8 == 0 && (dim % (uint64_t)P == 0 || (d + 1) * vs % 8 == 0);
-    return words || dim * vs <= INT_MAX;
-}
-
 int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
 {
     split_state *st = sched_state(s);
@@ -216,8 +205,7 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     call_gather pattern = call_gather_for(&c->gather, c->dim * vs);
     st->phase_then = then;
     st->gathered = base;
-    if (pattern != CALL_GATHER_VENDOR && split_in_place_sendable(c->dim, ctx->size, vs))
-        return start_exchange(s, pattern);
+    if (pattern != CALL_GATHER_VENDOR) return start_exchange(s, pattern);
     /* As in vendor_gather: the total less this rank's own slice (the
      * library's exchange counts what it sends itself, in p2p.c). */
     c->bytes_sent += c->dim * vs - (uint64_t)ctx->counts[ctx->rank];

@@ -27,28 +27,44 @@ int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)
 /* --- the MPI-3 stand-ins, their int limit a parameter (tests/mpi/flavour.c
  * runs them with small limits in either build) ---------------------------- */
 
-/* A byte count as (count, type): bytes, or whole words beyond the limit
- * (the buffers involved are padded to words: pool buffers and the
- * application's count * 8-byte stream buffers).  A word type is made for
- * the one call and freed after it (release_type): calls that large are
- * rare and long, and no datatype outlives them. */
+/* A byte count as (count, type): bytes up to the limit; beyond it, blocks
+ * of `limit` bytes and the remaining bytes, as one element of a type made
+ * for the call and freed after it (release_type): exactly the bytes,
+ * whatever their number below (limit + 1) limit (2^62 with INT_MAX), so every send
+ * and receive of the library's exchanges works at any size.  Its type
+ * signature is `bytes` MPI_BYTEs, so a receive posted for more takes a
+ * shorter message, as with plain bytes. */
 static int as_elements(MPI_Count bytes, MPI_Count limit, int *count, MPI_Datatype *type)
 {
-    int rc;
+    MPI_Count blocks = bytes / limit, tail = bytes % limit;
+    MPI_Datatype block = MPI_BYTE;
+    int rc, rc_free;
     *type = MPI_BYTE;
     if (bytes <= limit) {
         *count = (int)bytes;
         return MPI_SUCCESS;
     }
-    if ((bytes + 7) / 8 > limit) return MPI_ERR_COUNT;
-    *count = (int)((bytes + 7) / 8);
-    rc = PMPI_Type_contiguous(8, MPI_BYTE, type);
-    if (rc != MPI_SUCCESS) *type = MPI_BYTE; /* nothing to free */
-    else rc = PMPI_Type_commit(type);
+    if (blocks > limit) return MPI_ERR_COUNT;
+    rc = PMPI_Type_contiguous((int)limit, MPI_BYTE, &block);
+    if (rc != MPI_SUCCESS) return rc;
+    if (tail == 0) {
+        *count = (int)blocks;
+        *type = block;
+    } else {
+        int lengths[2] = {(int)blocks, (int)tail};
+        MPI_Aint displs[2] = {0, (MPI_Aint)(blocks * limit)};
+        MPI_Datatype types[2] = {block, MPI_BYTE};
+        *count = 1;
+        rc = PMPI_Type_create_struct(2, lengths, displs, types, type);
+        if (rc != MPI_SUCCESS) *type = MPI_BYTE; /* nothing to free */
+        rc_free = PMPI_Type_free(&block); /* the struct keeps what it needs */
+        if (rc == MPI_SUCCESS) rc = rc_free;
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Type_commit(type);
     return rc;
 }
 
-/* Free a word type of as_elements (a pending send keeps its own reference). */
+/* Free a type of as_elements (a pending send keeps its own reference). */
 static int release_type(MPI_Datatype *type, int rc)
 {
     if (*type != MPI_BYTE) {

@@ -6,9 +6,10 @@
  * without them a count that fits an int goes to the int function, a larger
  * allreduce is done in chunks of at most INT_MAX elements (elementwise ops
  * only: the library never uses another), and a larger byte message travels
- * as 8-byte words.  An allgather whose counts or displacements do not fit
- * an int and are not whole words fails with MPI_ERR_COUNT (sparcml(7),
- * LIMITATIONS).  configure detects which case applies (HAVE_PMPI_ALLREDUCE_C). */
+ * in blocks of INT_MAX bytes and the rest (exactly its bytes).  An
+ * allgather whose counts or displacements do not fit an int and are not
+ * whole words fails with MPI_ERR_COUNT (sparcml(7), LIMITATIONS).
+ * configure detects which case applies (HAVE_PMPI_ALLREDUCE_C). */
 #ifndef SPARCML_MPI_FLAVOUR_H
 #define SPARCML_MPI_FLAVOUR_H
 
@@ -34,8 +35,8 @@ void flv_require_own_mpi(void);
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm);
 
-/* Point-to-point messages of `bytes` bytes (the receive for a size both
- * ends know; beyond the int limit, whole words only). */
+/* Point-to-point messages of `bytes` bytes (the receive for at most that
+ * many, at any size). */
 int flv_isend_bytes(const void *buf, MPI_Count bytes, int dest, int tag, MPI_Comm comm, MPI_Request *req);
 int flv_irecv_bytes(void *buf, MPI_Count bytes, int src, int tag, MPI_Comm comm, MPI_Request *req);
 
@@ -84,7 +85,7 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 
 /* The MPI-3 stand-ins behind the wrappers where the _c functions are
  * missing, with the int limit (INT_MAX there) as a parameter so that
- * tests/mpi/flavour.c exercises the chunks and words with small limits in
+ * tests/mpi/flavour.c exercises the chunks, blocks and words with small limits in
  * either build. */
 int flv3_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Count limit);

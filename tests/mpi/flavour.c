@@ -1,6 +1,6 @@
 /* flavour.c -- the MPI-3 stand-ins of src/base/mpi_flavour.c (what Open MPI 4.1
  * runs instead of the MPI-4 large-count functions) with small int limits,
- * so that their chunks and 8-byte words are exercised without 2^31-element
+ * so that their chunks and blocks are exercised without 2^31-element
  * buffers, in their blocking and non-blocking forms.  Linked with the library's core (not preloaded).  Checked
  * against plain PMPI calls on the same data.  Needs P >= 2.
  * Prints "flavour: P=.. failures=N". */
@@ -54,19 +54,20 @@ static void allreduce_in_chunks(void)
     }
 }
 
-/* Messages above the limit (600 here) travel as 8-byte words (padded),
- * below as bytes; the receiver learns the size from the status either way
- * (tags 1 and 2), or knows it and receives without a probe (tag 3: the
- * size the sender rounds to words, as the library's gathers send whole
- * words). */
-static void messages_as_words(void)
+/* Messages above the limit (600 here) travel in blocks of 600 bytes and
+ * the rest, below it as bytes: exactly their bytes either way.  The
+ * receiver learns the size from the status (tags 1 and 2), or knows it and
+ * receives without a probe (tag 3).  From (limit + 1) limit bytes on (with
+ * a limit of 20: 420, 21 blocks) neither end sends: MPI_ERR_COUNT on both;
+ * 419 bytes (20 blocks and 19) travel. */
+static void messages_in_blocks(void)
 {
-    static const MPI_Count sizes[] = {50, 1003, 4000};
+    static const MPI_Count sizes[] = {50, 600, 1003, 1200, 4000};
     unsigned char buf[4008];
+    MPI_Request req = MPI_REQUEST_NULL;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         MPI_Count bytes = sizes[s], got = 0;
         if (rank == 0) {
-            MPI_Request req;
             for (MPI_Count i = 0; i < bytes; i++) buf[i] = (unsigned char)(i * 7 + s);
             for (int tag = 1; tag <= 3; tag++) {
                 expect(flv3_isend_bytes(buf, bytes, 1, tag, MPI_COMM_WORLD, &req, 600) == MPI_SUCCESS,
@@ -76,20 +77,17 @@ static void messages_as_words(void)
         } else if (rank == 1) {
             MPI_Request known;
             unsigned char sized[4008] = {0};
-            expect(flv3_irecv_bytes(sized, bytes > 600 ? (bytes + 7) / 8 * 8 : bytes, 0, 3, MPI_COMM_WORLD, &known,
-                                    600) == MPI_SUCCESS,
-                   "irecv failed");
+            expect(flv3_irecv_bytes(sized, bytes, 0, 3, MPI_COMM_WORLD, &known, 600) == MPI_SUCCESS, "irecv failed");
             for (int tag = 1; tag <= 2; tag++) {
                 MPI_Message msg;
                 MPI_Status st;
                 memset(buf, 0, sizeof buf);
                 MPI_Mprobe(0, tag, MPI_COMM_WORLD, &msg, &st);
                 expect(flv_message_bytes(&st, &got) == MPI_SUCCESS, "message size unknown");
-                expect(got >= bytes && got <= bytes + 7, "message size wrong");
+                expect(got == bytes, "message size wrong");
                 if (tag == 1) {
                     expect(flv3_mrecv_bytes(buf, got, &msg, 600) == MPI_SUCCESS, "mrecv failed");
                 } else {
-                    MPI_Request req;
                     expect(flv3_imrecv_bytes(buf, got, &msg, &req, 600) == MPI_SUCCESS, "imrecv failed");
                     MPI_Wait(&req, MPI_STATUS_IGNORE);
                 }
@@ -101,7 +99,20 @@ static void messages_as_words(void)
                 if (sized[i] != (unsigned char)(i * 7 + s)) { expect(0, "received bytes wrong"); break; }
         }
     }
+    if (rank == 0) expect(flv3_isend_bytes(buf, 420, 1, 4, MPI_COMM_WORLD, &req, 20) == MPI_ERR_COUNT, "420 bytes sent");
+    if (rank == 1) expect(flv3_irecv_bytes(buf, 420, 0, 4, MPI_COMM_WORLD, &req, 20) == MPI_ERR_COUNT, "420 bytes posted");
+    expect(req == MPI_REQUEST_NULL, "a request for a message beyond the limit");
+    for (MPI_Count i = 0; rank == 0 && i < 419; i++) buf[i] = (unsigned char)(i * 5 + 1);
+    if (rank == 0) expect(flv3_isend_bytes(buf, 419, 1, 5, MPI_COMM_WORLD, &req, 20) == MPI_SUCCESS, "419 bytes not sent");
+    if (rank == 1) {
+        memset(buf, 0, 419);
+        expect(flv3_irecv_bytes(buf, 419, 0, 5, MPI_COMM_WORLD, &req, 20) == MPI_SUCCESS, "419 bytes not posted");
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    for (MPI_Count i = 0; rank == 1 && i < 419; i++)
+        if (buf[i] != (unsigned char)(i * 5 + 1)) { expect(0, "419 bytes wrong"); break; }
 }
+
 
 /* Allgatherv of P slices of `each` bytes: bytes when everything fits the
  * limit, words when all are whole words, else MPI_ERR_COUNT on every rank. */
@@ -142,7 +153,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     allreduce_in_chunks();
-    messages_as_words();
+    messages_in_blocks();
     allgather(5, 100, MPI_SUCCESS);          /* bytes */
     allgather(24, 20, MPI_SUCCESS);          /* words: counts beyond the limit, whole words */
     allgather(21, 20, MPI_ERR_COUNT);        /* neither */
