@@ -385,7 +385,8 @@ static int compress_begin(sched *s)
     return op_agree(s, compress_agreed);
 }
 
-const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin};
+const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin,
+                                               .select = select_algorithm};
 
 int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
 {

@@ -205,7 +205,7 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     }
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
-    c->selected = c->piggybacked ? select_algorithm(s, p) : alg;
+    c->selected = c->piggybacked ? op->kind->select(s, p) : alg;
     select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected));
     learn(c->ctx, p, c);
     c->ctx->calls++;
@@ -438,6 +438,7 @@ static int split_resume(sched *s, const sparcml_problem *p)
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
     op->alg = op->split;
+    c->pipeline_chunks = select_pipeline_chunks(op->set, p); /* for the memo (memo_choice) */
     c->gather = select_gather_plan(op->set, p);
     sparcml_algorithms[op->alg].scratch(c, p, need);
     if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
@@ -450,6 +451,22 @@ static int split_resume(sched *s, const sparcml_problem *p)
     return op_run(s, p, op_concluded);
 }
 
+int op_deliver_piggybacked(sparcml_op *op, const sparcml_problem *p)
+{
+    sparcml_call *c = &op->c;
+    if (!c->piggybacked || op->agreed.declined) {
+        c->declined = c->piggybacked;
+        c->piggybacked = 0; /* the call runs as any other */
+        return 0;
+    }
+    /* The piggybacked run was not pipelined (it ran with the records
+     * riding along); the chunk count still tells the memo whether the next
+     * call should be. */
+    c->pipeline_chunks = select_pipeline_chunks(op->set, p);
+    op->result = finish_piggybacked(op, p);
+    return 1;
+}
+
 static int tagged_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -457,17 +474,8 @@ static int tagged_agreed(sched *s)
     sparcml_problem p;
     c->dim = op->agreed.dim;
     p = op_problem(op);
-    if (c->piggybacked && !op->agreed.declined) {
-        /* The piggybacked run was not pipelined (it ran with the records
-         * riding along); the chunk count still tells the memo whether the
-         * next call should be. */
-        c->pipeline_chunks = select_pipeline_chunks(op->set, &p);
-        if (op->split) return split_resume(s, &p);
-        op->result = finish_piggybacked(op, &p);
-        return MPI_SUCCESS;
-    }
-    c->declined = c->piggybacked;
-    c->piggybacked = 0; /* the call runs as any other */
+    if (op->split && c->piggybacked && !op->agreed.declined) return split_resume(s, &p);
+    if (op_deliver_piggybacked(op, &p)) return MPI_SUCCESS;
     op->alg = select_algorithm(op->set, &p);
     return op_run(s, &p, op_concluded);
 }
@@ -505,7 +513,7 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
  * own scratch, what the next call of its count may ask of the pools
  * piggybacked: so the next call piggybacks on pools every rank is known
  * to hold, and nobody allocates while the records travel. */
-static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
+void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
 {
     uint64_t next[CTX_CAPACITIES] = {0};
     sparcml_algorithm kept = memo_choice(op, op->alg);
@@ -514,33 +522,46 @@ static void tagged_scratch_ahead(const sparcml_op *op, const sparcml_problem *p,
     for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
 
-static int tagged_begin(sched *s)
+/* Decided when the call runs, not when it is started: the memo and the
+ * agreed capacities are what the communicator's previous calls left, the
+ * same on every rank only once they have all completed.  The data rides on
+ * `alg`'s exchange where `hit` (from the memo) and the pools every rank is
+ * known to hold allow it for calls of dimension `dim` and up to `k_max`
+ * entries; a rank whose input is beyond the reservation declines
+ * (agree_begin). */
+static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uint64_t dim, uint64_t k_max)
 {
-    sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
-    uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0, need[CTX_CAPACITIES] = {0};
-    sparcml_algorithm alg = split_history(op);
-    int hit;
-    /* Decided when the call runs, not when it is started: the memo and the
-     * agreed capacities are what the communicator's previous calls left,
-     * the same on every rank only once they have all completed.  A rank
-     * whose input is beyond the reservation declines (agree_begin).  On the
-     * split exchange the data rides where the memo's call had this count
-     * and value type (so neither quantizes: memo_choice). */
-    if (alg != SPARCML_ALG_AUTO) {
-        hit = memo->split.count == count && memo->split.vtype == c->vtype;
-        dim = memo->split.dim;
-        k_max = memo->split.k_max;
-    } else {
-        alg = SPARCML_ALG_RECURSIVE_DOUBLE;
-        hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
-    }
+    uint64_t need[CTX_CAPACITIES] = {0};
     if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), need);
     op->local.piggyback = hit && pools_hold(c->ctx, need);
     c->piggybacked = op->local.piggyback;
     if (c->piggybacked && op->local.reason == SPARCML_R_OK)
         op->local.declined = c->input.dim != dim || c->input.nnz > piggyback_cap(dim, k_max);
+}
+
+void op_piggyback_on_doubling(sparcml_op *op)
+{
+    const sparcml_memo *memo = &op_policy_of(op->c.ctx)->memo;
+    uint64_t dim = 0, k_max = 0;
+    int hit = split_history(op) == SPARCML_ALG_AUTO && op->set->piggyback
+              && select_memo_hit(memo, op->c.recv_bytes / SPARCML_WORD_BYTES, op->c.vtype, &dim, &k_max);
+    piggyback_decide(op, SPARCML_ALG_RECURSIVE_DOUBLE, hit, dim, k_max);
+}
+
+/* On the split exchange the data rides where the memo's call had this
+ * count and value type (so neither quantizes: memo_choice). */
+static int tagged_begin(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    const sparcml_call *c = &op->c;
+    const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
+    sparcml_algorithm alg = split_history(op);
+    if (alg == SPARCML_ALG_AUTO) op_piggyback_on_doubling(op);
+    else
+        piggyback_decide(op, alg,
+                         memo->split.count == c->recv_bytes / SPARCML_WORD_BYTES && memo->split.vtype == c->vtype,
+                         memo->split.dim, memo->split.k_max);
     return op_agree(s, tagged_agreed);
 }
 
@@ -567,7 +588,7 @@ static void tagged_fill(sparcml_op *op, int vtype)
 }
 
 const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin,
-                                           .scratch_ahead = tagged_scratch_ahead};
+                                           .scratch_ahead = op_scratch_ahead, .select = select_algorithm};
 
 void op_fill_dense(sparcml_op *op, int vtype)
 {

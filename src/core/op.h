@@ -53,6 +53,8 @@ typedef struct sparcml_op_kind {
     /* Scratch the kind's next call may need, to reserve with this call's
      * (op_run raises `need` to it); or NULL. */
     void (*scratch_ahead)(const sparcml_op *op, const sparcml_problem *p, uint64_t *need);
+    /* What the kind's selector picks for agreed numbers (core/select.h). */
+    sparcml_algorithm (*select)(const sparcml_settings *s, const sparcml_problem *p);
 } sparcml_op_kind;
 
 /* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
@@ -130,6 +132,19 @@ sparcml_op *op_of(sched *s);
 int op_agree(sched *s, sched_step then);
 int op_run(sched *s, const sparcml_problem *p, sched_step then);
 void op_conclude(sparcml_op *op);
+
+/* Piggybacking (op_agree) on recursive doubling's exchange, for kinds
+ * whose input stream is built before the agreement: where the memo
+ * predicts recursive doubling for the call's count and value type and the
+ * pools every rank holds cover it, its data rides along, unless this rank
+ * declines (its input beyond what the pools were reserved for).  After the
+ * agreement, op_deliver_piggybacked delivers such a call's result into
+ * c->recvbuf and concludes it (returns 1), or says that the call runs as
+ * any other (returns 0).  op_scratch_ahead is the kinds' scratch_ahead:
+ * it reserves what the next call of the count may ask of the pools. */
+void op_piggyback_on_doubling(sparcml_op *op);
+int op_deliver_piggybacked(sparcml_op *op, const sparcml_problem *p);
+void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES]);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);

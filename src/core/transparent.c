@@ -170,17 +170,23 @@ static int vendor(sched *s, stats_route route)
 
 /* --- the sparse route --------------------------------------------------- */
 
-/* The sum is in the result pool: write it into the application's buffer. */
-static int sparse_done(sched *s)
+/* The concluded call's sum is in the result pool: write it into the
+ * application's buffer. */
+static void write_result(sparcml_op *op)
 {
-    sparcml_op *op = op_of(s);
     sv result;
-    op_conclude(op);
-    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
+    if (op->result != MPI_SUCCESS) return;
     result = stream_view(op->c.recvbuf);
     stream_densify(&result, op->recvbuf);
     op->route = ROUTE_SPARSE;
     record_route(op);
+}
+
+static int sparse_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    op_conclude(op);
+    write_result(op);
     return MPI_SUCCESS;
 }
 
@@ -190,8 +196,19 @@ static int transparent_agreed(sched *s)
     sparcml_call *c = &op->c;
     sparcml_problem p = op_problem(op);
     op_policy *pol = op_policy_of(c->ctx);
+    c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
+    /* Recursive doubling ran within the agreement: its sum is the call's,
+     * whatever the selector now makes of the agreed numbers; a vendor pick
+     * applies from the next call on. */
+    if (op_deliver_piggybacked(op, &p)) {
+        write_result(op);
+        if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
+        return MPI_SUCCESS;
+    }
     op->alg = select_transparent(op->set, &p);
     if (op->alg == SPARCML_ALG_DENSE) {
+        /* The memo predicts no recursive doubling for this count now. */
+        select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO);
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
@@ -205,29 +222,33 @@ static int transparent_agreed(sched *s)
     if (!input_built(&c->input))
         c->input = stream_from_values(&c->input, op->local.nnz,
                                       ctx_buffer(c->ctx, POOL_DENSE_IN, input_bytes(c, op->local.nnz)));
-    c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes);
     return op_run(s, &p, sparse_done);
 }
 
 /* The prologue: the learnt vendor choice, or this rank's scan and its
- * scratch, then the agreement. */
+ * scratch, then the agreement, with the stream riding on it where the
+ * memo predicts recursive doubling (a stream the scan could not build, its
+ * count beyond the room, stays back). */
 static int transparent_begin(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
     const void *in = op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
-    double t0;
     if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
     /* The count is the dimension: a mismatch is named as a count's. */
     *local = (sparcml_local){.vtype = c->vtype, .count = op->count};
     if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
     else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
-    if (local->reason != SPARCML_R_OK) return op_agree(s, transparent_agreed);
-    t0 = PMPI_Wtime();
-    scan(op, in);
-    op->scan_seconds = PMPI_Wtime() - t0;
+    if (local->reason == SPARCML_R_OK) {
+        double t0 = PMPI_Wtime();
+        scan(op, in);
+        op->scan_seconds = PMPI_Wtime() - t0;
+    }
+    op_piggyback_on_doubling(op);
+    if (c->piggybacked && local->reason == SPARCML_R_OK && !input_built(&c->input)) local->declined = 1;
     return op_agree(s, transparent_agreed);
 }
 
-const sparcml_op_kind sparcml_op_transparent = {.fill = op_fill_dense, .begin = transparent_begin};
+const sparcml_op_kind sparcml_op_transparent = {.fill = op_fill_dense, .begin = transparent_begin,
+                                                .scratch_ahead = op_scratch_ahead, .select = select_transparent};

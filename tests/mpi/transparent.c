@@ -13,7 +13,16 @@
  *                               inter-communicator: bitwise the vendor's
  *                               result (PMPI_Allreduce on the same input)
  *   transparent count_mismatch  rank 0 passes another count: MPI_ERR_COUNT
- *                               on every rank
+ *                               on every rank (after three calls of the
+ *                               common count, so that the other ranks
+ *                               piggyback their data on the agreement)
+ *   transparent sequence        float and double calls of one count whose
+ *                               agreement modes the script checks against
+ *                               the piggybacking rule (rank 0 prints
+ *                               "call I" after each): densities 1e-3 and
+ *                               5e-3 (disjoint nonzeros), in place and not,
+ *                               and one dense call, which makes the next 15
+ *                               go to the vendor
  *
  * argv[2] picks the call (every case of the mode makes it): blocking
  * (default), wait (MPI_Iallreduce + MPI_Wait), test (MPI_Iallreduce, then
@@ -301,10 +310,13 @@ static void nonqualifying(void)
     free(b);
 }
 
+static const ctype float_type = {MPI_FLOAT, "MPI_FLOAT", 1, 4}, double_type = {MPI_DOUBLE, "MPI_DOUBLE", 1, 8};
+
 static void count_mismatch(void)
 {
     int rank, rc, cls = MPI_SUCCESS;
     float *f = calloc(N + 8, sizeof *f);
+    for (uint64_t seed = 1; seed <= 3; seed++) run_case(&float_type, PAT_DISJOINT, 1e-3, 0, seed, MPI_COMM_WORLD);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     f[3] = 1;
@@ -317,6 +329,22 @@ static void count_mismatch(void)
         failures++;
     }
     free(f);
+}
+
+static void sequence(void)
+{
+    enum { CALLS = 25 };
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 1; i <= CALLS; i++) {
+        double d = i == 4 || i == 5 ? 5e-3 : i == 6 ? 1 : 1e-3;
+        run_case(i == 24 ? &double_type : &float_type, PAT_DISJOINT, d, i == 3 || i == 25, 7000 + (uint64_t)i,
+                 MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("call %d\n", i);
+            fflush(stdout);
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -342,8 +370,10 @@ int main(int argc, char **argv)
         nonqualifying();
     } else if (strcmp(mode, "count_mismatch") == 0) {
         count_mismatch();
+    } else if (strcmp(mode, "sequence") == 0) {
+        sequence();
     } else {
-        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch] [blocking|wait|test|persistent]\n");
+        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch|sequence] [blocking|wait|test|persistent]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     PMPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

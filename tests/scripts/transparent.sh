@@ -7,7 +7,14 @@
 #    sparse one;
 #  - calls that do not qualify equal the vendor's bitwise and print no
 #    transparent line under SPARCML_VERBOSE;
-#  - a count that differs across ranks: MPI_ERR_COUNT on every rank, one line;
+#  - a count that differs across ranks: MPI_ERR_COUNT on every rank, one line,
+#    also where the ranks of the common count piggyback their data on the
+#    agreement and the other does not;
+#  - the agreement modes of a sequence of calls (sparcml(7), SPARCML_PIGGYBACK):
+#    a call's data rides on recursive doubling's agreement exactly when the
+#    latest call of its count and value type ran recursive doubling, unless
+#    its input is beyond twice that call's largest (declined); a vendor
+#    choice drops the prediction;
 #  - the pass-through tests (dense data) still give the vendor's bits;
 #  - the same sums as MPI_Iallreduce with MPI_Wait, with an MPI_Test loop,
 #    and as persistent calls, at P = 1..8: the same route counts as the
@@ -58,10 +65,47 @@ for p in 1 2 4; do
     check "non-qualifying calls equal the vendor's and stay with it, P=$p" \
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && ! grep -q "transparent allreduce" "$out"'
 done
-run_mpi 3 "$with_shim" $on -- "$TESTBIN/transparent" count_mismatch
+pig_failed='grep -q "failed calls whose data travelled with the agreement records: 1$" "$out"'
+run_mpi 3 "$with_shim" $on SPARCML_STATS=1 -- "$TESTBIN/transparent" count_mismatch
 rc=$?
-check "count differing across ranks: MPI_ERR_COUNT on every rank, one line" \
-    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ]'
+check "count differing across ranks, rank 0 piggybacking: MPI_ERR_COUNT on every rank, one line" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ] &&
+     eval "$pig_failed"'
+# modes: one word per call of the sequence, from rank 0's verbose lines: the
+# agreement of a call the sparse route took, else its route.
+modes() {
+    awk '/^sparcml: allreduce / { for (i = 1; i <= NF; i++) if ($i ~ /^agreement=/) a = substr($i, 11) }
+         /^sparcml: transparent allreduce / { for (i = 1; i <= NF; i++) if ($i ~ /^route=/) r = substr($i, 7)
+                                              printf "%s ", r == "sparse" ? a : r; a = "" }' "$out"
+}
+# The rule applied to the sequence (tests/mpi/transparent.c): call 1 has no
+# prediction; 2, 3 follow recursive doubling; 4 has 5 times their inputs;
+# 5 follows 4; 6 is dense (the vendor); 7-21 take the learnt vendor
+# choice; 22 has no prediction (the vendor choice dropped it); 23 follows
+# 22; 24 is double (no prediction for its type); 25 is float again.
+# The cost model is set (a 10 GB/s network) so that the dense call goes to
+# the vendor and the sparse ones run recursive doubling.
+model="SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=0.1 SPARCML_GAMMA_NS_PER_ENTRY=2.5"
+only_rd='[ -z "$(grep "^sparcml: allreduce " "$out" | grep -v "algorithm=ssar_recursive_double ")" ]'
+learnt=$(printf 'vendor_learnt %.0s' $(seq 15))
+want="separate piggybacked piggybacked declined piggybacked vendor ${learnt}separate piggybacked separate piggybacked "
+for how in blocking wait; do
+    for p in 3 4; do
+        run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 $model -- "$TESTBIN/transparent" sequence $how
+        rc=$?
+        got=$(modes)
+        check "sequence, $how, P=$p: results exact, agreement modes follow the rule (got: $got)" \
+            '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want" ] && [ "$(grep -c "^call " "$out")" -eq 25 ] &&
+             eval "$only_rd"'
+    done
+done
+run_mpi 3 "$with_shim" $on SPARCML_VERBOSE=1 $model SPARCML_PIGGYBACK=0 -- "$TESTBIN/transparent" sequence
+rc=$?
+got=$(modes)
+all_separate=${want//piggybacked/separate}
+all_separate=${all_separate//declined/separate}
+check "sequence, SPARCML_PIGGYBACK=0: every sparse call agrees separately (got: $got)" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$all_separate" ]'
 for p in 1 2 4; do
     run_mpi "$p" "$with_shim" SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=1 -- "$TESTBIN/passthrough"
     rc=$?
