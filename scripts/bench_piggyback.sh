@@ -4,6 +4,8 @@
 #
 # usage: scripts/bench_piggyback.sh [--rounds R] [--reps N] [--out FILE]
 #                                   [--ranks P] [--points "PATTERN D,..."]
+#        scripts/bench_piggyback.sh --transparent [--rounds R] [--reps N]
+#                                   [--out FILE] [--ranks P]
 #
 # P = 8 (--ranks: 2 to 8), N = 16M floats; points (--points, e.g.
 # "random 1e-3,random 1e-4"): identical indices at d = 1e-4 and random
@@ -16,21 +18,33 @@
 # each run reports the median of --reps timed calls (max over ranks).  auto
 # gets the rig's measured parameters as in scripts/bench_sweep.sh.  Writes
 # one CSV row per run (method, round, the bench's CSV) to FILE (default
-# bench/results/piggyback_rig.csv) and prints the median ratios.  Root (rig).
+# bench/results/piggyback_rig.csv) and prints the median ratios.
+#
+# --transparent: an unmodified program's dense float allreduce in
+# transparent mode (bench/transparent_bench, its vendor calls alternating
+# with the shim's) of 256 KiB, 1 MiB and 4 MiB at d = 1e-4 and 1e-3 (random
+# positions), SPARCML_PIGGYBACK=1 and 0 in alternate runs, --reps calls
+# each (default 32); the cost model measured at MPI_Init.  Writes
+# bench/results/piggyback_transparent_rig.csv (default) and prints the
+# medians over rounds of each run's mean call.  Root (rig).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 reps=15 out="$top/bench/results/piggyback_rig.csv" ranks=8
+rounds=3 reps=15 out="" ranks=8 transparent=0
 points_arg="identical 1e-4,random 1e-4,random 1e-3"
 while [ $# -gt 0 ]; do
     case $1 in
+    --transparent) transparent=1 reps=32; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --points) points_arg=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds R] [--reps N] [--out FILE] [--ranks P] [--points \"PATTERN D,...\"]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--transparent] [--rounds R] [--reps N] [--out FILE] [--ranks P] [--points \"PATTERN D,...\"]" >&2
+       exit 2 ;;
     esac
 done
+[ "$transparent" = 1 ] && def=piggyback_transparent_rig.csv || def=piggyback_rig.csv
+out=${out:-$top/bench/results/$def}
 export NETSIM_PREFIX=${NETSIM_PREFIX:-spbench} HYDRA_CONFIG_FILE=/dev/null
 "$top/scripts/setup.sh" >/dev/null
 work="$top/build/bench-piggyback"
@@ -45,6 +59,25 @@ model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_
        SPARCML_RANKS_PER_CORE=1)
 trap '"$top/scripts/netsim.sh" down >/dev/null 2>&1 || true' EXIT
 "$top/scripts/netsim.sh" up 8 1gbit >/dev/null
+if [ "$transparent" = 1 ]; then
+    make -C "$top/build" -s bench/transparent_bench
+    echo "run,round,bytes,density,P,calls,vendor_mean_ms,transparent_mean_ms,ratio_mean,vendor_median_ms,transparent_median_ms,inplace" >"$out"
+    for r in $(seq 1 "$rounds"); do
+        for pig in 1 0; do
+            env LD_PRELOAD="$work/libsparcml.so" SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096 \
+                SPARCML_PIGGYBACK=$pig timeout 900 "$top/scripts/netsim.sh" run "$ranks" -- \
+                "$top/build/bench/transparent_bench" 262144,1048576,4194304 1e-4,1e-3 "$reps" 2>/dev/null |
+                grep -v '^bytes' | sed "s/^/pig$pig,$r,/" >>"$out"
+        done
+    done
+    awk -F, 'NR > 1 { key = $3 " B d=" $4; t[key, $1] = t[key, $1] " " $8; v[key] = v[key] " " $7; keys[key] = 1 }
+        function med(s,   a, n, i, j, x) { n = split(s, a, " "); for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        END { for (k in keys) { p1 = med(t[k, "pig1"]); p0 = med(t[k, "pig0"]); vd = med(v[k])
+            printf "%s: vendor %.3f ms, transparent piggybacked %.3f ms, separate %.3f ms; separate/piggyback %.2f, vendor/piggyback %.2f\n",
+                k, vd, p1, p0, p0 / p1, vd / p1 } }' "$out" | sort -n
+    exit 0
+fi
 echo "run,round,method,P,N,density,pattern,vtype,median_s,min_s,bytes_sent_per_rank,bound_disjoint_s,bound_identical_s,bound_applies,k,reps" >"$out"
 IFS=, read -r -a points <<<"$points_arg"
 for r in $(seq 1 "$rounds"); do
