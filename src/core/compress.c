@@ -281,7 +281,7 @@ static int contribute(sched *s)
     if (op->set->qsgd_bits) c->input_q = qsgd_of(op->set);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
     p = op_problem(op);
-    op->alg = select_algorithm(op->set, &p);
+    op->alg = op->kind->select(op->set, &p);
     op->ready = contribution_ready;
     return op_run(s, &p, compressed_done);
 }

@@ -447,7 +447,7 @@ static int split_resume(sched *s, const sparcml_problem *p)
     }
     c->declined = 1;
     c->piggybacked = 0;
-    op->alg = select_algorithm(op->set, p);
+    op->alg = op->kind->select(op->set, p);
     return op_run(s, p, op_concluded);
 }
 
@@ -476,7 +476,7 @@ static int tagged_agreed(sched *s)
     p = op_problem(op);
     if (op->split && c->piggybacked && !op->agreed.declined) return split_resume(s, &p);
     if (op_deliver_piggybacked(op, &p)) return MPI_SUCCESS;
-    op->alg = select_algorithm(op->set, &p);
+    op->alg = op->kind->select(op->set, &p);
     return op_run(s, &p, op_concluded);
 }
 

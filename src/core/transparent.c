@@ -205,7 +205,7 @@ static int transparent_agreed(sched *s)
         if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
         return MPI_SUCCESS;
     }
-    op->alg = select_transparent(op->set, &p);
+    op->alg = op->kind->select(op->set, &p);
     if (op->alg == SPARCML_ALG_DENSE) {
         /* The memo predicts no recursive doubling for this count now. */
         select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO);
