@@ -17,7 +17,9 @@
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
  *    and an agreement per call.
  *  - The sparse path runs the algorithm on that stream into pooled
- *    scratch and writes the dense result in one sweep.  Both buffers are
+ *    scratch and writes the dense result in one sweep; where the memo
+ *    predicts recursive doubling, the stream rides on the agreement's
+ *    messages as a tagged call's does (op_piggyback_on_doubling).  Both buffers are
  *    reserved before the agreement (the scan gathers into one): a rank
  *    that cannot have them says so in its record, and every rank fails the
  *    call alike.  Every zero (either sign) is +0.0 and contributes nothing;
