@@ -19,12 +19,12 @@
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
  *    predicts recursive doubling, the stream rides on the agreement's
- *    messages as a tagged call's does (op_piggyback_on_doubling).  Both buffers are
- *    reserved before the agreement (the scan gathers into one): a rank
- *    that cannot have them says so in its record, and every rank fails the
- *    call alike.  Every zero (either sign) is +0.0 and contributes nothing;
- *    NaN and Inf are nonzeros and add as IEEE values; results are bitwise
- *    identical on all ranks (as every sparcml result).
+ *    messages as a tagged call's does (op_piggyback_on_doubling).  Both
+ *    buffers are reserved before the agreement (the scan gathers into
+ *    one): a rank that cannot have them says so in its record, and every
+ *    rank fails the call alike.  Every zero (either sign) is +0.0 and
+ *    contributes nothing; NaN and Inf are nonzeros and add as IEEE values;
+ *    results are bitwise identical on all ranks (as every sparcml result).
  *  - Failures (count or datatype differing across ranks, aliased buffers)
  *    are agreed and reported on every rank as for tagged calls.
  *  - It is a kind of op (op.h): blocking, non-blocking and persistent calls
@@ -67,6 +67,16 @@ static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
     pol->transparent.count = count;
     pol->transparent.vtype = vtype;
     pol->transparent.skip = TRANSPARENT_SKIP;
+}
+
+/* A sparse choice for the learnt count and type (its skips are used up, or
+ * the call would not have scanned) ends the learnt choice, so the next
+ * scans of that size gather with the whole pool as room.  A choice learnt
+ * for another size stays. */
+static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
+{
+    op_policy *pol = op_policy_of(ctx);
+    if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
 }
 
 static void record_route(const sparcml_op *op)
@@ -205,6 +215,7 @@ static int transparent_agreed(sched *s)
     if (op_deliver_piggybacked(op, &p)) {
         write_result(op);
         if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
+        else learn_sparse(c->ctx, op->count, c->vtype);
         return MPI_SUCCESS;
     }
     op->alg = op->kind->select(op->set, &p);
@@ -214,11 +225,7 @@ static int transparent_agreed(sched *s)
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
-    /* A sparse choice for the learnt count and type (its skips are used
-     * up, or this call would not have scanned) ends the learnt choice, so
-     * the next scans of that size gather with the whole pool as room.  A
-     * choice learnt for another size stays. */
-    if (pol->transparent.count == op->count && pol->transparent.vtype == c->vtype) pol->transparent.count = 0;
+    learn_sparse(c->ctx, op->count, c->vtype);
     /* Both pools were reserved before the agreement, the input's at least
      * at input_bytes when the scan could not build the stream. */
     if (!input_built(&c->input))
