@@ -23,6 +23,7 @@ typedef struct sparcml_problem {
     uint32_t qbucket;
     int qsparse;     /* sparse values are quantized too */
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
+    double vendor_seconds; /* the vendor's allreduce of these buffers as timed (0: never) */
 } sparcml_problem;
 
 /* The parameters the costs are computed with (core/select.c adjusts the

@@ -13,8 +13,10 @@
  *   expanded: a stream's dimension may be far beyond what a rank can hold).
  *   A sparse result is summed densely in a pool buffer of the same size.
  * Cost (dense_allreduce_cost): the vendor's min(ceil(log2 P) (alpha + beta
- *   D), 2 ceil(log2 P) alpha + 2 (P-1)/P beta D), plus the same for D/(8 vs)
- *   bytes of bitmap when the format is not certain.
+ *   D + g D), 2 ceil(log2 P) alpha + (P-1)/P (2 beta D + g D)), its adds
+ *   g = COST_COPY_PER_MERGE gamma / 8 per byte (cost_vendor_allreduce),
+ *   plus the same for D/(8 vs) bytes of bitmap when the format is not
+ *   certain.
  * Memory (dense_allreduce_scratch): recvbuf; a pool copy of a sparse
  *   input under MPI_IN_PLACE; the bitmap and a dense pool vector when the
  *   result's format is not certain.

@@ -16,6 +16,7 @@ enum {
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_EXACT_MAX, F_SEQUENCE_MAX, F_DECLINED_MAX,
+    F_VENDOR_NEG, /* INT64_MIN: none timed */
     F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
@@ -43,6 +44,7 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_EXACT_MAX] = l->exact;
     v[F_SEQUENCE_MAX] = (int64_t)l->sequence;
     v[F_DECLINED_MAX] = l->declined;
+    v[F_VENDOR_NEG] = l->vendor_ps ? -(int64_t)(l->vendor_ps & INT64_MAX) : INT64_MIN;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
 }
@@ -75,6 +77,7 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->exact = (int)v[F_EXACT_MAX];
     out->sequence = (uint64_t)v[F_SEQUENCE_MAX];
     out->declined = (int)v[F_DECLINED_MAX];
+    out->vendor_ps = v[F_VENDOR_NEG] == INT64_MIN ? 0 : (uint64_t)-v[F_VENDOR_NEG];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The
      * piggyback decision follows from count, value type, settings and the

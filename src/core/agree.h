@@ -41,6 +41,9 @@ typedef struct sparcml_local {
      * names the CLT-k leader). */
     int exact;
     uint64_t sequence;
+    /* Transparent mode: this rank's fastest blocking vendor allreduce of
+     * buffers of this count and type so far (picoseconds; 0: none timed). */
+    uint64_t vendor_ps;
 } sparcml_local;
 
 typedef struct sparcml_agreed {
@@ -54,11 +57,12 @@ typedef struct sparcml_agreed {
     int exact;          /* some rank's */
     uint64_t sequence;  /* the largest */
     int declined;       /* some rank's */
+    uint64_t vendor_ps; /* the fastest any rank timed (0: none) */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 17 };
+enum { AGREE_FIELDS = 18 };
 
-/* The record on the wire: 136 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 144 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

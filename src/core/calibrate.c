@@ -233,7 +233,6 @@ static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements, 
 int calibrate_job(MPI_Comm comm)
 {
     const sparcml_settings *s = settings_get();
-    const unsigned all_set = SETTINGS_SET_ALPHA | SETTINGS_SET_BETA | SETTINGS_SET_GAMMA;
     char *buf = NULL, *placements = NULL;
     int *displs = NULL;
     unsigned mine[2], everywhere[2];
@@ -254,7 +253,7 @@ int calibrate_job(MPI_Comm comm)
     mine[1] = buf && placements && displs;
     rc = PMPI_Allreduce(mine, everywhere, 2, MPI_UNSIGNED, MPI_BAND, comm);
     if (rc == MPI_SUCCESS && !mine[1]) rc = MPI_ERR_NO_MEM;
-    else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != all_set)
+    else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != SETTINGS_SET_MODEL)
         rc = measure_on_dup(comm, size, buf, placements, displs);
     free(buf);
     free(placements);

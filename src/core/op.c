@@ -140,6 +140,7 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
         .qbucket = c->q.bucket,
         .qsparse = c->q_sparse,
         .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
+        .vendor_seconds = 1e-12 * (double)a->vendor_ps,
     };
 }
 

@@ -20,9 +20,11 @@
 #include "core/settings.h"
 #include "runtime/schedule.h"
 
+enum { OP_VENDOR_TIMED = 4 };
+
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
- * agreed outcomes change it. */
+ * agreed outcomes change it, except what a field names this rank's own. */
 typedef struct op_policy {
     /* The selector's overlap estimate, learnt from the previous call. */
     double overlap;
@@ -35,6 +37,12 @@ typedef struct op_policy {
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
+    /* ... and the fastest blocking vendor call for the last few counts and
+     * types it ran, agreed (the minimum over ranks) at each agreement for
+     * them, lowered by this rank's own calls in between: this rank's own
+     * numbers, which the selector sees only through the agreement. */
+    struct { MPI_Count count; int vtype; uint64_t ps; } vendor_timed[OP_VENDOR_TIMED];
+    int vendor_timed_next;
     /* Compression: what this rank held back of each buffer (its own; the
      * agreed part is each entry's sequence). */
     feedback_table feedback;

@@ -111,7 +111,12 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
     if (p->P == 1) return SPARCML_ALG_DENSE; /* the vendor's copy */
     select_costs(s, p, cost);
-    cost[SPARCML_ALG_DENSE] = cost_vendor_allreduce(&m, p, N * vs); /* on the original buffers */
+    /* On the original buffers.  Its price holds a byte's transfer and add
+     * as measured on messages that stay in the cache; large buffers on
+     * shared memory, which the vendor moves through its own copies, were
+     * timed at about 40 times that (bench/RESULTS.md, "Transparent mode"): so
+     * where the calls timed it, the vendor costs at least that. */
+    cost[SPARCML_ALG_DENSE] = fmax(cost_vendor_allreduce(&m, p, N * vs), p->vendor_seconds);
     for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_DENSE; a++)
         if (cost[a] + detour < cost[best]) best = a;
     return best;

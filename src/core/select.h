@@ -48,7 +48,8 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
 /* Transparent mode (transparent.c): the algorithm for an untagged dense
  * sum whose nonzeros the agreement counted, SPARCML_ALG_DENSE meaning the
  * vendor on the original buffers.  The sparse algorithms pay for building
- * the input stream and writing the dense result too. */
+ * the input stream and writing the dense result too; the vendor costs at
+ * least what it was timed at on these buffers (p->vendor_seconds). */
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
 
 /* What a communicator's past calls predict of the next (core/op.c).

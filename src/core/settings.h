@@ -18,7 +18,7 @@
 typedef enum { COMPRESS_OFF, COMPRESS_TOPK, COMPRESS_CLTK } sparcml_compress;
 
 /* Bits of sparcml_settings.cost_set. */
-enum { SETTINGS_SET_ALPHA = 1, SETTINGS_SET_BETA = 2, SETTINGS_SET_GAMMA = 4 };
+enum { SETTINGS_SET_ALPHA = 1, SETTINGS_SET_BETA = 2, SETTINGS_SET_GAMMA = 4, SETTINGS_SET_MODEL = 7 };
 
 typedef struct sparcml_settings {
     int disable;                 /* SPARCML_DISABLE: 0/1 */

@@ -68,16 +68,16 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
 }
 
 void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
-                              stats_route route, uint64_t k_max, double scan_seconds)
+                              stats_route route, uint64_t k_max, double scan_seconds, double vendor_seconds)
 {
     static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
     if (ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
     atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
     if (s->verbose && ctx->rank == 0) {
         printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
-               "scan_us=%.1f\n",
+               "scan_us=%.1f vendor_ms=%.3f\n",
                ctx->size, (unsigned long long)n, sparcml_value_type_name(vtype), names[route],
-               (unsigned long long)k_max, scan_seconds * 1e6);
+               (unsigned long long)k_max, scan_seconds * 1e6, vendor_seconds * 1e3);
         fflush(stdout);
     }
 }

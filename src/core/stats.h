@@ -31,9 +31,11 @@ typedef enum stats_route {
 } stats_route;
 
 /* Record a transparent call of N values: its route, the most nonzeros any
- * rank had (0 when not scanned) and this rank's scan time. */
+ * rank had (0 when not scanned), this rank's scan time and the vendor's
+ * time on these buffers as the selector saw it (0: not timed, or not
+ * agreed). */
 void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
-                              stats_route route, uint64_t k_max, double scan_seconds);
+                              stats_route route, uint64_t k_max, double scan_seconds, double vendor_seconds);
 
 /* Compression: a call summed from the ranks' selections of k_max values
  * each (bytes: the algorithm's c->bytes_sent and `extra_bytes`, this

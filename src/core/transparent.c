@@ -36,6 +36,7 @@
 
 #include <limits.h>
 
+#include "core/calibrate.h"
 #include "core/stats.h"
 #include "core/transparent.h"
 
@@ -79,11 +80,58 @@ static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
     if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
 }
 
+/* --- the vendor's time on these buffers ------------------------------- */
+
+/* The cost model prices the vendor from bytes as the calibration moved
+ * them, in small messages; on shared memory its allreduce of large buffers
+ * was timed at about 40 times that.  So unless the user set the whole
+ * model, transparent mode times each blocking vendor call it makes, keeps
+ * each rank's fastest per count and type, and the next agreement for them
+ * carries it: the selector sees the fastest any rank timed, the same
+ * number on every rank.  Non-blocking calls are not timed: their time is
+ * the application's as much as the vendor's. */
+static int timing(const sparcml_op *op)
+{
+    return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
+}
+
+static int timed_slot(op_policy *pol, MPI_Count count, int vtype)
+{
+    for (int i = 0; i < OP_VENDOR_TIMED; i++)
+        if (pol->vendor_timed[i].ps && pol->vendor_timed[i].count == count && pol->vendor_timed[i].vtype == vtype)
+            return i;
+    return -1;
+}
+
+/* This rank's fastest, or the agreed one: the lower stays. */
+static void note_vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype, uint64_t ps)
+{
+    op_policy *pol = op_policy_of(ctx);
+    int i = timed_slot(pol, count, vtype);
+    if (ps == 0) return;
+    if (i < 0) {
+        i = pol->vendor_timed_next;
+        pol->vendor_timed_next = (i + 1) % OP_VENDOR_TIMED;
+        pol->vendor_timed[i].count = count;
+        pol->vendor_timed[i].vtype = vtype;
+        pol->vendor_timed[i].ps = ps;
+    }
+    if (ps < pol->vendor_timed[i].ps) pol->vendor_timed[i].ps = ps;
+}
+
+static uint64_t vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype)
+{
+    op_policy *pol = op_policy_of(ctx);
+    int i = timed_slot(pol, count, vtype);
+    return i < 0 ? 0 : pol->vendor_timed[i].ps;
+}
+
 static void record_route(const sparcml_op *op)
 {
     const sparcml_call *c = &op->c;
     stats_record_transparent(op->set, c->ctx, c->dim, c->vtype, (stats_route)op->route,
-                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds);
+                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds,
+                             1e-12 * (double)op->agreed.vendor_ps);
 }
 
 /* The bytes of this rank's input stream (nnz nonzeros). */
@@ -167,6 +215,7 @@ static void scan(sparcml_op *op, const void *in)
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
+    if (timing(op)) note_vendor_time(op->c.ctx, op->count, op->c.vtype, (uint64_t)calib_ps(PMPI_Wtime() - op->t0));
     record_route(op);
     op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
@@ -176,6 +225,7 @@ static int vendor(sched *s, stats_route route)
 {
     sparcml_op *op = op_of(s);
     op->route = route;
+    op->t0 = PMPI_Wtime();
     sched_next(s, vendor_done);
     return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
 }
@@ -209,6 +259,7 @@ static int transparent_agreed(sched *s)
     sparcml_problem p = op_problem(op);
     op_policy *pol = op_policy_of(c->ctx);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
+    note_vendor_time(c->ctx, op->count, c->vtype, op->agreed.vendor_ps);
     /* Recursive doubling ran within the agreement: its sum is the call's,
      * whatever the selector now makes of the agreed numbers; a vendor pick
      * applies from the next call on. */
@@ -246,7 +297,8 @@ static int transparent_begin(sched *s)
     const void *in = op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
     if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
     /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count};
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count,
+                             .vendor_ps = timing(op) ? vendor_time(c->ctx, op->count, c->vtype) : 0};
     if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
     else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
     if (local->reason == SPARCML_R_OK) {

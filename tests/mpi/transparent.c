@@ -23,6 +23,10 @@
  *                               5e-3 (disjoint nonzeros), in place and not,
  *                               and one dense call, which makes the next 15
  *                               go to the vendor
+ *   transparent vendor_timed    20 calls of one dense float buffer (rank 0
+ *                               prints "call I" after each), for the script
+ *                               to check what the vendor's timed calls
+ *                               make the selector choose
  *
  * argv[2] picks the call (every case of the mode makes it): blocking
  * (default), wait (MPI_Iallreduce + MPI_Wait), test (MPI_Iallreduce, then
@@ -347,6 +351,19 @@ static void sequence(void)
     }
 }
 
+static void vendor_timed(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 1; i <= 20; i++) {
+        run_case(&float_type, PAT_IDENTICAL, 1, 0, 9000 + (uint64_t)i, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("call %d\n", i);
+            fflush(stdout);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sums", *qbits = getenv("SPARCML_QSGD_BITS");
@@ -372,8 +389,11 @@ int main(int argc, char **argv)
         count_mismatch();
     } else if (strcmp(mode, "sequence") == 0) {
         sequence();
+    } else if (strcmp(mode, "vendor_timed") == 0) {
+        vendor_timed();
     } else {
-        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch|sequence] [blocking|wait|test|persistent]\n");
+        fprintf(stderr, "usage: transparent [sums|nonqualifying|count_mismatch|sequence|vendor_timed] "
+                        "[blocking|wait|test|persistent]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     PMPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -18,8 +18,8 @@ static sparcml_settings defaults(void)
 
 static sparcml_problem problem(int P, uint64_t dim, uint64_t k, double overlap)
 {
-    sparcml_problem p = {P, dim, SPARCML_FLOAT, k, k * (uint64_t)P, 1, overlap, 0, 0, 0, 1};
-    return p;
+    return (sparcml_problem){.P = P, .dim = dim, .vtype = SPARCML_FLOAT, .k_max = k, .k_sum = k * (uint64_t)P,
+                             .dense_fits = 1, .overlap = overlap, .ranks_per_core = 1};
 }
 
 START_TEST(union_estimate_endpoints)
@@ -307,6 +307,39 @@ START_TEST(shm_measured_ordering)
 }
 END_TEST
 
+/* Transparent mode, P = 2 on shared memory (a core each), 16M floats at
+ * random positions, the model as the calibration measured it there
+ * (alpha 4.6-6.0 us, beta 0.032-0.044 ns/B, gamma 1.67-1.74 ns): what was
+ * measured fastest (bench/results/transparent_vendor_timed_shm.csv; medians
+ * of 8 calls, ms):
+ * d = 1e-3, 1e-2: sparse 8.7, 12.9 (recursive doubling), vendor 233, 237;
+ * d = 0.1: recursive doubling 38.7, SSAR split 36.9, DSAR 82, vendor 215;
+ * d = 1: recursive doubling 123, DSAR 94, vendor 259.
+ * The model alone prices the vendor's allreduce of 64 MiB at 6 ms, so at
+ * d = 0.1 and 1 it is right only with the vendor's time as the calls
+ * measured it (p.vendor_seconds, the fastest of them: 215 and 259 ms). */
+START_TEST(transparent_shm_measured)
+{
+    sparcml_settings s = defaults();
+    const uint64_t N = 16u << 20;
+    const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER),
+                   dsar = ALG_BIT(SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
+    struct { double d, vendor; unsigned right; } pts[] = {
+        {1e-3, 0, rd}, {1e-2, 0, rd}, {1e-3, 0.233, rd}, {0.1, 0.215, rd | ssar}, {1, 0.259, rd | dsar},
+    };
+    s.alpha = 5.5e-6;
+    s.beta = 0.04e-9;
+    s.gamma = 1.7e-9;
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
+        sparcml_algorithm a;
+        p.vendor_seconds = pts[i].vendor;
+        a = select_transparent(&s, &p);
+        ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g, vendor %g s: chose %d", pts[i].d, pts[i].vendor, (int)a);
+    }
+}
+END_TEST
+
 /* The simulated clusters of bench/RESULTS.md (SimGrid SMPI, one rank per
  * host, the stream kernels charged at fixed prices, network time exact:
  * bench/results/smpi_kernels_charged_{fattree,gige}.csv), N = 16M floats:
@@ -534,6 +567,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
+    tcase_add_test(tc, transparent_shm_measured);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     tcase_add_test(tc, smpi_charged_ordering);

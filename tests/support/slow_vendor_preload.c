@@ -1,0 +1,41 @@
+/* slow_vendor_preload.c -- test support only (never part of libsparcml).
+ *
+ * A vendor whose allreduce of large float buffers is slow: PMPI_Allreduce
+ * of MPI_FLOAT with at least SLOW_VENDOR_MIN_COUNT values (default 1000)
+ * sleeps SLOW_VENDOR_MS milliseconds (default 20) before the real one
+ * runs.  Preloaded before libsparcml.so, it is the vendor the library
+ * calls, so a test can tell how the library learns the vendor's time
+ * (tests/scripts/transparent.sh) without timing anything itself: the
+ * sleep is a lower bound on every such call, whatever the machine. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+
+static allreduce_fn real;
+static long sleep_ms = 20, min_count = 1000;
+
+static void load(void)
+{
+    const char *ms = getenv("SLOW_VENDOR_MS"), *count = getenv("SLOW_VENDOR_MIN_COUNT");
+    real = (allreduce_fn)dlsym(RTLD_NEXT, "PMPI_Allreduce");
+    if (ms) sleep_ms = atol(ms);
+    if (count) min_count = atol(count);
+}
+
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load);
+    if (type == MPI_FLOAT && count >= min_count && sleep_ms > 0) {
+        struct timespec t = {.tv_sec = sleep_ms / 1000, .tv_nsec = sleep_ms % 1000 * 1000000};
+        nanosleep(&t, NULL);
+    }
+    return real(sendbuf, recvbuf, count, type, op, comm);
+}
