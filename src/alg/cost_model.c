@@ -210,7 +210,7 @@ double cost_split_gather(const cost_model *m, const sparcml_problem *p, double b
  * costs about as little as adding it.  Without it the vendor's allreduce
  * of 16M floats at P = 2 on shared memory priced as little as transparent
  * mode's dense write of the result alone, and the calibrated model chose
- * the vendor at d = 1e-3, 9-10 times slower than the sparse run. */
+ * the vendor at d = 1e-3, 10-27 times slower than the sparse run. */
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P, L = cost_ceil_log2(p->P), add = COST_COPY_PER_MERGE * m->gamma * bytes / 8;
