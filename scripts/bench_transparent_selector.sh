@@ -9,18 +9,21 @@
 #                a SPARCML_VERBOSE run
 #   forced       ssar_recursive_double, ssar_split_allgather,
 #                dsar_split_allgather; dense is the vendor column itself
-# Each run makes CALLS calls (default 40): after a vendor choice the next
-# 15 go to the vendor before the agreement carries its time, so a run's
-# median is its steady state, its mean includes that window.
-# CSV (bench/results/transparent_vendor_timed_shm.csv): config, density,
-# vendor and transparent mean and median ms; regret: auto's median over
-# the fastest median of the forced algorithms and the vendor.
-#   scripts/bench_transparent_selector.sh [P] [CALLS]
+# Each run makes 17 untimed calls first (after a vendor choice the next 15
+# go to the vendor, then the agreement carries its time), then CALLS timed
+# ones (default 16): the steady state.  ROUNDS rounds (default 3), each
+# with the configurations in another order.
+# CSV (bench/results/transparent_vendor_timed_shm.csv): round, config,
+# density, vendor and transparent mean and median ms.  On stderr the
+# regret: auto's median over rounds of its medians, over the fastest such
+# median of the forced algorithms and the vendor.
+#   scripts/bench_transparent_selector.sh [P] [CALLS] [ROUNDS]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 b="$top/build"
 P=${1:-2}
-calls=${2:-40}
+calls=${2:-16}
+rounds=${3:-3}
 out="$top/bench/results/transparent_vendor_timed_shm.csv"
 export HYDRA_CONFIG_FILE=/dev/null
 make -C "$b" -s -j2 bench/transparent_bench >/dev/null || { echo "build failed" >&2; exit 1; }
@@ -29,23 +32,38 @@ run() { timeout 1200 mpiexec.mpich -n "$P" env LD_PRELOAD="$shim" SPARCML_TRANSP
 model=$(run SPARCML_VERBOSE=1 "$b/bench/transparent_bench" 1048576 0.001 1 2>/dev/null |
     sed -n 's/.*calibrated alpha=\([^ ]*\) us beta=\([^ ]*\) ns\/B gamma=\([^ ]*\) ns.*/SPARCML_ALPHA_US=\1 SPARCML_BETA_NS_PER_BYTE=\2 SPARCML_GAMMA_NS_PER_ENTRY=\3/p')
 echo "bench_transparent_selector: model_only with $model" >&2
+configs=(auto model_only ssar_recursive_double ssar_split_allgather dsar_split_allgather)
 {
-    echo "config,density,P,calls,vendor_mean_ms,transparent_mean_ms,vendor_median_ms,transparent_median_ms"
-    for d in 0.001 0.01 0.1 1; do
-        for cfg in auto model_only ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
-            case $cfg in
-            auto) envs=() ;;
-            model_only) read -ra envs <<<"$model" ;;
-            *) envs=(SPARCML_ALGORITHM=$cfg) ;;
-            esac
-            echo "bench_transparent_selector: d=$d $cfg" >&2
-            run ${envs[@]+"${envs[@]}"} "$b/bench/transparent_bench" 67108864 "$d" "$calls" | sed -n 2p |
-                awk -F, -v c="$cfg" '{ printf "%s,%s,%s,%s,%s,%s,%s,%s\n", c, $2, $3, $4, $5, $6, $8, $9 }'
+    echo "round,config,density,P,calls,vendor_mean_ms,transparent_mean_ms,vendor_median_ms,transparent_median_ms"
+    for r in $(seq "$rounds"); do
+        for d in 0.001 0.01 0.1 1; do
+            for i in "${!configs[@]}"; do
+                cfg=${configs[$(((i + r - 1) % ${#configs[@]}))]}
+                case $cfg in
+                auto) envs=() ;;
+                model_only) read -ra envs <<<"$model" ;;
+                *) envs=(SPARCML_ALGORITHM=$cfg) ;;
+                esac
+                echo "bench_transparent_selector: round $r d=$d $cfg" >&2
+                run ${envs[@]+"${envs[@]}"} "$b/bench/transparent_bench" 67108864 "$d" "$calls" warmup=17 |
+                    sed -n 2p | awk -F, -v r="$r" -v c="$cfg" \
+                    '{ printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", r, c, $2, $3, $4, $5, $6, $8, $9 }'
+            done
         done
     done
 } | tee "$out"
-awk -F, 'NR > 1 { d = $2; if ($1 == "auto" || $1 == "model_only") got[$1, d] = $8
-                  else if (!(d in best) || $8 < best[d]) best[d] = $8
-                  if (!(d in vbest) || $7 < vbest[d]) vbest[d] = $7; ds[d] = 1 }
-     END { for (d in ds) { b = best[d] < vbest[d] ? best[d] : vbest[d]
-                           printf "d=%s: regret auto %.2f, model only %.2f\n", d, got["auto", d] / b, got["model_only", d] / b } }' "$out" >&2
+python3 - "$out" >&2 <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+med = lambda xs: statistics.median(xs)
+for d in sorted({r["density"] for r in rows}, key=float):
+    by = {}
+    for r in rows:
+        if r["density"] == d:
+            by.setdefault(r["config"], []).append(float(r["transparent_median_ms"]))
+            by.setdefault("vendor", []).append(float(r["vendor_median_ms"]))
+    m = {c: med(v) for c, v in by.items()}
+    best = min(v for c, v in m.items() if c not in ("auto", "model_only"))
+    print(f"d={d}: " + " ".join(f"{c} {v:.1f}" for c, v in sorted(m.items()))
+          + f" | regret auto {m['auto'] / best:.2f}, model only {m['model_only'] / best:.2f}")
+PY
