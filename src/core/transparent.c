@@ -15,7 +15,10 @@
  *    same count and type on the communicator go straight to the vendor:
  *    the choice came from agreed facts and the calls are collective, so all
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
- *    and an agreement per call.
+ *    and an agreement per call.  Unless the user set the whole cost
+ *    model, the blocking vendor calls are timed, and the next agreement
+ *    for the count and type carries the fastest any rank saw: the vendor
+ *    costs at least that for the selector.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
  *    predicts recursive doubling, the stream rides on the agreement's
@@ -215,7 +218,8 @@ static void scan(sparcml_op *op, const void *in)
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    if (timing(op)) note_vendor_time(op->c.ctx, op->count, op->c.vtype, (uint64_t)calib_ps(PMPI_Wtime() - op->t0));
+    uint64_t ps = (uint64_t)calib_ps(PMPI_Wtime() - op->t0);
+    if (timing(op)) note_vendor_time(op->c.ctx, op->count, op->c.vtype, ps);
     record_route(op);
     op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
