@@ -41,7 +41,7 @@ typedef struct op_policy {
      * types it ran, agreed (the minimum over ranks) at each agreement for
      * them, lowered by this rank's own calls in between: this rank's own
      * numbers, which the selector sees only through the agreement. */
-    struct { MPI_Count count; int vtype; uint64_t ps; } vendor_timed[OP_VENDOR_TIMED];
+    struct op_vendor_time { MPI_Count count; int vtype; uint64_t ps; } vendor_timed[OP_VENDOR_TIMED];
     int vendor_timed_next;
     /* Compression: what this rank held back of each buffer (its own; the
      * agreed part is each entry's sequence). */

@@ -110,16 +110,16 @@ static int timed_slot(op_policy *pol, MPI_Count count, int vtype)
 static void note_vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype, uint64_t ps)
 {
     op_policy *pol = op_policy_of(ctx);
-    int i = timed_slot(pol, count, vtype);
+    int i;
     if (ps == 0) return;
-    if (i < 0) {
-        i = pol->vendor_timed_next;
-        pol->vendor_timed_next = (i + 1) % OP_VENDOR_TIMED;
-        pol->vendor_timed[i].count = count;
-        pol->vendor_timed[i].vtype = vtype;
-        pol->vendor_timed[i].ps = ps;
+    i = timed_slot(pol, count, vtype);
+    if (i >= 0) {
+        if (ps < pol->vendor_timed[i].ps) pol->vendor_timed[i].ps = ps;
+        return;
     }
-    if (ps < pol->vendor_timed[i].ps) pol->vendor_timed[i].ps = ps;
+    i = pol->vendor_timed_next;
+    pol->vendor_timed_next = (i + 1) % OP_VENDOR_TIMED;
+    pol->vendor_timed[i] = (struct op_vendor_time){.count = count, .vtype = vtype, .ps = ps};
 }
 
 static uint64_t vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype)
@@ -218,8 +218,10 @@ static void scan(sparcml_op *op, const void *in)
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    uint64_t ps = (uint64_t)calib_ps(PMPI_Wtime() - op->t0);
-    if (timing(op)) note_vendor_time(op->c.ctx, op->count, op->c.vtype, ps);
+    if (timing(op)) {
+        uint64_t ps = (uint64_t)calib_ps(PMPI_Wtime() - op->t0);
+        note_vendor_time(op->c.ctx, op->count, op->c.vtype, ps);
+    }
     record_route(op);
     op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
