@@ -31,6 +31,7 @@ typedef enum sparcml_algorithm {
 #undef SPARCML_ALG_ENUM
     SPARCML_ALG_COUNT_
 } sparcml_algorithm;
+_Static_assert((int)SPARCML_ALG_COUNT_ == (int)COST_ALGORITHMS, "cost_model.h's COST_ALGORITHMS counts the algorithms");
 
 #define SPARCML_ALG_DECLARE(ID, NAME, STEM)                                   \
     int sparcml_##STEM(sched *s);                                             \

@@ -12,6 +12,10 @@
 
 #include "runtime/call.h"
 
+/* The algorithms' ids (alg/algorithms.h, which checks the number) index
+ * the problem's timed_over. */
+enum { COST_ALGORITHMS = 5 };
+
 typedef struct sparcml_problem {
     int P;
     uint64_t dim;
@@ -23,7 +27,10 @@ typedef struct sparcml_problem {
     uint32_t qbucket;
     int qsparse;     /* sparse values are quantized too */
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
-    double vendor_seconds; /* the vendor's allreduce of these buffers as timed (0: never) */
+    /* The fastest run of each algorithm on calls like this one over its
+     * price, as agreed (core/op.c; 0: never timed): the selector prices an
+     * algorithm at least at that multiple of its model. */
+    double timed_over[COST_ALGORITHMS];
 } sparcml_problem;
 
 /* The parameters the costs are computed with (core/select.c adjusts the

@@ -16,7 +16,8 @@ enum {
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_EXACT_MAX, F_SEQUENCE_MAX, F_DECLINED_MAX,
-    F_VENDOR_NEG, /* INT64_MIN: none timed */
+    F_TIMED_NEG, /* one per algorithm but auto (id - 1); INT64_MIN: none timed */
+    F_TIMED_LAST_ = F_TIMED_NEG + COST_ALGORITHMS - 2,
     F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
@@ -44,7 +45,8 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_EXACT_MAX] = l->exact;
     v[F_SEQUENCE_MAX] = (int64_t)l->sequence;
     v[F_DECLINED_MAX] = l->declined;
-    v[F_VENDOR_NEG] = l->vendor_ps ? -(int64_t)(l->vendor_ps & INT64_MAX) : INT64_MIN;
+    for (int a = 1; a < COST_ALGORITHMS; a++)
+        v[F_TIMED_NEG + a - 1] = l->timed_ppm[a] ? -(int64_t)(l->timed_ppm[a] & INT64_MAX) : INT64_MIN;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
 }
@@ -77,7 +79,9 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->exact = (int)v[F_EXACT_MAX];
     out->sequence = (uint64_t)v[F_SEQUENCE_MAX];
     out->declined = (int)v[F_DECLINED_MAX];
-    out->vendor_ps = v[F_VENDOR_NEG] == INT64_MIN ? 0 : (uint64_t)-v[F_VENDOR_NEG];
+    out->timed_ppm[0] = 0;
+    for (int a = 1; a < COST_ALGORITHMS; a++)
+        out->timed_ppm[a] = v[F_TIMED_NEG + a - 1] == INT64_MIN ? 0 : (uint64_t)-v[F_TIMED_NEG + a - 1];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The
      * piggyback decision follows from count, value type, settings and the

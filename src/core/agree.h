@@ -17,6 +17,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "alg/cost_model.h"
 #include "runtime/call.h"
 
 typedef struct sparcml_local {
@@ -41,9 +42,10 @@ typedef struct sparcml_local {
      * names the CLT-k leader). */
     int exact;
     uint64_t sequence;
-    /* Transparent mode: this rank's fastest blocking vendor allreduce of
-     * buffers of this count and type so far (picoseconds; 0: none timed). */
-    uint64_t vendor_ps;
+    /* This rank's fastest run of each algorithm (by id) on calls of this
+     * kind, count and type so far, in millionths of its price (0: none
+     * timed; core/op.c). */
+    uint64_t timed_ppm[COST_ALGORITHMS];
 } sparcml_local;
 
 typedef struct sparcml_agreed {
@@ -57,12 +59,12 @@ typedef struct sparcml_agreed {
     int exact;          /* some rank's */
     uint64_t sequence;  /* the largest */
     int declined;       /* some rank's */
-    uint64_t vendor_ps; /* the fastest any rank timed (0: none) */
+    uint64_t timed_ppm[COST_ALGORITHMS]; /* the fastest any rank timed (0: none) */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 18 };
+enum { AGREE_FIELDS = 21 };
 
-/* The record on the wire: 144 bytes, a multiple of 8 so that a stream can
+/* The record on the wire: 168 bytes, a multiple of 8 so that a stream can
  * follow it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];

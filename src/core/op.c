@@ -128,7 +128,7 @@ int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
 
 static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a)
 {
-    return (sparcml_problem){
+    sparcml_problem p = {
         .P = c->ctx->size,
         .dim = c->dim,
         .vtype = c->vtype,
@@ -140,8 +140,82 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
         .qbucket = c->q.bucket,
         .qsparse = c->q_sparse,
         .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
-        .vendor_seconds = 1e-12 * (double)a->vendor_ps,
     };
+    for (int i = 0; i < COST_ALGORITHMS; i++) p.timed_over[i] = 1e-6 * (double)a->timed_ppm[i];
+    return p;
+}
+
+/* --- timing: how fast the algorithms run here ---------------------------
+ *
+ * The model prices messages and merges as the calibration measured them,
+ * small and in the cache; what the algorithms really take on a machine
+ * (the vendor's allreduce of large buffers, a dense-size split exchange
+ * through memory) can be several times that.  So unless the user set the
+ * whole model, each blocking call times the algorithm it ran on this rank,
+ * from the start of its exchange (the agreement's, where the data rode
+ * on it) to its conclusion, in millionths of the price select_costs gives
+ * it; each rank keeps its fastest per kind, count and value type, and
+ * the next agreement for them carries the fastest any rank saw
+ * (sparcml_problem.timed_over): every rank prices alike, at least at
+ * that.  A run is timed only after a run of the same algorithm for the
+ * key with no pool grown since: a first run pays its pools' first touch
+ * (several times the run on this VM).  Non-blocking calls neither time
+ * nor use the times: their time is the application's as much as the
+ * library's. */
+int op_timing(const sparcml_op *op)
+{
+    return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
+}
+
+static struct op_timed *timed_slot(op_policy *pol, const sparcml_op *op, int add)
+{
+    struct op_timed *t;
+    for (int i = 0; i < OP_TIMED_SLOTS; i++) {
+        t = &pol->timed[i];
+        if (t->kind == op->kind && t->count == op->count && t->vtype == op->c.vtype) return t;
+    }
+    if (!add) return NULL;
+    t = &pol->timed[pol->timed_next];
+    pol->timed_next = (pol->timed_next + 1) % OP_TIMED_SLOTS;
+    *t = (struct op_timed){.kind = op->kind, .count = op->count, .vtype = op->c.vtype, .ran = SPARCML_ALG_AUTO};
+    return t;
+}
+
+static void lower(uint64_t *ppm, uint64_t to)
+{
+    if (to && (!*ppm || to < *ppm)) *ppm = to;
+}
+
+/* Into this rank's record, before the agreement. */
+static void timed_local(sparcml_op *op)
+{
+    const struct op_timed *t = op_timing(op) ? timed_slot(op_policy_of(op->c.ctx), op, 0) : NULL;
+    for (int a = 0; a < COST_ALGORITHMS; a++) op->local.timed_ppm[a] = t ? t->ppm[a] : 0;
+}
+
+/* From the agreed record: the fastest any rank saw. */
+static void timed_agreed(sparcml_op *op)
+{
+    struct op_timed *t;
+    uint64_t any = 0;
+    for (int a = 0; a < COST_ALGORITHMS; a++) any |= op->agreed.timed_ppm[a];
+    if (!op_timing(op) || !any) return;
+    t = timed_slot(op_policy_of(op->c.ctx), op, 1);
+    for (int a = 0; a < COST_ALGORITHMS; a++) lower(&t->ppm[a], op->agreed.timed_ppm[a]);
+}
+
+void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price)
+{
+    sparcml_ctx *ctx = op->c.ctx;
+    struct op_timed *t;
+    if (!op_timing(op)) return;
+    t = timed_slot(op_policy_of(ctx), op, 1);
+    if (t->ran == alg && t->growths == op->growths && ctx->pool_growths == op->growths && price > 0) {
+        double ppm = 1e6 * seconds / price;
+        lower(&t->ppm[alg], ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);
+    }
+    t->ran = alg;
+    t->growths = ctx->pool_growths;
 }
 
 /* What the memo keeps of a call that ran `alg` (select.h): recursive
@@ -206,11 +280,16 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     }
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
+    if (op_timing(op)) {
+        double price[SPARCML_ALG_COUNT_];
+        select_costs(s, p, price);
+        op_time_run(op, alg, PMPI_Wtime() - op->t_run, price[alg]);
+    }
     c->selected = c->piggybacked ? op->kind->select(s, p) : alg;
     select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected));
     learn(c->ctx, p, c);
     c->ctx->calls++;
-    stats_record(s, c, alg, PMPI_Wtime() - op->t0);
+    stats_record(s, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
     return MPI_SUCCESS;
 }
 
@@ -318,7 +397,10 @@ static int op_algorithm(sched *s)
     sparcml_op *op = op_of(s);
     if (op->ready) op->ready(op);
     op->c.ctx->sealed = 1;
-    if (!op->c.piggybacked) return sparcml_algorithms[op->alg].first(s);
+    if (!op->c.piggybacked) {
+        op->t_run = PMPI_Wtime();
+        return sparcml_algorithms[op->alg].first(s);
+    }
     return op->alg == SPARCML_ALG_DSAR_SPLIT_ALLGATHER ? dsar_split_allgather_after_reduce_scatter(s)
                                                        : ssar_split_allgather_after_reduce_scatter(s);
 }
@@ -378,6 +460,7 @@ static int op_agreed(sched *s)
     }
     c->k_max = op->agreed.k_max;
     c->k_sum = op->agreed.k_sum;
+    timed_agreed(op);
     return op->agreed_then(s);
 }
 
@@ -385,6 +468,8 @@ int op_agree(sched *s, sched_step then)
 {
     sparcml_op *op = op_of(s);
     op->local.settings_hash = op->set->hash;
+    timed_local(op);
+    op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
     op->split = split_history(op);
     op->c.split_exchange = op->split != SPARCML_ALG_AUTO;
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
@@ -417,6 +502,7 @@ static int op_setup(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_ctx *ctx = op->c.ctx;
     ctx->sealed = 0; /* a call before this one may have ended in an MPI error */
+    op->growths = ctx->pool_growths;
     if (ctx->ready) return op->kind->begin(s);
     sched_next(s, op_duplicated);
     return sched_request(s, &ctx->setup);

@@ -20,7 +20,7 @@
 #include "core/settings.h"
 #include "runtime/schedule.h"
 
-enum { OP_VENDOR_TIMED = 4 };
+enum { OP_TIMED_SLOTS = 4 };
 
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
@@ -37,12 +37,23 @@ typedef struct op_policy {
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
-    /* ... and the fastest blocking vendor call for the last few counts and
-     * types it ran, agreed (the minimum over ranks) at each agreement for
-     * them, lowered by this rank's own calls in between: this rank's own
-     * numbers, which the selector sees only through the agreement. */
-    struct op_vendor_time { MPI_Count count; int vtype; uint64_t ps; } vendor_timed[OP_VENDOR_TIMED];
-    int vendor_timed_next;
+    /* How fast each algorithm ran on the last few kinds, counts and types
+     * (op_timing), agreed (the minimum over ranks) at each agreement for
+     * them, lowered by this rank's own runs in between: this rank's own
+     * numbers, which the selector sees only through the agreement.  `ran`
+     * and `growths`: what the latest call of the key ran, and the pools'
+     * growths when it ended (a run is timed only after one of the same
+     * algorithm, with no pool grown since: the first touch of a pool's
+     * pages is no part of an algorithm's speed). */
+    struct op_timed {
+        const struct sparcml_op_kind *kind;
+        MPI_Count count;
+        int vtype;
+        uint64_t ppm[COST_ALGORITHMS];
+        sparcml_algorithm ran;
+        uint64_t growths;
+    } timed[OP_TIMED_SLOTS];
+    int timed_next;
     /* Compression: what this rank held back of each buffer (its own; the
      * agreed part is each entry's sequence). */
     feedback_table feedback;
@@ -96,6 +107,8 @@ struct sparcml_op {
      * reserve the algorithm's scratch, else P; then ctx_capacities. */
     uint64_t reserved[1 + CTX_CAPACITIES];
     double t0;
+    double t_run;              /* when the algorithm's exchange began (op_timing) */
+    uint64_t growths;          /* the context's pool growths when the call began */
     int result;
     char detail[sizeof ((sparcml_settings *)0)->error];
     /* The application's arguments (transparent mode reads its dense
@@ -153,6 +166,14 @@ void op_conclude(sparcml_op *op);
 void op_piggyback_on_doubling(sparcml_op *op);
 int op_deliver_piggybacked(sparcml_op *op, const sparcml_problem *p);
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES]);
+
+/* Timing (op.c): whether this call times its run and carries the times
+ * into its agreement (blocking, and the user did not set the whole cost
+ * model); and this rank's run of `alg` that took `seconds` where the
+ * model priced it at `price` (op.c times the algorithms; transparent
+ * mode its vendor route). */
+int op_timing(const sparcml_op *op);
+void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);

@@ -87,6 +87,16 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
     return cost_gather_plan(&m, p);
 }
 
+/* Each price at least what its algorithm was timed at on calls like this
+ * one (core/op.c): the model's price times the agreed multiple, where it
+ * exceeds 1.  Only upwards: a model's price is what an algorithm takes
+ * where nothing else gets in its way. */
+static void timed_prices(const sparcml_problem *p, double cost[SPARCML_ALG_COUNT_])
+{
+    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
+        if (p->timed_over[a] > 1) cost[a] *= p->timed_over[a];
+}
+
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
 {
     double cost[SPARCML_ALG_COUNT_];
@@ -94,9 +104,16 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
     if (p->P == 1) return SPARCML_ALG_RECURSIVE_DOUBLE; /* zero rounds: a copy */
     select_costs(s, p, cost);
+    timed_prices(p, cost);
     for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
         if (cost[a] < cost[best]) best = a;
     return best;
+}
+
+double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p)
+{
+    cost_model m = select_model(s, p);
+    return cost_vendor_allreduce(&m, p, (double)p->dim * (double)sparcml_value_size(p->vtype));
 }
 
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p)
@@ -111,12 +128,13 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
     if (p->P == 1) return SPARCML_ALG_DENSE; /* the vendor's copy */
     select_costs(s, p, cost);
-    /* On the original buffers.  Its price holds a byte's transfer and add
-     * as measured on messages that stay in the cache; large buffers on
-     * shared memory, which the vendor moves through its own copies, were
-     * timed at about 40 times that (bench/RESULTS.md, "Transparent mode"): so
-     * where the calls timed it, the vendor costs at least that. */
-    cost[SPARCML_ALG_DENSE] = fmax(cost_vendor_allreduce(&m, p, N * vs), p->vendor_seconds);
+    /* The vendor on the original buffers.  Its price holds a byte's
+     * transfer and add as measured on messages that stay in the cache;
+     * large buffers on shared memory, which the vendor moves through its
+     * own copies, were timed at about 40 times that (bench/RESULTS.md,
+     * "Transparent mode"): the timed multiple corrects it. */
+    cost[SPARCML_ALG_DENSE] = select_vendor_price(s, p);
+    timed_prices(p, cost);
     for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_DENSE; a++)
         if (cost[a] + detour < cost[best]) best = a;
     return best;

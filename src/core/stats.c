@@ -37,8 +37,20 @@ static uint64_t dense_equivalent(const sparcml_call *c)
     return 2 * (P - 1) * c->dim * sparcml_value_size(c->vtype) / P;
 }
 
+/* "dense:7.21,ssar_recursive_double:0.42": each algorithm's agreed timed
+ * multiple, "-" where none was timed. */
+static void timed_text(const double timed_over[COST_ALGORITHMS], char *text, size_t len)
+{
+    size_t used = 0;
+    snprintf(text, len, "-");
+    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < COST_ALGORITHMS && used < len; a++)
+        if (timed_over[a] > 0)
+            used += (size_t)snprintf(text + used, len - used, "%s%s:%.3g", used ? "," : "",
+                                     sparcml_algorithm_name((sparcml_algorithm)a), timed_over[a]);
+}
+
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
-                  double seconds)
+                  double seconds, const double timed_over[COST_ALGORITHMS])
 {
     uint64_t dense = dense_equivalent(c);
     int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
@@ -53,16 +65,18 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
             atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     }
     if (s->verbose && c->ctx->rank == 0) {
+        char timed[160];
+        timed_text(timed_over, timed, sizeof timed);
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
                "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s exchange=%s selector=%s "
-               "ranks_per_core=%g pipeline_chunks=%d gather=%s\n",
+               "ranks_per_core=%g pipeline_chunks=%d gather=%s timed_over=%s\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                c->piggybacked ? "piggybacked" : c->declined ? "declined" : "separate",
                c->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name((sparcml_algorithm)c->selected),
-               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run]);
+               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed);
         fflush(stdout);
     }
 }

@@ -8,12 +8,14 @@
 
 #include <stdint.h>
 
+#include "alg/cost_model.h"
 #include "runtime/call.h"
 #include "core/settings.h"
 
-/* Record one finished tagged call that ran `alg` for `seconds`. */
+/* Record one finished tagged call that ran `alg` for `seconds`, with the
+ * agreed timed multiples of the model's prices (problem.timed_over). */
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
-                  double seconds);
+                  double seconds, const double timed_over[COST_ALGORITHMS]);
 
 /* Record a tagged call that failed with `reason` (with SPARCML_VERBOSE,
  * its line). */

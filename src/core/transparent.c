@@ -15,10 +15,9 @@
  *    same count and type on the communicator go straight to the vendor:
  *    the choice came from agreed facts and the calls are collective, so all
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
- *    and an agreement per call.  Unless the user set the whole cost
- *    model, the blocking vendor calls are timed, and the next agreement
- *    for the count and type carries the fastest any rank saw: the vendor
- *    costs at least that for the selector.
+ *    and an agreement per call.  The vendor's blocking runs are timed as
+ *    the algorithms' are (core/op.c, op_timing): for the selector it costs
+ *    at least the fastest any rank saw.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
  *    predicts recursive doubling, the stream rides on the agreement's
@@ -39,7 +38,6 @@
 
 #include <limits.h>
 
-#include "core/calibrate.h"
 #include "core/stats.h"
 #include "core/transparent.h"
 
@@ -83,58 +81,14 @@ static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
     if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
 }
 
-/* --- the vendor's time on these buffers ------------------------------- */
-
-/* The cost model prices the vendor from bytes as the calibration moved
- * them, in small messages; on shared memory its allreduce of large buffers
- * was timed at about 40 times that.  So unless the user set the whole
- * model, transparent mode times each blocking vendor call it makes, keeps
- * each rank's fastest per count and type, and the next agreement for them
- * carries it: the selector sees the fastest any rank timed, the same
- * number on every rank.  Non-blocking calls are not timed: their time is
- * the application's as much as the vendor's. */
-static int timing(const sparcml_op *op)
-{
-    return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
-}
-
-static int timed_slot(op_policy *pol, MPI_Count count, int vtype)
-{
-    for (int i = 0; i < OP_VENDOR_TIMED; i++)
-        if (pol->vendor_timed[i].ps && pol->vendor_timed[i].count == count && pol->vendor_timed[i].vtype == vtype)
-            return i;
-    return -1;
-}
-
-/* This rank's fastest, or the agreed one: the lower stays. */
-static void note_vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype, uint64_t ps)
-{
-    op_policy *pol = op_policy_of(ctx);
-    int i;
-    if (ps == 0) return;
-    i = timed_slot(pol, count, vtype);
-    if (i >= 0) {
-        if (ps < pol->vendor_timed[i].ps) pol->vendor_timed[i].ps = ps;
-        return;
-    }
-    i = pol->vendor_timed_next;
-    pol->vendor_timed_next = (i + 1) % OP_VENDOR_TIMED;
-    pol->vendor_timed[i] = (struct op_vendor_time){.count = count, .vtype = vtype, .ps = ps};
-}
-
-static uint64_t vendor_time(sparcml_ctx *ctx, MPI_Count count, int vtype)
-{
-    op_policy *pol = op_policy_of(ctx);
-    int i = timed_slot(pol, count, vtype);
-    return i < 0 ? 0 : pol->vendor_timed[i].ps;
-}
-
+/* The verbose line shows the vendor's agreed time (0 where none). */
 static void record_route(const sparcml_op *op)
 {
     const sparcml_call *c = &op->c;
+    sparcml_problem p = op_problem(op);
+    double vendor = p.timed_over[SPARCML_ALG_DENSE] * select_vendor_price(op->set, &p);
     stats_record_transparent(op->set, c->ctx, c->dim, c->vtype, (stats_route)op->route,
-                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds,
-                             1e-12 * (double)op->agreed.vendor_ps);
+                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds, vendor);
 }
 
 /* The bytes of this rank's input stream (nnz nonzeros). */
@@ -215,12 +169,13 @@ static void scan(sparcml_op *op, const void *in)
 
 /* --- the vendor on the application's buffers, over the private duplicate */
 
+/* The vendor's run is timed as an algorithm's (op_time_run). */
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    if (timing(op)) {
-        uint64_t ps = (uint64_t)calib_ps(PMPI_Wtime() - op->t0);
-        note_vendor_time(op->c.ctx, op->count, op->c.vtype, ps);
+    if (op_timing(op)) {
+        sparcml_problem p = op_problem(op);
+        op_time_run(op, SPARCML_ALG_DENSE, PMPI_Wtime() - op->t0, select_vendor_price(op->set, &p));
     }
     record_route(op);
     op->result = MPI_SUCCESS;
@@ -265,7 +220,6 @@ static int transparent_agreed(sched *s)
     sparcml_problem p = op_problem(op);
     op_policy *pol = op_policy_of(c->ctx);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
-    note_vendor_time(c->ctx, op->count, c->vtype, op->agreed.vendor_ps);
     /* Recursive doubling ran within the agreement: its sum is the call's,
      * whatever the selector now makes of the agreed numbers; a vendor pick
      * applies from the next call on. */
@@ -303,8 +257,7 @@ static int transparent_begin(sched *s)
     const void *in = op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
     if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
     /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count,
-                             .vendor_ps = timing(op) ? vendor_time(c->ctx, op->count, c->vtype) : 0};
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count};
     if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
     else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
     if (local->reason == SPARCML_R_OK) {

@@ -177,6 +177,7 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
         free(ctx->pool[which]);
         ctx->pool[which] = grown;
         ctx->pool_bytes[which] = want;
+        ctx->pool_growths++;
     }
     return ctx->pool[which];
 }

@@ -7,9 +7,10 @@
 # carries no union size: it is counted per rank and summed in the next
 # agreement step (src/core/op.c).  Control: random indices at the same
 # density really fill 59 %, and the choice must stay DSAR.  The algorithm of
-# every call is read from SPARCML_VERBOSE=1 (the default cost-model
-# settings, not measured at MPI_Init, and one rank per core whatever this
-# machine has: the expectations are derived from them): its "selector="
+# every call is read from SPARCML_VERBOSE=1 (the default cost model set
+# whole, so neither measured at MPI_Init nor corrected by the calls' times,
+# and one rank per core whatever this machine has: the expectations are
+# derived from them): its "selector="
 # field, what the selector makes of the call's agreed numbers.  The second
 # call still runs DSAR, piggybacked on the prediction of the first (its
 # data rode on DSAR's reduce-scatter, sparcml(7)); from the third on the
@@ -20,7 +21,8 @@ bench="${BENCHBIN:?}/sparcml_bench"
 # algorithms PATTERN FIELD: FIELD (algorithm or selector) of each call, one
 # per line (rank 0)
 algorithms() {
-    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_CALIBRATE=0 SPARCML_RANKS_PER_CORE=1 -- "$bench" --bytes --n 1048576 --density 0.2 \
+    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 \
+        SPARCML_GAMMA_NS_PER_ENTRY=2.5 SPARCML_RANKS_PER_CORE=1 -- "$bench" --bytes --n 1048576 --density 0.2 \
         --pattern "$1" --warmup 4
     grep '^sparcml: allreduce' "$out" | sed -n "s/.* $2=\([a-z_]*\).*/\1/p"
 }

@@ -62,31 +62,36 @@ START_TEST(record_combines_max_min_sum)
     ck_assert_uint_eq(v.k_max, kmax);
     ck_assert_uint_eq(v.k_sum, ksum);
     ck_assert_uint_eq(v.union_sum, 28);
-    ck_assert_uint_eq(v.vendor_ps, 0); /* nobody timed the vendor */
+    for (int alg = 0; alg < COST_ALGORITHMS; alg++) ck_assert_uint_eq(v.timed_ppm[alg], 0); /* nobody timed */
 }
 END_TEST
 
-/* The vendor's time: the fastest any rank timed; a rank without one (0)
- * does not count, and a time beyond 2^63 ps (106 days) stays positive. */
-START_TEST(record_keeps_the_fastest_vendor_time)
+/* Each algorithm's time: the fastest any rank timed, independently per
+ * algorithm; a rank without one (0) does not count, and a time beyond
+ * 2^63 stays positive. */
+START_TEST(record_keeps_the_fastest_times)
 {
-    static const uint64_t ps[][4] = {
+    static const uint64_t ppm[][4] = {
         {0, 7000, 0, 5000}, {9, 0, 0, 0}, {UINT64_MAX, 3, 0, 0}, {0, 0, 0, 0},
     };
     static const uint64_t want[] = {5000, 9, 3, 0};
-    for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
-        sparcml_local l[4];
-        agree_record a;
-        sparcml_agreed v;
-        for (int i = 0; i < 4; i++) {
-            l[i] = valid(10);
-            l[i].vendor_ps = ps[c][i];
+    for (int alg = 1; alg < COST_ALGORITHMS; alg++)
+        for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
+            sparcml_local l[4];
+            agree_record a;
+            sparcml_agreed v;
+            for (int i = 0; i < 4; i++) {
+                l[i] = valid(10);
+                l[i].timed_ppm[alg] = ppm[c][i];
+                l[i].timed_ppm[alg == 1 ? 2 : 1] = 1000 + (uint64_t)i; /* another algorithm's: 1000 */
+            }
+            combine_tree(l, 4, &a);
+            agree_record_read(&a, &v);
+            ck_assert_int_eq(v.reason, SPARCML_R_OK);
+            ck_assert_uint_eq(v.timed_ppm[alg], want[c]);
+            ck_assert_uint_eq(v.timed_ppm[alg == 1 ? 2 : 1], 1000);
+            ck_assert_uint_eq(v.timed_ppm[0], 0);
         }
-        combine_tree(l, 4, &a);
-        agree_record_read(&a, &v);
-        ck_assert_int_eq(v.reason, SPARCML_R_OK);
-        ck_assert_uint_eq(v.vendor_ps, want[c]);
-    }
 }
 END_TEST
 
@@ -237,7 +242,7 @@ Suite *agree_suite(void)
     Suite *s = suite_create("agree");
     TCase *t = tcase_create("record");
     tcase_add_test(t, record_combines_max_min_sum);
-    tcase_add_test(t, record_keeps_the_fastest_vendor_time);
+    tcase_add_test(t, record_keeps_the_fastest_times);
     tcase_add_test(t, record_reports_the_failing_rank);
     tcase_add_test(t, record_finds_mismatches);
     tcase_add_test(t, memo_remembers_recursive_doubling_only);

@@ -317,8 +317,8 @@ END_TEST
  * Which sparse algorithm is the tagged selector's business (tested above);
  * here the vendor must lose.  The model alone prices its allreduce of 64
  * MiB at about 6 ms, so at d = 0.1 and 1 it loses only with its time as
- * the calls measured it (p.vendor_seconds: 170 ms, the fastest run's
- * median). */
+ * the calls measured it (p.timed_over: 170 ms, the fastest run's
+ * median, over the model's price). */
 START_TEST(transparent_shm_measured)
 {
     sparcml_settings s = defaults();
@@ -334,9 +334,48 @@ START_TEST(transparent_shm_measured)
             s.alpha = models[m][0];
             s.beta = models[m][1];
             s.gamma = models[m][2];
-            p.vendor_seconds = pts[i].vendor;
+            p.timed_over[SPARCML_ALG_DENSE] = pts[i].vendor / select_vendor_price(&s, &p);
             a = select_transparent(&s, &p);
             ck_assert_msg(ALG_BIT(a) & sparse, "d = %g, vendor %g s: chose %d", pts[i].d, pts[i].vendor, (int)a);
+        }
+}
+END_TEST
+
+/* The timed prices at work, as the driver feeds them (core/op.c): each
+ * call runs the selector's choice, which then costs at least the multiple
+ * of its model price it was timed at.  Transparent mode, P = 2 on shared
+ * memory, 16M floats, the two calibrated models above, the times each
+ * route took there (bench/results/transparent_vendor_timed_shm.csv,
+ * medians, ms: RD, SSAR split, DSAR split, the vendor): within 8 calls
+ * the choice settles on the fastest route of the measurement and stays. */
+START_TEST(timed_prices_settle_on_the_fastest)
+{
+    sparcml_settings s = defaults();
+    const uint64_t N = 16u << 20;
+    static const double models[][3] = {{4.6e-6, 0.032e-9, 1.3e-9}, {6.0e-6, 0.044e-9, 1.7e-9}};
+    struct { double d, ms[SPARCML_ALG_COUNT_]; sparcml_algorithm fastest; } pts[] = {
+        {1e-3, {0, 7.1, 11.0, 13.4, 234}, SPARCML_ALG_RECURSIVE_DOUBLE},
+        {1e-2, {0, 46.1, 36.3, 18.7, 269}, SPARCML_ALG_DSAR_SPLIT_ALLGATHER},
+        {0.1, {0, 38.0, 56.9, 58.5, 231}, SPARCML_ALG_RECURSIVE_DOUBLE},
+        {1, {0, 53.8, 62.2, 81.0, 206}, SPARCML_ALG_RECURSIVE_DOUBLE},
+    };
+    for (size_t m = 0; m < 2; m++)
+        for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+            sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
+            sparcml_algorithm a = SPARCML_ALG_AUTO;
+            s.alpha = models[m][0];
+            s.beta = models[m][1];
+            s.gamma = models[m][2];
+            for (int call = 0; call < 8; call++) {
+                double price[SPARCML_ALG_COUNT_], over;
+                a = select_transparent(&s, &p);
+                select_costs(&s, &p, price);
+                price[SPARCML_ALG_DENSE] = select_vendor_price(&s, &p);
+                over = 1e-3 * pts[i].ms[a] / price[a];
+                if (p.timed_over[a] == 0 || over < p.timed_over[a]) p.timed_over[a] = over;
+            }
+            ck_assert_msg(a == pts[i].fastest, "model %zu, d = %g: settled on %d", m, pts[i].d, (int)a);
+            ck_assert_int_eq(select_transparent(&s, &p), a);
         }
 }
 END_TEST
@@ -569,6 +608,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
     tcase_add_test(tc, transparent_shm_measured);
+    tcase_add_test(tc, timed_prices_settle_on_the_fastest);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     tcase_add_test(tc, smpi_charged_ordering);

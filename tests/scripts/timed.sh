@@ -1,0 +1,45 @@
+#!/bin/bash
+# The calls' times correct the model's prices (src/core/op.c, "timing").
+# A tagged call of dense data (N = 65536 floats, every index set) under a
+# model of slow rounds (alpha 1 ms, beta 0.1 ns/B) goes to the vendor's
+# dense allreduce: its price is the lowest.  With a vendor whose float
+# allreduces of these buffers sleep 20 ms (tests/support/slow_vendor_preload.c,
+# a lower bound whatever the machine), call 1 runs the vendor untimed (a
+# first run), call 2 runs it timed, and from call 3 on the agreement
+# carries that time: the vendor costs at least 20 ms, above every sparse
+# algorithm's price (a few ms), so calls 3-6 run sparse.  Controls: the
+# same vendor with the whole model set (nothing timed), and the plain
+# vendor (its time within its price): the vendor all along.  Algorithms
+# and agreed multiples from SPARCML_VERBOSE=1 (rank 0's lines).
+. "$(dirname "$0")/common.sh"
+bench="${BENCHBIN:?}/sparcml_bench"
+slow="$YIELD:$SLOWVENDOR:$SHIM"
+partial_model="SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=1000 SPARCML_BETA_NS_PER_BYTE=0.1"
+
+# field NAME: NAME's value in each call's line, space-separated
+field() { grep '^sparcml: allreduce ' "$out" | sed -n "s/.* $1=\([^ ]*\).*/\1/p" | tr '\n' ' '; }
+run() {
+    run_mpi "$1" "$2" SPARCML_VERBOSE=1 $3 -- "$bench" --bytes --n 65536 --density 1 --warmup 5
+}
+vendor_only="dense dense dense dense dense dense "
+for p in 3 4; do
+    run "$p" "$slow" "$partial_model"
+    rc=$?
+    ran=$(field algorithm)
+    timed=$(field timed_over)
+    check "a slow vendor, timed, P=$p: the vendor twice, then sparse (got: $ran; timed: $timed)" \
+        '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [[ "$ran" == "dense dense "* ]] &&
+         [ "$(echo "$ran" | wc -w)" -eq 6 ] && [ -z "$(echo "$ran" | tr " " "\n" | sed 1,2d | grep "^dense$")" ] &&
+         [[ "$timed" == "- - dense:"* ]]'
+done
+run 3 "$slow" "$partial_model SPARCML_GAMMA_NS_PER_ENTRY=2.5"
+rc=$?
+ran=$(field algorithm)
+check "a slow vendor, the whole model set: not timed, the vendor all along (got: $ran)" \
+    '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$ran" = "$vendor_only" ] && [ "$(field timed_over)" = "- - - - - - " ]'
+run 3 "$with_shim" "$partial_model"
+rc=$?
+ran=$(field algorithm)
+check "the plain vendor, timed: within its price, the vendor all along (got: $ran)" \
+    '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$ran" = "$vendor_only" ] && [[ "$(field timed_over)" == "- - dense:"* ]]'
+finish
