@@ -278,13 +278,13 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
         return op_fail(comm, c->ctx->rank, &same, c->ctx->rank == c->reason_rank ? c->reason : SPARCML_R_OK,
                        detail);
     }
-    /* A piggybacked call ran the memo's algorithm on a prediction: remember
-     * what the selector makes of the agreed numbers now. */
     if (op_timing(op)) {
         double price[SPARCML_ALG_COUNT_];
         select_costs(s, p, price);
         op_time_run(op, alg, PMPI_Wtime() - op->t_run, price[alg]);
     }
+    /* A piggybacked call ran the memo's algorithm on a prediction: remember
+     * what the selector makes of the agreed numbers now. */
     c->selected = c->piggybacked ? op->kind->select(s, p) : alg;
     select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected));
     learn(c->ctx, p, c);
