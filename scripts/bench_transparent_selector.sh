@@ -17,7 +17,7 @@
 # more), then CALLS timed
 # ones (default 16): the steady state.  ROUNDS rounds (default 3), each
 # with the configurations in another order.
-# CSV (bench/results/transparent_vendor_timed_shm.csv): round, config,
+# CSV (bench/results/transparent_timed_shm.csv): round, config,
 # density, vendor and transparent mean and median ms.  On stderr the
 # regret: auto's median over rounds of its medians, over the fastest such
 # median of the forced algorithms and the vendor.
@@ -30,7 +30,7 @@ P=${1:-2}
 calls=${2:-16}
 rounds=${3:-3}
 warmup=${WARMUP:-25}
-out=${OUT:-$top/bench/results/transparent_vendor_timed_shm.csv}
+out=${OUT:-$top/bench/results/transparent_timed_shm.csv}
 densities=${DENSITIES:-0.001 0.01 0.1 1}
 export HYDRA_CONFIG_FILE=/dev/null
 make -C "$b" -s -j2 bench/transparent_bench >/dev/null || { echo "build failed" >&2; exit 1; }
