@@ -207,9 +207,7 @@ static void timed_agreed(sparcml_op *op)
 void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price)
 {
     sparcml_ctx *ctx = op->c.ctx;
-    struct op_timed *t;
-    if (!op_timing(op)) return;
-    t = timed_slot(op_policy_of(ctx), op, 1);
+    struct op_timed *t = timed_slot(op_policy_of(ctx), op, 1);
     if (t->ran == alg && t->growths == op->growths && ctx->pool_growths == op->growths && price > 0) {
         double ppm = 1e6 * seconds / price;
         lower(&t->ppm[alg], ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);

@@ -169,9 +169,9 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
 
 /* Timing (op.c): whether this call times its run and carries the times
  * into its agreement (blocking, and the user did not set the whole cost
- * model); and this rank's run of `alg` that took `seconds` where the
- * model priced it at `price` (op.c times the algorithms; transparent
- * mode its vendor route). */
+ * model); and, in such a call, this rank's run of `alg` that took
+ * `seconds` where the model priced it at `price` (op.c times the
+ * algorithms; transparent mode its vendor route). */
 int op_timing(const sparcml_op *op);
 void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price);
 
