@@ -25,10 +25,11 @@
 # correction (the next call of that count and value type runs after its
 # agreement, or piggybacked as the selector said), and piggybacked calls
 # on both exchanges (with the default
-# cost model, not one measured at MPI_Init, whose picks would depend on
-# the machine).  P = 3 (folded) and 4; then the same with
-# SPARCML_PIGGYBACK=0.
+# cost model set whole: neither measured at MPI_Init nor timed calls,
+# whose picks would depend on the machine and its load).  P = 3 (folded)
+# and 4; then the same with SPARCML_PIGGYBACK=0.
 . "$(dirname "$0")/common.sh"
+default_model="SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 SPARCML_GAMMA_NS_PER_ENTRY=2.5"
 
 # replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
 # stdin; print "ok CALLS PIGGYBACKED WRONG CORRECTED DECLINED SPLIT" or
@@ -99,7 +100,7 @@ replay() {
 
 for pig in 1 0; do
     for p in 3 4; do
-        run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 SPARCML_CALIBRATE=0 SPARCML_PIGGYBACK=$pig -- "$TESTBIN/piggyback"
+        run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 $default_model SPARCML_PIGGYBACK=$pig -- "$TESTBIN/piggyback"
         rc=$?
         check "SPARCML_PIGGYBACK=$pig P=$p: every result exact: $(tail -1 "$out")" \
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'
@@ -120,7 +121,7 @@ done
 # split exchange.
 bench="${BENCHBIN:?}/sparcml_bench"
 for q in 0 4; do
-    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_CALIBRATE=0 SPARCML_ALGORITHM=ssar_split_allgather \
+    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 $default_model SPARCML_ALGORITHM=ssar_split_allgather \
         SPARCML_QSGD_BITS=$q -- "$bench" --bytes --n 1048576 --density 0.3 --warmup 3
     modes=$(grep '^sparcml: allreduce' "$out" | sed -n 's/.* agreement=\([a-z]*\) exchange=\([a-z_]*\).*/\1,\2/p' |
             tr '\n' ' ')
