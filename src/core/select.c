@@ -110,10 +110,15 @@ sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_prob
     return best;
 }
 
+static double vendor_price(const cost_model *m, const sparcml_problem *p)
+{
+    return cost_vendor_allreduce(m, p, (double)p->dim * (double)sparcml_value_size(p->vtype));
+}
+
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = select_model(s, p);
-    return cost_vendor_allreduce(&m, p, (double)p->dim * (double)sparcml_value_size(p->vtype));
+    return vendor_price(&m, p);
 }
 
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p)
@@ -133,7 +138,7 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
      * large buffers on shared memory, which the vendor moves through its
      * own copies, were timed at about 40 times that (bench/RESULTS.md,
      * "Transparent mode"): the timed multiple corrects it. */
-    cost[SPARCML_ALG_DENSE] = select_vendor_price(s, p);
+    cost[SPARCML_ALG_DENSE] = vendor_price(&m, p);
     timed_prices(p, cost);
     for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_DENSE; a++)
         if (cost[a] + detour < cost[best]) best = a;
