@@ -2,8 +2,9 @@
 # The Check unit tests under valgrind memcheck (in-process: CK_FORK=no):
 # no invalid access, no use of uninitialised memory, no definite or
 # indirect leak.  Tests tagged "large" (the merge-add on 100,000-entry
-# inputs: three minutes of memcheck for paths the small layouts reach)
-# run natively and under the sanitizers only.  Skipped in the sanitizer
+# inputs: three minutes of memcheck for paths the small layouts reach;
+# the densify of 16 MiB results) run natively and under the sanitizers
+# only.  Skipped in the sanitizer
 # build (valgrind cannot run ASan binaries; ASan and LeakSanitizer cover
 # the same ground there) and with VALGRIND_UNIT=none (scripts/test.sh's
 # Open MPI pass: the MPICH pass ran the same unit tests under memcheck).
