@@ -157,7 +157,15 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
  * it; each rank keeps its fastest per kind, count and value type, and
  * the next agreement for them carries the fastest any rank saw
  * (sparcml_problem.timed_over): every rank prices alike, at least at
- * that.  A run is timed only after a run of the same algorithm for the
+ * that.  A sparse algorithm's multiple is kept per density band too
+ * (op_timed_band): how far its price is off depends on how much of the
+ * vector its messages and merges carry (a split exchange of dense slices
+ * through memory, not of a few entries), and a program's density may move
+ * (a sparsification schedule) while its counts stay.  The dense
+ * algorithm moves every value whatever the density: one multiple.  A
+ * rank looks its band up by its own input's entries, stores by the agreed
+ * largest; the agreement's minimum over ranks makes the verdict alike
+ * wherever the ranks' bands differ.  A run is timed only after a run of the same algorithm for the
  * key with no pool grown since: a first run pays its pools' first touch
  * (several times the run on this VM).  Non-blocking calls neither time
  * nor use the times: their time is the application's as much as the
@@ -165,6 +173,23 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
 int op_timing(const sparcml_op *op)
 {
     return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
+}
+
+int op_timed_band(uint64_t dim, uint64_t k)
+{
+    int band = 0;
+    if (k == 0) return OP_TIMED_BANDS - 1;
+    while (band < OP_TIMED_BANDS - 1 && k <= dim / 4) {
+        dim /= 4;
+        band++;
+    }
+    return band;
+}
+
+/* The multiple of `alg` in `band`: the dense algorithm's in every band. */
+static uint64_t *timed_ppm(struct op_timed *t, int band, sparcml_algorithm alg)
+{
+    return alg == SPARCML_ALG_DENSE ? &t->dense_ppm : &t->ppm[band][alg];
 }
 
 static struct op_timed *timed_slot(op_policy *pol, const sparcml_op *op, int add)
@@ -186,22 +211,27 @@ static void lower(uint64_t *ppm, uint64_t to)
     if (to && (!*ppm || to < *ppm)) *ppm = to;
 }
 
-/* Into this rank's record, before the agreement. */
+/* Into this rank's record, before the agreement: the band of its own
+ * input. */
 static void timed_local(sparcml_op *op)
 {
-    const struct op_timed *t = op_timing(op) ? timed_slot(op_policy_of(op->c.ctx), op, 0) : NULL;
-    for (int a = 0; a < COST_ALGORITHMS; a++) op->local.timed_ppm[a] = t ? t->ppm[a] : 0;
+    struct op_timed *t = op_timing(op) ? timed_slot(op_policy_of(op->c.ctx), op, 0) : NULL;
+    int band = op_timed_band(op->c.dim, op->local.nnz);
+    for (int a = 0; a < COST_ALGORITHMS; a++)
+        op->local.timed_ppm[a] = t && a != SPARCML_ALG_AUTO ? *timed_ppm(t, band, a) : 0;
 }
 
-/* From the agreed record: the fastest any rank saw. */
+/* From the agreed record: the fastest any rank saw, in the agreed band. */
 static void timed_agreed(sparcml_op *op)
 {
     struct op_timed *t;
     uint64_t any = 0;
+    int band = op_timed_band(op->c.dim, op->agreed.k_max);
     for (int a = 0; a < COST_ALGORITHMS; a++) any |= op->agreed.timed_ppm[a];
     if (!op_timing(op) || !any) return;
     t = timed_slot(op_policy_of(op->c.ctx), op, 1);
-    for (int a = 0; a < COST_ALGORITHMS; a++) lower(&t->ppm[a], op->agreed.timed_ppm[a]);
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS; a++)
+        lower(timed_ppm(t, band, a), op->agreed.timed_ppm[a]);
 }
 
 void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price)
@@ -210,7 +240,8 @@ void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double p
     struct op_timed *t = timed_slot(op_policy_of(ctx), op, 1);
     if (t->ran == alg && t->growths == op->growths && ctx->pool_growths == op->growths && price > 0) {
         double ppm = 1e6 * seconds / price;
-        lower(&t->ppm[alg], ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);
+        lower(timed_ppm(t, op_timed_band(op->c.dim, op->c.k_max), alg),
+              ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);
     }
     t->ran = alg;
     t->growths = ctx->pool_growths;

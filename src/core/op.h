@@ -20,7 +20,7 @@
 #include "core/settings.h"
 #include "runtime/schedule.h"
 
-enum { OP_TIMED_SLOTS = 4 };
+enum { OP_TIMED_SLOTS = 4, OP_TIMED_BANDS = 8 };
 
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
@@ -40,8 +40,10 @@ typedef struct op_policy {
     /* How fast each algorithm ran on the last few kinds, counts and types
      * (op_timing), agreed (the minimum over ranks) at each agreement for
      * them, lowered by this rank's own runs in between: this rank's own
-     * numbers, which the selector sees only through the agreement.  `ran`
-     * and `growths`: what the latest call of the key ran, and the pools'
+     * numbers, which the selector sees only through the agreement.  The
+     * sparse algorithms' per density band (op_timed_band), the dense
+     * one's (the vendor's allreduce of every value) once.  `ran` and
+     * `growths`: what the latest call of the key ran, and the pools'
      * growths when it ended (a run is timed only after one of the same
      * algorithm, with no pool grown since: the first touch of a pool's
      * pages is no part of an algorithm's speed). */
@@ -49,7 +51,8 @@ typedef struct op_policy {
         const struct sparcml_op_kind *kind;
         MPI_Count count;
         int vtype;
-        uint64_t ppm[COST_ALGORITHMS];
+        uint64_t ppm[OP_TIMED_BANDS][COST_ALGORITHMS]; /* [band][SPARCML_ALG_DENSE]: unused */
+        uint64_t dense_ppm;
         sparcml_algorithm ran;
         uint64_t growths;
     } timed[OP_TIMED_SLOTS];
@@ -174,6 +177,12 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
  * algorithms; transparent mode its vendor route). */
 int op_timing(const sparcml_op *op);
 void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price);
+
+/* The density band the sparse algorithms' timed multiples are kept in for
+ * k entries of dim: 0 above a quarter of dim, b above dim / 4^(b+1) and
+ * up to dim / 4^b (rounded down at each step), OP_TIMED_BANDS - 1 all
+ * below (and no entries). */
+int op_timed_band(uint64_t dim, uint64_t k);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);

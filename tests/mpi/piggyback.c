@@ -13,7 +13,10 @@
  * piggybacked exactly when the latest call with the same count and value
  * type chose recursive doubling, unless an input is beyond what that call
  * reserved for (declined).  It also prints the sequence of (count,
- * vtype) so the script can derive the expected modes itself. */
+ * vtype) so the script can derive the expected modes itself.
+ * With densities as arguments it makes float calls at A's count, one at
+ * each density in turn, instead (tests/scripts/timed.sh: the timed
+ * multiples' density bands). */
 #include "refsum.h"
 
 static int rank, size, failures;
@@ -49,6 +52,7 @@ int main(int argc, char **argv)
     MPI_Datatype t_float, t_int;
     MPI_Count counts[2];
     void *send, *recv, *scratch;
+    size_t calls = argc > 1 ? (size_t)argc - 1 : sizeof seq / sizeof seq[0];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -58,13 +62,16 @@ int main(int argc, char **argv)
     send = t_alloc_words(counts[0]);
     recv = t_alloc_words(counts[0]);
     scratch = t_alloc_words((MPI_Count)dims[0] * 2);
-    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
-        int vtype = seq[i].ints ? SPARCML_INT32 : SPARCML_FLOAT;
-        one_call(dims[seq[i].buf], vtype, seq[i].ints ? t_int : t_float, seq[i].density,
-                 seq[i].in_place, 1000 + i, counts[seq[i].buf], send, recv, scratch);
+    for (size_t i = 0; i < calls; i++) {
+        int vtype = argc > 1 || !seq[i].ints ? SPARCML_FLOAT : SPARCML_INT32;
+        if (argc > 1)
+            one_call(dims[0], vtype, t_float, atof(argv[i + 1]), 0, 1000 + i, counts[0], send, recv, scratch);
+        else
+            one_call(dims[seq[i].buf], vtype, seq[i].ints ? t_int : t_float, seq[i].density, seq[i].in_place,
+                     1000 + i, counts[seq[i].buf], send, recv, scratch);
     }
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("piggyback: P=%d calls=%zu failures=%d\n", size, sizeof seq / sizeof seq[0], failures);
+    if (rank == 0) printf("piggyback: P=%d calls=%zu failures=%d\n", size, calls, failures);
     MPI_Type_free(&t_float);
     MPI_Type_free(&t_int);
     free(send);

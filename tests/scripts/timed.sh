@@ -13,6 +13,10 @@
 # rounds priced at 100 ms (its price some 400 ms, which no run of these
 # buffers comes near): timed, within its price, the vendor all along.
 # Algorithms and agreed multiples from SPARCML_VERBOSE=1 (rank 0's lines).
+# Density bands: SSAR split forced on one count, 4 calls of dense data
+# then 6 at d = 1e-4 (tests/mpi/piggyback with densities): the dense calls'
+# multiple shows from a later dense call on, the first sparse call shows
+# none (another band), a later sparse call its own.
 . "$(dirname "$0")/common.sh"
 bench="${BENCHBIN:?}/sparcml_bench"
 slow="$YIELD:$SLOWVENDOR:$SHIM"
@@ -44,4 +48,13 @@ rc=$?
 ran=$(field algorithm)
 check "the plain vendor under slow rounds, timed: within its price, the vendor all along (got: $ran)" \
     '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && [ "$ran" = "$vendor_only" ] && [[ "$(field timed_over)" == "- - dense:"* ]]'
+piggyback="$TESTBIN/piggyback"
+run_mpi 3 "$with_shim" SPARCML_VERBOSE=1 SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=20 \
+    SPARCML_ALGORITHM=ssar_split_allgather -- "$piggyback" 1 1 1 1 1e-4 1e-4 1e-4 1e-4 1e-4 1e-4
+rc=$?
+read -r -a timed <<<"$(field timed_over)"
+check "one count, two densities: each band's own multiple (got: ${timed[*]})" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "${#timed[@]}" -eq 10 ] &&
+     [[ "${timed[3]}" == ssar_split_allgather:* ]] && [ "${timed[4]}" = - ] &&
+     [[ "${timed[9]}" == ssar_split_allgather:* ]]'
 finish

@@ -1,6 +1,7 @@
 /* The cost model and the selection rule. */
 #include <math.h>
 
+#include "core/op.h"
 #include "core/select.h"
 #include "core/settings.h"
 #include "sparcml.h"
@@ -341,6 +342,26 @@ START_TEST(transparent_shm_measured)
 }
 END_TEST
 
+/* The density bands of the timed multiples: a factor of 4 each, the
+ * boundaries on the side of the sparser band; 1e-3 and 1e-4 of 16M apart,
+ * 0.3 and 1 together; no entries, and the sparsest, in the last. */
+START_TEST(timed_bands_by_density)
+{
+    const uint64_t M16 = UINT64_C(1) << 24;
+    ck_assert_int_eq(op_timed_band(65536, 65536), 0);
+    ck_assert_int_eq(op_timed_band(65536, 16385), 0);
+    ck_assert_int_eq(op_timed_band(65536, 16384), 1);
+    ck_assert_int_eq(op_timed_band(65536, 4097), 1);
+    ck_assert_int_eq(op_timed_band(65536, 4096), 2);
+    ck_assert_int_eq(op_timed_band(M16, M16 / 10 * 3), op_timed_band(M16, M16));
+    ck_assert_int_eq(op_timed_band(M16, M16 / 1000), 4);  /* (1/1024, 1/256] */
+    ck_assert_int_eq(op_timed_band(M16, M16 / 10000), 6); /* (1/16384, 1/4096] */
+    ck_assert_int_eq(op_timed_band(M16, 1), OP_TIMED_BANDS - 1);
+    ck_assert_int_eq(op_timed_band(M16, 0), OP_TIMED_BANDS - 1);
+    ck_assert_int_eq(op_timed_band(3, 1), 0); /* below 4 entries: one band */
+}
+END_TEST
+
 /* The timed prices at work, as the driver feeds them (core/op.c): each
  * call runs the selector's choice, which then costs at least the multiple
  * of its model price it was timed at.  Transparent mode, P = 2 on shared
@@ -609,6 +630,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, shm_measured_ordering);
     tcase_add_test(tc, transparent_shm_measured);
     tcase_add_test(tc, timed_prices_settle_on_the_fastest);
+    tcase_add_test(tc, timed_bands_by_density);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
     tcase_add_test(tc, smpi_charged_ordering);
