@@ -165,11 +165,11 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
  * algorithm moves every value whatever the density: one multiple.  A
  * rank looks its band up by its own input's entries, stores by the agreed
  * largest; the agreement's minimum over ranks makes the verdict alike
- * wherever the ranks' bands differ.  A run is timed only after a run of the same algorithm for the
- * key with no pool grown since: a first run pays its pools' first touch
- * (several times the run on this VM).  Non-blocking calls neither time
- * nor use the times: their time is the application's as much as the
- * library's. */
+ * wherever the ranks' bands differ.  A run is timed only after a run of
+ * the same algorithm for the key with no pool grown since: a first run
+ * pays its pools' first touch (several times the run on this VM).
+ * Non-blocking calls neither time nor use the times: their time is the
+ * application's as much as the library's. */
 int op_timing(const sparcml_op *op)
 {
     return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
