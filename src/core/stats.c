@@ -49,6 +49,11 @@ static void timed_text(const double timed_over[COST_ALGORITHMS], char *text, siz
                                      sparcml_algorithm_name((sparcml_algorithm)a), timed_over[a]);
 }
 
+int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx)
+{
+    return s->verbose && ctx->rank == 0;
+}
+
 void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
                   double seconds, const double timed_over[COST_ALGORITHMS])
 {
@@ -64,7 +69,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
         if (alg == SPARCML_ALG_DENSE)
             atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     }
-    if (s->verbose && c->ctx->rank == 0) {
+    if (stats_verbose(s, c->ctx)) {
         char timed[160];
         timed_text(timed_over, timed, sizeof timed);
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
@@ -87,7 +92,7 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx,
     static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
     if (ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
     atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
-    if (s->verbose && ctx->rank == 0) {
+    if (stats_verbose(s, ctx)) {
         printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
                "scan_us=%.1f vendor_ms=%.3f\n",
                ctx->size, (unsigned long long)n, sparcml_value_type_name(vtype), names[route],
@@ -108,7 +113,7 @@ void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, i
         atomic_fetch_add(&held_back_nano, (uint64_t)(held_back * 1e9));
         atomic_fetch_add(&held_back_n, 1);
     }
-    if (s->verbose && c->ctx->rank == 0) {
+    if (stats_verbose(s, c->ctx)) {
         printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%.4f "
                "sent=%llu\n",
                s->compress == COMPRESS_CLTK ? "cltk" : "topk", c->ctx->size, (unsigned long long)c->dim,

@@ -32,6 +32,10 @@ typedef enum stats_route {
     ROUTE_COUNT_
 } stats_route;
 
+/* Whether this rank prints the verbose lines of calls on ctx: rank 0,
+ * with SPARCML_VERBOSE. */
+int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx);
+
 /* Record a transparent call of N values: its route, the most nonzeros any
  * rank had (0 when not scanned), this rank's scan time and the vendor's
  * time on these buffers as the selector saw it (0: not timed, or not

@@ -86,7 +86,7 @@ static void record_route(const sparcml_op *op)
 {
     const sparcml_call *c = &op->c;
     double vendor = 0;
-    if (op->set->verbose && c->ctx->rank == 0) { /* only the verbose line shows it */
+    if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows it */
         sparcml_problem p = op_problem(op);
         vendor = p.timed_over[SPARCML_ALG_DENSE] * select_vendor_price(op->set, &p);
     }
