@@ -52,8 +52,9 @@ int main(int argc, char **argv)
     MPI_Datatype t_float, t_int;
     MPI_Count counts[2];
     void *send, *recv, *scratch;
-    size_t calls = argc > 1 ? (size_t)argc - 1 : sizeof seq / sizeof seq[0];
+    size_t calls;
     MPI_Init(&argc, &argv);
+    calls = argc > 1 ? (size_t)argc - 1 : sizeof seq / sizeof seq[0];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     sparcml_type_create(SPARCML_FLOAT, &t_float);
@@ -63,12 +64,10 @@ int main(int argc, char **argv)
     recv = t_alloc_words(counts[0]);
     scratch = t_alloc_words((MPI_Count)dims[0] * 2);
     for (size_t i = 0; i < calls; i++) {
-        int vtype = argc > 1 || !seq[i].ints ? SPARCML_FLOAT : SPARCML_INT32;
-        if (argc > 1)
-            one_call(dims[0], vtype, t_float, atof(argv[i + 1]), 0, 1000 + i, counts[0], send, recv, scratch);
-        else
-            one_call(dims[seq[i].buf], vtype, seq[i].ints ? t_int : t_float, seq[i].density, seq[i].in_place,
-                     1000 + i, counts[seq[i].buf], send, recv, scratch);
+        int listed = argc > 1, ints = !listed && seq[i].ints, buf = listed ? 0 : seq[i].buf;
+        one_call(dims[buf], ints ? SPARCML_INT32 : SPARCML_FLOAT, ints ? t_int : t_float,
+                 listed ? atof(argv[i + 1]) : seq[i].density, !listed && seq[i].in_place, 1000 + i, counts[buf],
+                 send, recv, scratch);
     }
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("piggyback: P=%d calls=%zu failures=%d\n", size, calls, failures);
