@@ -19,7 +19,7 @@ run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=7 SPARCML_GAMMA_NS_PER
 rc=$?
 check "user-set alpha and gamma win over the measurement, beta is measured" \
     '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=7 us (set) beta=[0-9.e+-]* ns/B gamma=3.5 ns/entry (set) vendor_gather=[0-9.e+-]* " "$out"'
-for envs in "SPARCML_CALIBRATE=0" "SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 SPARCML_GAMMA_NS_PER_ENTRY=2.5"; do
+for envs in "SPARCML_CALIBRATE=0" "$default_model"; do
     # shellcheck disable=SC2086
     run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 $envs -- "${prog[@]}"
     rc=$?

@@ -21,9 +21,9 @@ bench="${BENCHBIN:?}/sparcml_bench"
 # algorithms PATTERN FIELD: FIELD (algorithm or selector) of each call, one
 # per line (rank 0)
 algorithms() {
-    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 \
-        SPARCML_GAMMA_NS_PER_ENTRY=2.5 SPARCML_RANKS_PER_CORE=1 -- "$bench" --bytes --n 1048576 --density 0.2 \
-        --pattern "$1" --warmup 4
+    # shellcheck disable=SC2086 # the settings are words
+    run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 $default_model SPARCML_RANKS_PER_CORE=1 -- "$bench" --bytes \
+        --n 1048576 --density 0.2 --pattern "$1" --warmup 4
     grep '^sparcml: allreduce' "$out" | sed -n "s/.* $2=\([a-z_]*\).*/\1/p"
 }
 

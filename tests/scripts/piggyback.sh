@@ -29,7 +29,6 @@
 # whose picks would depend on the machine and its load).  P = 3 (folded)
 # and 4; then the same with SPARCML_PIGGYBACK=0.
 . "$(dirname "$0")/common.sh"
-default_model="SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 SPARCML_GAMMA_NS_PER_ENTRY=2.5"
 
 # replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
 # stdin; print "ok CALLS PIGGYBACKED WRONG CORRECTED DECLINED SPLIT" or
