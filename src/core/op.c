@@ -251,14 +251,15 @@ void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double p
  * doubling only where its rounds were not pipelined -- piggybacking is for
  * calls whose rounds are not: the records ride on whole messages, and a
  * separate agreement costs little beside rounds long enough to pipeline;
- * a split algorithm only after a tagged call without QSGD (the data of
- * the other kinds and of quantized calls never rides on the split
- * exchange, and records alone cost fewer messages on recursive
- * doubling's). */
+ * a split algorithm only after a call of a kind whose data rides (those
+ * that reserve ahead for it: tagged and transparent) without QSGD (a
+ * quantized part is encoded into a buffer of its own; compressed calls'
+ * data never rides, and records alone cost fewer messages on recursive
+ * doubling's exchange). */
 static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
     if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) return op->c.pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
-    return op->kind == &sparcml_op_tagged && !op->c.q.bits ? alg : SPARCML_ALG_AUTO;
+    return op->kind->scratch_ahead && !op->c.q.bits ? alg : SPARCML_ALG_AUTO;
 }
 
 /* The split algorithm whose reduce-scatter this call's agreement rides on
@@ -320,18 +321,6 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
     return MPI_SUCCESS;
-}
-
-/* The data came along with the records of recursive doubling: deliver it
- * now that they agree. */
-static int finish_piggybacked(sparcml_op *op, const sparcml_problem *p)
-{
-    sparcml_call *c = &op->c;
-    int rc = MPI_SUCCESS;
-    /* Absent only if some rank failed, which the records would say. */
-    if (sv_is_absent(&c->pending)) rc = MPI_ERR_INTERN;
-    else rc = call_deliver(c, &c->pending);
-    return conclude(op, p, SPARCML_ALG_RECURSIVE_DOUBLE, rc);
 }
 
 /* The agreement stage: every rank's record travels along the schedule of
@@ -548,7 +537,7 @@ static int op_setup(sched *s)
  * and the pools hold what the rest needs for inputs up to the cap; were
  * either not so, every rank alike would drop the sums and run the call as
  * any other. */
-static int split_resume(sched *s, const sparcml_problem *p)
+static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
@@ -558,29 +547,38 @@ static int split_resume(sched *s, const sparcml_problem *p)
     c->gather = select_gather_plan(op->set, p);
     sparcml_algorithms[op->alg].scratch(c, p, need);
     if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
-        s->then = op_concluded;
+        s->then = then;
         return op_algorithm(s);
     }
     c->declined = 1;
     c->piggybacked = 0;
     op->alg = op->kind->select(op->set, p);
-    return op_run(s, p, op_concluded);
+    return op_run(s, p, then);
 }
 
-int op_deliver_piggybacked(sparcml_op *op, const sparcml_problem *p)
+int op_rode(sparcml_op *op)
 {
     sparcml_call *c = &op->c;
-    if (!c->piggybacked || op->agreed.declined) {
-        c->declined = c->piggybacked;
-        c->piggybacked = 0; /* the call runs as any other */
-        return 0;
-    }
-    /* The piggybacked run was not pipelined (it ran with the records
-     * riding along); the chunk count still tells the memo whether the next
-     * call should be. */
+    if (c->piggybacked && !op->agreed.declined) return 1;
+    c->declined = c->piggybacked;
+    c->piggybacked = 0; /* the call runs as any other */
+    return 0;
+}
+
+int op_resume(sched *s, const sparcml_problem *p, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    int rc;
+    if (op->split) return split_resume(s, p, then);
+    /* Recursive doubling ran whole messages (the records rode along); the
+     * chunk count still tells the memo whether the next call should be
+     * pipelined. */
+    op->alg = SPARCML_ALG_RECURSIVE_DOUBLE;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
-    op->result = finish_piggybacked(op, p);
-    return 1;
+    /* Absent only if some rank failed, which the records would say. */
+    rc = sv_is_absent(&c->pending) ? MPI_ERR_INTERN : call_deliver(c, &c->pending);
+    return rc == MPI_SUCCESS ? then(s) : rc;
 }
 
 static int tagged_agreed(sched *s)
@@ -590,8 +588,7 @@ static int tagged_agreed(sched *s)
     sparcml_problem p;
     c->dim = op->agreed.dim;
     p = op_problem(op);
-    if (op->split && c->piggybacked && !op->agreed.declined) return split_resume(s, &p);
-    if (op_deliver_piggybacked(op, &p)) return MPI_SUCCESS;
+    if (op_rode(op)) return op_resume(s, &p, op_concluded);
     op->alg = op->kind->select(op->set, &p);
     return op_run(s, &p, op_concluded);
 }
@@ -656,28 +653,29 @@ static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uin
         op->local.declined = c->input.dim != dim || c->input.nnz > piggyback_cap(dim, k_max);
 }
 
-void op_piggyback_on_doubling(sparcml_op *op)
+void op_piggyback(sparcml_op *op)
 {
-    const sparcml_memo *memo = &op_policy_of(op->c.ctx)->memo;
-    uint64_t dim = 0, k_max = 0;
-    int hit = split_history(op) == SPARCML_ALG_AUTO && op->set->piggyback
-              && select_memo_hit(memo, op->c.recv_bytes / SPARCML_WORD_BYTES, op->c.vtype, &dim, &k_max);
-    piggyback_decide(op, SPARCML_ALG_RECURSIVE_DOUBLE, hit, dim, k_max);
-}
-
-/* On the split exchange the data rides where the memo's call had this
- * count and value type (so neither quantizes: memo_choice). */
-static int tagged_begin(sched *s)
-{
-    sparcml_op *op = op_of(s);
     const sparcml_call *c = &op->c;
     const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
+    uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0;
     sparcml_algorithm alg = split_history(op);
-    if (alg == SPARCML_ALG_AUTO) op_piggyback_on_doubling(op);
-    else
-        piggyback_decide(op, alg,
-                         memo->split.count == c->recv_bytes / SPARCML_WORD_BYTES && memo->split.vtype == c->vtype,
-                         memo->split.dim, memo->split.k_max);
+    int hit;
+    if (alg == SPARCML_ALG_AUTO) {
+        alg = SPARCML_ALG_RECURSIVE_DOUBLE;
+        hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
+    } else {
+        /* where the memo's call had this count and value type (so neither
+         * quantizes: memo_choice) */
+        hit = memo->split.count == count && memo->split.vtype == c->vtype;
+        dim = memo->split.dim;
+        k_max = memo->split.k_max;
+    }
+    piggyback_decide(op, alg, hit, dim, k_max);
+}
+
+static int tagged_begin(sched *s)
+{
+    op_piggyback(op_of(s));
     return op_agree(s, tagged_agreed);
 }
 

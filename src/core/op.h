@@ -157,17 +157,21 @@ int op_agree(sched *s, sched_step then);
 int op_run(sched *s, const sparcml_problem *p, sched_step then);
 void op_conclude(sparcml_op *op);
 
-/* Piggybacking (op_agree) on recursive doubling's exchange, for kinds
- * whose input stream is built before the agreement: where the memo
- * predicts recursive doubling for the call's count and value type and the
- * pools every rank holds cover it, its data rides along, unless this rank
- * declines (its input beyond what the pools were reserved for).  After the
- * agreement, op_deliver_piggybacked delivers such a call's result into
- * c->recvbuf and concludes it (returns 1), or says that the call runs as
- * any other (returns 0).  op_scratch_ahead is the kinds' scratch_ahead:
- * it reserves what the next call of the count may ask of the pools. */
-void op_piggyback_on_doubling(sparcml_op *op);
-int op_deliver_piggybacked(sparcml_op *op, const sparcml_problem *p);
+/* Piggybacking (op_agree), for kinds whose input stream is built before
+ * the agreement: where the memo predicts recursive doubling for the call's
+ * count and value type, or the communicator's latest call ran a split
+ * algorithm on that count and type, and the pools every rank holds cover
+ * it, the data rides on that algorithm's exchange, unless this rank
+ * declines (its input beyond what the pools were reserved for).  After
+ * the agreement, op_rode says whether every rank's data came along (else
+ * the call runs as any other), and op_resume goes on from there:
+ * recursive doubling's sum is delivered into c->recvbuf, a split
+ * algorithm runs the rest of its schedule; `then` follows.
+ * op_scratch_ahead is the kinds' scratch_ahead: it reserves what the next
+ * call of the count may ask of the pools. */
+void op_piggyback(sparcml_op *op);
+int op_rode(sparcml_op *op);
+int op_resume(sched *s, const sparcml_problem *p, sched_step then);
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES]);
 
 /* Timing (op.c): whether this call times its run and carries the times

@@ -20,8 +20,8 @@
  *    at least the fastest any rank saw.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
- *    predicts recursive doubling, the stream rides on the agreement's
- *    messages as a tagged call's does (op_piggyback_on_doubling).  Both
+ *    predicts recursive doubling or a split algorithm, the stream rides on
+ *    the agreement's messages as a tagged call's does (op_piggyback).  Both
  *    buffers are reserved before the agreement (the scan gathers into
  *    one): a rank that cannot have them says so in its record, and every
  *    rank fails the call alike.  Every zero (either sign) is +0.0 and
@@ -216,6 +216,20 @@ static int sparse_done(sched *s)
     return MPI_SUCCESS;
 }
 
+/* The data rode on the agreement: the sum is the call's, whatever the
+ * selector made of the agreed numbers (c->selected); a vendor pick
+ * applies from the next call on. */
+static int piggybacked_done(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    const sparcml_call *c = &op->c;
+    sparse_done(s);
+    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
+    if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
+    else learn_sparse(c->ctx, op->count, c->vtype);
+    return MPI_SUCCESS;
+}
+
 static int transparent_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -223,15 +237,7 @@ static int transparent_agreed(sched *s)
     sparcml_problem p = op_problem(op);
     op_policy *pol = op_policy_of(c->ctx);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
-    /* Recursive doubling ran within the agreement: its sum is the call's,
-     * whatever the selector now makes of the agreed numbers; a vendor pick
-     * applies from the next call on. */
-    if (op_deliver_piggybacked(op, &p)) {
-        write_result(op);
-        if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
-        else learn_sparse(c->ctx, op->count, c->vtype);
-        return MPI_SUCCESS;
-    }
+    if (op_rode(op)) return op_resume(s, &p, piggybacked_done);
     op->alg = op->kind->select(op->set, &p);
     if (op->alg == SPARCML_ALG_DENSE) {
         /* The memo predicts no recursive doubling for this count now. */
@@ -250,7 +256,7 @@ static int transparent_agreed(sched *s)
 
 /* The prologue: the learnt vendor choice, or this rank's scan and its
  * scratch, then the agreement, with the stream riding on it where the
- * memo predicts recursive doubling (a stream the scan could not build, its
+ * memo predicts the algorithm (a stream the scan could not build, its
  * count beyond the room, stays back). */
 static int transparent_begin(sched *s)
 {
@@ -268,7 +274,7 @@ static int transparent_begin(sched *s)
         scan(op, in);
         op->scan_seconds = PMPI_Wtime() - t0;
     }
-    op_piggyback_on_doubling(op);
+    op_piggyback(op);
     if (c->piggybacked && local->reason == SPARCML_R_OK && !input_built(&c->input)) local->declined = 1;
     return op_agree(s, transparent_agreed);
 }

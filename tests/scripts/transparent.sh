@@ -12,9 +12,11 @@
 #    agreement and the other does not;
 #  - the agreement modes of a sequence of calls (sparcml(7), SPARCML_PIGGYBACK):
 #    a call's data rides on recursive doubling's agreement exactly when the
-#    latest call of its count and value type ran recursive doubling, unless
-#    its input is beyond twice that call's largest (declined); a vendor
-#    choice drops the prediction;
+#    latest call of its count and value type ran recursive doubling, and on
+#    a split algorithm's reduce-scatter when the communicator's latest call
+#    ran that algorithm on its count and type, unless its input is beyond
+#    twice that call's largest (declined); a vendor choice drops the
+#    prediction;
 #  - the pass-through tests (dense data) still give the vendor's bits;
 #  - the same sums as MPI_Iallreduce with MPI_Wait, with an MPI_Test loop,
 #    and as persistent calls, at P = 1..8: the same route counts as the
@@ -77,6 +79,11 @@ rc=$?
 check "count differing across ranks, rank 0 piggybacking: MPI_ERR_COUNT on every rank, one line" \
     '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ] &&
      eval "$pig_failed"'
+run_mpi 3 "$with_shim" $on SPARCML_ALGORITHM=ssar_split_allgather SPARCML_STATS=1 -- "$TESTBIN/transparent" count_mismatch
+rc=$?
+check "count differing across ranks, rank 0's data on the split exchange: MPI_ERR_COUNT on every rank, one line" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ] &&
+     eval "$pig_failed"'
 # modes: one word per call of the sequence, from rank 0's verbose lines: the
 # agreement of a call the sparse route took, else its route.
 modes() {
@@ -101,6 +108,25 @@ for how in blocking wait; do
             '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want" ] && [ "$(grep -c "^call " "$out")" -eq 25 ] &&
              eval "$only_rd"'
     done
+done
+# The same sequence with a split algorithm forced: a call's stream rides on
+# the split algorithm's reduce-scatter after a call of its count and value
+# type that ran it.  Call 1 has no history and agrees on recursive
+# doubling's exchange, every later one on the split's; 4 is beyond twice
+# 3's inputs (declined), 5 follows 4; 6 is dense: the scan does not build
+# its stream (declined) and it runs the forced algorithm, as 7-23, which
+# follow; 24 is double (no prediction for its type) and 25 follows 24.
+exchanges() { awk '/^sparcml: allreduce / { for (i = 1; i <= NF; i++) if ($i ~ /^exchange=/) printf "%s ", substr($i, 10) }' "$out"; }
+want_split="separate piggybacked piggybacked declined piggybacked declined $(printf 'piggybacked %.0s' $(seq 17))separate separate "
+split_exchanges="recursive_double $(printf 'split %.0s' $(seq 24))"
+for pa in "3 ssar_split_allgather blocking" "4 dsar_split_allgather wait"; do
+    read -r p alg how <<<"$pa"
+    run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sequence $how
+    rc=$?
+    got=$(modes)
+    check "sequence, $alg forced, $how, P=$p: results exact, the data rides on the split exchange by the rule (got: $got)" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want_split" ] && [ "$(exchanges)" = "$split_exchanges" ] &&
+         [ "$(grep -c "^call " "$out")" -eq 25 ]'
 done
 # The vendor's time: with a vendor whose float allreduces of these buffers
 # sleep 100 ms each (tests/support/slow_vendor_preload.c: far above a
