@@ -6,6 +6,7 @@
 #                                   [--ranks P] [--points "PATTERN D,..."]
 #        scripts/bench_piggyback.sh --transparent [--rounds R] [--reps N]
 #                                   [--out FILE] [--ranks P]
+#                                   [--sizes BYTES,...] [--densities D,...]
 #
 # P = 8 (--ranks: 2 to 8), N = 16M floats; points (--points, e.g.
 # "random 1e-3,random 1e-4"): identical indices at d = 1e-4 and random
@@ -23,13 +24,15 @@
 # --transparent: an unmodified program's dense float allreduce in
 # transparent mode (bench/transparent_bench, its vendor calls alternating
 # with the shim's) of 256 KiB, 1 MiB and 4 MiB at d = 1e-4 and 1e-3 (random
-# positions), SPARCML_PIGGYBACK=1 and 0 in alternate runs, --reps calls
+# positions; --sizes and --densities replace these: at 64 MiB and d = 1e-3
+# the selector picks SSAR split, whose reduce-scatter the data then rides),
+# SPARCML_PIGGYBACK=1 and 0 in alternate runs, --reps calls
 # each (default 32); the cost model measured at MPI_Init.  Writes
 # bench/results/piggyback_transparent_rig.csv (default) and prints the
 # medians over rounds of each run's mean call.  Root (rig).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 reps=15 out="" ranks=8 transparent=0
+rounds=3 reps=15 out="" ranks=8 transparent=0 sizes=262144,1048576,4194304 densities=1e-4,1e-3
 points_arg="identical 1e-4,random 1e-4,random 1e-3"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -39,7 +42,9 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --points) points_arg=$2; shift 2 ;;
-    *) echo "usage: $0 [--transparent] [--rounds R] [--reps N] [--out FILE] [--ranks P] [--points \"PATTERN D,...\"]" >&2
+    --sizes) sizes=$2; shift 2 ;;
+    --densities) densities=$2; shift 2 ;;
+    *) echo "usage: $0 [--transparent] [--rounds R] [--reps N] [--out FILE] [--ranks P] [--points \"PATTERN D,...\"] [--sizes BYTES,...] [--densities D,...]" >&2
        exit 2 ;;
     esac
 done
@@ -66,7 +71,7 @@ if [ "$transparent" = 1 ]; then
         for pig in 1 0; do
             env LD_PRELOAD="$work/libsparcml.so" SPARCML_TRANSPARENT=1 SPARCML_TRANSPARENT_MIN_BYTES=4096 \
                 SPARCML_PIGGYBACK=$pig timeout 900 "$top/scripts/netsim.sh" run "$ranks" -- \
-                "$top/build/bench/transparent_bench" 262144,1048576,4194304 1e-4,1e-3 "$reps" 2>/dev/null |
+                "$top/build/bench/transparent_bench" "$sizes" "$densities" "$reps" 2>/dev/null |
                 grep -v '^bytes' | sed "s/^/pig$pig,$r,/" >>"$out"
         done
     done
