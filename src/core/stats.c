@@ -14,9 +14,11 @@ static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
 static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
-/* Calls whose data travelled with the agreement records, those of them
- * that failed, and calls whose recursive doubling was pipelined. */
-static atomic_uint_fast64_t piggybacked, piggybacked_failed, pipelined;
+/* Calls whose data travelled with the agreement records (on recursive
+ * doubling's exchange, on a split algorithm's reduce-scatter), those of
+ * them that failed, and calls whose recursive doubling was pipelined. */
+enum { PIGGYBACK_DOUBLING, PIGGYBACK_SPLIT, PIGGYBACK_FAILED, PIPELINED, PIGGYBACK_COUNTS_ };
+static atomic_uint_fast64_t piggybacks[PIGGYBACK_COUNTS_];
 /* Transparent calls by route, and the scans' time. */
 static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
 
@@ -64,8 +66,8 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
     if (c->ctx->rank == 0) {
         atomic_fetch_add(&per_alg[alg].calls, 1);
-        if (c->piggybacked) atomic_fetch_add(&piggybacked, 1);
-        if (chunks > 1) atomic_fetch_add(&pipelined, 1);
+        if (c->piggybacked) atomic_fetch_add(&piggybacks[c->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
+        if (chunks > 1) atomic_fetch_add(&piggybacks[PIPELINED], 1);
         if (alg == SPARCML_ALG_DENSE)
             atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     }
@@ -143,7 +145,7 @@ void stats_record_feedback_full(const sparcml_settings *s, int rank, const void 
 
 void stats_record_piggybacked_failure(int rank)
 {
-    if (rank == 0) atomic_fetch_add(&piggybacked_failed, 1);
+    if (rank == 0) atomic_fetch_add(&piggybacks[PIGGYBACK_FAILED], 1);
 }
 
 void stats_record_error(int rank, int reason)
@@ -159,17 +161,15 @@ void stats_record_error(int rank, int reason)
 /* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
  * call's communicator, and bytes: the sum over ranks; times: the maximum
  * over ranks. */
-enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + 3 + ROUTE_COUNT_ };
+enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + PIGGYBACK_COUNTS_ + ROUTE_COUNT_ };
 
 static void gather_counts(uint64_t c[COUNTS])
 {
-    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
+    uint64_t *errs = c + N, *fb = errs + SPARCML_R_COUNT_, *pig = fb + FALLBACK_COUNT_, *route = pig + PIGGYBACK_COUNTS_;
     for (int a = 0; a < N; a++) c[a] = atomic_load(&per_alg[a].calls);
     for (int r = 0; r < SPARCML_R_COUNT_; r++) errs[r] = atomic_load(&errors[r]);
     for (int f = 0; f < FALLBACK_COUNT_; f++) fb[f] = atomic_load(&fallbacks[f]);
-    pig[0] = atomic_load(&piggybacked);
-    pig[1] = atomic_load(&piggybacked_failed);
-    pig[2] = atomic_load(&pipelined);
+    for (int i = 0; i < PIGGYBACK_COUNTS_; i++) pig[i] = atomic_load(&piggybacks[i]);
     for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
 }
 
@@ -178,7 +178,7 @@ static void gather_counts(uint64_t c[COUNTS])
 static void print_report(int size, const uint64_t *calls, const uint64_t *bysum, const uint64_t *nsr)
 {
     const uint64_t *bytes = bysum, *dense = bysum + N, *errs = calls + N, *fb = errs + SPARCML_R_COUNT_;
-    const uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + 3;
+    const uint64_t *pig = fb + FALLBACK_COUNT_, *route = pig + PIGGYBACK_COUNTS_;
     printf("sparcml: ---- SPARCML_STATS report, %d ranks (calls: each collective call once; bytes: sum over ranks) ----\n",
            size);
     printf("sparcml: %-22s %10s %16s %16s %8s %12s\n", "algorithm", "calls", "bytes_sent",
@@ -195,14 +195,17 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
                "forced by SPARCML_ALGORITHM: %llu)\n",
                (unsigned long long)(fb[FALLBACK_MODEL] + fb[FALLBACK_FORCED]),
                (unsigned long long)fb[FALLBACK_MODEL], (unsigned long long)fb[FALLBACK_FORCED]);
-    if (pig[0])
+    if (pig[PIGGYBACK_DOUBLING])
         printf("sparcml: calls with recursive doubling done within the agreement step: %llu\n",
-               (unsigned long long)pig[0]);
-    if (pig[1])
+               (unsigned long long)pig[PIGGYBACK_DOUBLING]);
+    if (pig[PIGGYBACK_SPLIT])
+        printf("sparcml: calls with a split algorithm's reduce-scatter done within the agreement step: %llu\n",
+               (unsigned long long)pig[PIGGYBACK_SPLIT]);
+    if (pig[PIGGYBACK_FAILED])
         printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
-               (unsigned long long)pig[1]);
-    if (pig[2])
-        printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[2]);
+               (unsigned long long)pig[PIGGYBACK_FAILED]);
+    if (pig[PIPELINED])
+        printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[PIPELINED]);
     if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
         printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
                "(cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",

@@ -121,12 +121,14 @@ want_split="separate piggybacked piggybacked declined piggybacked declined $(pri
 split_exchanges="recursive_double $(printf 'split %.0s' $(seq 24))"
 for pa in "3 ssar_split_allgather blocking" "4 dsar_split_allgather wait"; do
     read -r p alg how <<<"$pa"
-    run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sequence $how
+    run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 SPARCML_STATS=1 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sequence $how
     rc=$?
     got=$(modes)
     check "sequence, $alg forced, $how, P=$p: results exact, the data rides on the split exchange by the rule (got: $got)" \
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want_split" ] && [ "$(exchanges)" = "$split_exchanges" ] &&
          [ "$(grep -c "^call " "$out")" -eq 25 ]'
+    check "sequence, $alg forced, $how, P=$p: SPARCML_STATS counts the 20 calls whose reduce-scatter rode on the agreement" \
+        'grep -q "reduce-scatter done within the agreement step: 20$" "$out" && ! grep -q "recursive doubling done within" "$out"'
 done
 # The vendor's time: with a vendor whose float allreduces of these buffers
 # sleep 100 ms each (tests/support/slow_vendor_preload.c: far above a
