@@ -39,57 +39,57 @@ static int slice_parts(sparcml_call *c, uint64_t head, sv *parts)
 }
 
 /* While the call's rider is set (the agreement rides on the parts:
- * core/op.c, never with quantization), each part is written behind this
- * rank's record and goes out framed as it is; without an input (this
- * rank's data stays back) every part is absent and the record goes
- * alone. */
-static int pack_framed_parts(sparcml_call *c, sv *parts, wire *wires)
+ * core/op.c) and this rank's data stays back, every part is absent and
+ * the record goes alone. */
+static int records_alone(sparcml_call *c, sv *parts, wire *wires)
 {
-    const uint64_t rec = c->rider->bytes;
-    int rc;
     for (int r = 0; r < c->ctx->size; r++) {
         parts[r] = sv_absent();
-        wires[r] = (wire){.buf = c->rider->own, .bytes = rec, .framed = 1};
+        wires[r] = (wire){.buf = c->rider->own, .bytes = c->rider->bytes, .framed = 1};
     }
-    if (sv_is_absent(&c->input)) return MPI_SUCCESS;
-    rc = slice_parts(c, rec, parts);
-    for (int r = 0; rc == MPI_SUCCESS && r < c->ctx->size; r++) {
-        char *frame = (char *)parts[r].base - rec;
-        memcpy(frame, c->rider->own, rec);
-        wires[r].buf = frame;
-        wires[r].bytes = rec + stream_bytes(&parts[r]);
-    }
-    return rc;
+    return MPI_SUCCESS;
+}
+
+/* The wire's bytes were written `rider->bytes` behind room for this
+ * rank's record: write it there and send both as they are. */
+static void frame(const sparcml_call *c, wire *w)
+{
+    char *framed = (char *)w->buf - c->rider->bytes;
+    memcpy(framed, c->rider->own, c->rider->bytes);
+    w->buf = framed;
+    w->bytes += c->rider->bytes;
+    w->framed = 1;
 }
 
 /* Write every rank's part of the input into the send pool, and its wire
- * form (quantized into POOL_QMSG where that applies) into wires[]. */
+ * form (quantized into POOL_QMSG where that applies) into wires[]; while
+ * the call's rider is set, each behind this rank's record. */
 static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
 {
     sparcml_ctx *ctx = c->ctx;
-    uint64_t qtotal = 0;
+    uint64_t head = c->rider ? c->rider->bytes : 0, qtotal = 0;
     char *qbuf = NULL;
     int rc;
-    if (c->rider) return pack_framed_parts(c, parts, wires);
-    rc = slice_parts(c, 0, parts);
+    if (c->rider && sv_is_absent(&c->input)) return records_alone(c, parts, wires);
+    rc = slice_parts(c, head, parts);
     if (rc != MPI_SUCCESS) return rc;
     for (int r = 0; r < ctx->size; r++) {
         wires[r] = wire_of(&parts[r]);
         if (r != ctx->rank && call_quantizes(c, &parts[r]))
-            qtotal += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
+            qtotal += sparcml_round8(head + qsgd_message_bound(&parts[r], &c->q));
     }
+    /* Compressed calls' input, which never rides (core/compress.c). */
     if (c->input_block) return p2p_encode_input_parts(c, parts, ctx->size, ctx->rank, wires);
-    if (qtotal == 0) return MPI_SUCCESS;
-    qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal);
-    if (!qbuf) return CALL_NOMEM(c);
+    if (qtotal > 0 && !(qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal))) return CALL_NOMEM(c);
     for (int r = 0; r < ctx->size; r++) {
         qsgd_key key = {.seed = c->q.seed, .rank = (uint64_t)ctx->rank, .call = ctx->calls,
                         .message = (uint64_t)TAG_REDUCE_SCATTER << 32 | (uint64_t)r};
-        if (r == ctx->rank || !call_quantizes(c, &parts[r])) continue;
-        wires[r].buf = qbuf;
-        wires[r].bytes = qsgd_encode_message(&parts[r], &c->q, &key, qbuf);
-        wires[r].quantized = 1;
-        qbuf += sparcml_round8(qsgd_message_bound(&parts[r], &c->q));
+        if (r != ctx->rank && call_quantizes(c, &parts[r])) {
+            wires[r] = (wire){.buf = qbuf + head, .quantized = 1};
+            wires[r].bytes = qsgd_encode_message(&parts[r], &c->q, &key, qbuf + head);
+            qbuf += sparcml_round8(head + qsgd_message_bound(&parts[r], &c->q));
+        }
+        if (head) frame(c, &wires[r]);
     }
     return MPI_SUCCESS;
 }

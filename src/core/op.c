@@ -252,14 +252,13 @@ void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double p
  * calls whose rounds are not: the records ride on whole messages, and a
  * separate agreement costs little beside rounds long enough to pipeline;
  * a split algorithm only after a call of a kind whose data rides (those
- * that reserve ahead for it: tagged and transparent) without QSGD (a
- * quantized part is encoded into a buffer of its own; compressed calls'
+ * that reserve ahead for it: tagged and transparent; compressed calls'
  * data never rides, and records alone cost fewer messages on recursive
  * doubling's exchange). */
 static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
     if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) return op->c.pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
-    return op->kind->scratch_ahead && !op->c.q.bits ? alg : SPARCML_ALG_AUTO;
+    return op->kind->scratch_ahead ? alg : SPARCML_ALG_AUTO;
 }
 
 /* The split algorithm whose reduce-scatter this call's agreement rides on
@@ -618,8 +617,12 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
     p = problem_of(&whole, &guess);
     sparcml_algorithms[alg].scratch(&whole, &p, need);
     need[POOL_RECV] += sizeof(agree_record);
-    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) need[POOL_FRAME] = need[POOL_RECV];
-    else need[POOL_SEND] += P * sizeof(agree_record);
+    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) {
+        need[POOL_FRAME] = need[POOL_RECV];
+        return;
+    }
+    need[POOL_SEND] += P * sizeof(agree_record);
+    if (p.qbits) need[POOL_QMSG] += P * sizeof(agree_record); /* quantized parts, each behind one */
 }
 
 /* A call the memo will keep for recursive doubling reserves, beside its
@@ -664,8 +667,7 @@ void op_piggyback(sparcml_op *op)
         alg = SPARCML_ALG_RECURSIVE_DOUBLE;
         hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
-        /* where the memo's call had this count and value type (so neither
-         * quantizes: memo_choice) */
+        /* where the memo's call had this count and value type */
         hit = memo->split.count == count && memo->split.vtype == c->vtype;
         dim = memo->split.dim;
         k_max = memo->split.k_max;
