@@ -322,27 +322,29 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     return MPI_SUCCESS;
 }
 
-/* The agreement stage: every rank's record travels along the schedule of
- * recursive doubling, or, where the communicator's latest call was a
- * tagged one that chose a split algorithm (the memo, select.h), along that
- * algorithm's reduce-scatter, in which every rank sends a part to every
- * other: each message carries its sender's record, so every rank holds all
- * P records at the end.  Without piggybacking, streams are absent and the
- * messages are records only (one small allreduce; on the split exchange
- * one latency, with P-1 messages per rank).  With it, each rank's stream
- * comes along and the algorithm's exchange is done in the same messages,
- * saving the agreement's latencies: the prediction that it would be chosen
- * comes from the memo, identical on all ranks (a split algorithm then
- * runs the rest of its schedule after the verdict: split_resume).  If a
- * rank's input is invalid, its stream is absent and the records tell every
- * rank at the end; if ranks predicted differently (an erroneous program),
- * they still exchange the same messages, and the records say so.  A
- * piggybacked exchange allocates nothing: it runs only where the pools
- * every rank is known to hold cover it (the call before reserved them:
- * tagged_scratch_ahead), and a rank whose input is beyond that declines --
- * its stream stays back, so every rank's sum is absent, and the records
- * tell all ranks to run the call after the agreement instead.  No rank's
- * choice depends on its own memory, so none can fail alone.
+/* The agreement stage: every rank's record travels along the schedule
+ * of recursive doubling, or, where the communicator's latest call was a
+ * tagged or transparent one that chose a split algorithm (the memo,
+ * select.h), along that algorithm's reduce-scatter, in which every rank
+ * sends a part to every other: each message carries its sender's
+ * record, so every rank holds all P records at the end.  Without
+ * piggybacking, streams are absent and the messages are records only
+ * (one small allreduce; on the split exchange one latency, with P-1
+ * messages per rank).  With it, each rank's stream comes along and the
+ * algorithm's exchange is done in the same messages, saving the
+ * agreement's latencies: the prediction that it would be chosen comes
+ * from the memo, identical on all ranks (a split algorithm then runs
+ * the rest of its schedule after the verdict: split_resume).  If a
+ * rank's input is invalid, its stream is absent and the records tell
+ * every rank at the end; if ranks predicted differently (an erroneous
+ * program), they still exchange the same messages, and the records say
+ * so.  A piggybacked exchange allocates nothing: it runs only where the
+ * pools every rank is known to hold cover it (the call before reserved
+ * them: op_scratch_ahead), and a rank whose input is beyond that
+ * declines -- its stream stays back, so every rank's sum is absent, and
+ * the records tell all ranks to run the call after the agreement
+ * instead.  No rank's choice depends on its own memory, so none can
+ * fail alone.
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */

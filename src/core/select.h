@@ -68,8 +68,8 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
  * all ranks predict alike.  A handful of slots serves loops that alternate
  * between a few buffers.
  *
- * And whether the communicator's latest call, a tagged one, chose a split
- * algorithm (`split`; SPARCML_ALG_AUTO: none).  Then the next call's
+ * And whether the communicator's latest call, a tagged or transparent one
+ * (the kinds whose data rides), chose a split algorithm (`split`; SPARCML_ALG_AUTO: none).  Then the next call's
  * agreement rides on the split algorithms' reduce-scatter, whatever its
  * count: the two exchanges differ, and which one runs must not depend on
  * an argument, so that ranks whose counts differ (an erroneous program)
