@@ -537,7 +537,8 @@ static int op_setup(sched *s)
  * restriction holds (the memo's call had the same count and dimension),
  * and the pools hold what the rest needs for inputs up to the cap; were
  * either not so, every rank alike would drop the sums and run the call as
- * any other. */
+ * any other: the kind's step after the agreement, as for a call that
+ * declined. */
 static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
@@ -553,15 +554,14 @@ static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
     }
     c->declined = 1;
     c->piggybacked = 0;
-    op->alg = op->kind->select(op->set, p);
-    return op_run(s, p, then);
+    return op->agreed_then(s);
 }
 
 int op_rode(sparcml_op *op)
 {
     sparcml_call *c = &op->c;
     if (c->piggybacked && !op->agreed.declined) return 1;
-    c->declined = c->piggybacked;
+    c->declined |= c->piggybacked;
     c->piggybacked = 0; /* the call runs as any other */
     return 0;
 }
@@ -579,7 +579,9 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     /* Absent only if some rank failed, which the records would say. */
     rc = sv_is_absent(&c->pending) ? MPI_ERR_INTERN : call_deliver(c, &c->pending);
-    return rc == MPI_SUCCESS ? then(s) : rc;
+    if (rc == MPI_SUCCESS) return then(s);
+    op->result = conclude(op, p, op->alg, rc);
+    return MPI_SUCCESS;
 }
 
 static int tagged_agreed(sched *s)
@@ -627,10 +629,10 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
     if (p.qbits) need[POOL_QMSG] += P * sizeof(agree_record); /* quantized parts, each behind one */
 }
 
-/* A call the memo will keep for recursive doubling reserves, beside its
- * own scratch, what the next call of its count may ask of the pools
- * piggybacked: so the next call piggybacks on pools every rank is known
- * to hold, and nobody allocates while the records travel. */
+/* A call the memo will keep for recursive doubling or a split algorithm
+ * reserves, beside its own scratch, what the next call of its count may
+ * ask of the pools piggybacked: so the next call piggybacks on pools every
+ * rank is known to hold, and nobody allocates while the records travel. */
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
 {
     uint64_t next[CTX_CAPACITIES] = {0};
