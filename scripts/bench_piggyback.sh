@@ -24,8 +24,9 @@
 # --transparent: an unmodified program's dense float allreduce in
 # transparent mode (bench/transparent_bench, its vendor calls alternating
 # with the shim's) of 256 KiB, 1 MiB and 4 MiB at d = 1e-4 and 1e-3 (random
-# positions; --sizes and --densities replace these: at 64 MiB and d = 1e-3
-# the selector picks SSAR split, whose reduce-scatter the data then rides),
+# positions; --sizes and --densities replace these: with
+# SPARCML_ALGORITHM=ssar_split_allgather the data rides on its
+# reduce-scatter),
 # SPARCML_PIGGYBACK=1 and 0 in alternate runs, --reps calls
 # each (default 32); the cost model measured at MPI_Init.  Writes
 # bench/results/piggyback_transparent_rig.csv (default) and prints the

@@ -71,10 +71,11 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
  * And whether the communicator's latest call, a tagged or transparent one
  * (the kinds whose data rides), chose a split algorithm (`split`;
  * SPARCML_ALG_AUTO: none).  Then the next call's agreement rides on the
- * split algorithms' reduce-scatter, whatever its count: the two exchanges differ, and which one runs must not depend on
- * an argument, so that ranks whose counts differ (an erroneous program)
- * still meet in the same exchange, whose records then report it.  Its data
- * comes along where its count and value type are that call's. */
+ * split algorithms' reduce-scatter, whatever its count: the two exchanges
+ * differ, and which one runs must not depend on an argument, so that
+ * ranks whose counts differ (an erroneous program) still meet in the same
+ * exchange, whose records then report it.  Its data comes along where its
+ * count and value type are that call's. */
 enum { SELECT_MEMO_SLOTS = 4 };
 typedef struct sparcml_memo {
     uint64_t count[SELECT_MEMO_SLOTS];
