@@ -12,8 +12,9 @@
  *   round sends all C at once and merges chunk i of the partner's message
  *   while chunk i + 1 travels (its receive is started before the merge).
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
- *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD,
- *   whole messages where the caller carries records of its own on them.
+ *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD.
+ *   A round's chunks after the first travel bare (wire.bare): records the
+ *   caller carries on the messages (call.h) ride on the first.
  * Cost (ssar_recursive_double_cost): per round alpha + beta (size of
  *   the group's union so far) + gamma merging both operands; 2 alpha + beta
  *   (input + result) more for the fold when P is not a power of two.
@@ -65,6 +66,12 @@ static int active_rank(int newrank, int rem)
     return newrank < rem ? 2 * newrank + 1 : newrank + rem;
 }
 
+/* Can a and b be added?  Else their sum is absent (see above). */
+static int operands_match(const sv *a, const sv *b)
+{
+    return !sv_is_absent(a) && !sv_is_absent(b) && a->dim == b->dim && a->vtype == b->vtype;
+}
+
 /* cur (in pool *cur_pool, or the caller's buffer when *cur_pool < 0)
  * becomes cur + other, with other's rank on the left when other_is_lower.
  * The last sum of the call goes straight into recvbuf when it surely fits
@@ -77,8 +84,7 @@ static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int
     int out_pool;
     void *out;
     uint64_t bound;
-    if (sv_is_absent(cur) || sv_is_absent(other) || cur->dim != other->dim
-        || cur->vtype != other->vtype) {
+    if (!operands_match(cur, other)) {
         *cur = sv_absent();
         return MPI_SUCCESS;
     }
@@ -113,12 +119,15 @@ static int rd_deliver(sched *s)
 
 static int rd_part_pool(int set, int i) { return POOL_RD_PART + set * SPARCML_PIPELINE_CHUNKS_MAX + i; }
 
-/* Cut the sum into chunks (set 0) before the first round. */
+/* Cut the sum into chunks (set 0) before the first round; an absent sum
+ * into absent chunks. */
 static int rd_chunk(sched *s)
 {
     rd_state *st = sched_state(s);
-    stream_split_bounds(st->cur.dim, st->chunks, st->bounds);
     st->set = 0;
+    for (int i = 0; sv_is_absent(&st->cur) && i < st->chunks; i++) st->part[0][i] = sv_absent();
+    if (sv_is_absent(&st->cur)) return MPI_SUCCESS;
+    stream_split_bounds(st->cur.dim, st->chunks, st->bounds);
     for (int i = 0; i < st->chunks; i++) {
         uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];
         void *buf = ctx_buffer(s->c->ctx, rd_part_pool(0, i), stream_range_bytes(&st->cur, lo, hi));
@@ -129,7 +138,8 @@ static int rd_chunk(sched *s)
 }
 
 /* Join the chunks into cur after the last round: straight into recvbuf
- * when the call lets it (the input, copied into chunks, is not needed). */
+ * when the call lets it (the input, copied into chunks, is not needed);
+ * absent if a chunk is. */
 static int rd_join(sched *s)
 {
     rd_state *st = sched_state(s);
@@ -137,7 +147,16 @@ static int rd_join(sched *s)
     const sv *parts = st->part[st->set];
     uint64_t nnz = 0, at_zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0}, bytes;
     void *out = c->recvbuf;
-    for (int i = 0; i < st->chunks; i++) nnz += parts[i].nnz;
+    int absent = 0;
+    for (int i = 0; i < st->chunks; i++) {
+        absent |= sv_is_absent(&parts[i]);
+        nnz += parts[i].nnz;
+    }
+    if (absent) {
+        st->cur = sv_absent();
+        st->chunks = 1;
+        return MPI_SUCCESS;
+    }
     bytes = sparcml_sparse_bytes(st->cur.dim, st->cur.vtype, nnz);
     st->cur_pool = -1;
     if (!call_may_write_result(c) || bytes > c->recv_bytes) {
@@ -153,21 +172,27 @@ static int rd_join(sched *s)
 static int rd_round(sched *s);
 
 /* Chunk `got` of the partner's message is in: start receiving the next,
- * then add this one (the lower rank's chunk on the left). */
+ * then add this one (the lower rank's chunk on the left; absent where
+ * either is). */
 static int rd_chunk_arrived(sched *s)
 {
     rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int i = st->got, partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
     const sv in = st->other, *mine = &st->part[st->set][i];
+    sv *sum = &st->part[!st->set][i];
     void *out;
     if (i + 1 < st->chunks)
-        rc = sched_recv_stream_early(s, partner, TAG_RECURSIVE_DOUBLE, i % 2 ? POOL_RECV : POOL_RECV_NEXT,
-                                     POOL_QDEC, &st->other);
+        rc = sched_recv_chunk(s, partner, TAG_RECURSIVE_DOUBLE, i % 2 ? POOL_RECV : POOL_RECV_NEXT, POOL_QDEC,
+                              &st->other);
     if (rc != MPI_SUCCESS) return rc;
-    out = ctx_buffer(c->ctx, rd_part_pool(!st->set, i), stream_merge_bound(mine, &in));
-    if (!out) return CALL_NOMEM(c);
-    st->part[!st->set][i] = partner < c->ctx->rank ? stream_merge_add(&in, mine, out) : stream_merge_add(mine, &in, out);
+    if (operands_match(mine, &in)) {
+        out = ctx_buffer(c->ctx, rd_part_pool(!st->set, i), stream_merge_bound(mine, &in));
+        if (!out) return CALL_NOMEM(c);
+        *sum = partner < c->ctx->rank ? stream_merge_add(&in, mine, out) : stream_merge_add(mine, &in, out);
+    } else {
+        *sum = sv_absent();
+    }
     if (++st->got < st->chunks) {
         sched_next(s, rd_chunk_arrived);
         return MPI_SUCCESS;
@@ -190,6 +215,7 @@ static int rd_round_pipelined(sched *s, int partner)
     /* The first round's chunks are parts of the input unless a rank folded in. */
     if (c->input_block && st->round == 0 && st->cur.base == c->input.base)
         rc = p2p_encode_input_parts(c, st->part[st->set], st->chunks, -1, w);
+    for (int i = 1; i < st->chunks; i++) w[i].bare = 1;
     for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) rc = sched_send(s, &w[i], partner, TAG_RECURSIVE_DOUBLE);
     st->got = 0;
     if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);
@@ -280,7 +306,7 @@ int sparcml_ssar_recursive_double(sched *s)
     rd_state *st = sched_state(s);
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
     *st = (rd_state){.cur = s->c->input, .cur_pool = -1, .mask = 1, .chunks = 1};
-    if (s->c->pipeline_chunks > 1 && !s->c->rider) st->chunks = s->c->pipeline_chunks;
+    if (s->c->pipeline_chunks > 1) st->chunks = s->c->pipeline_chunks;
     s->c->chunks_run = st->chunks;
     st->p2 = cost_largest_power_of_two(P);
     st->rem = P - st->p2;
@@ -365,7 +391,7 @@ void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_problem 
 {
     uint64_t sum = scratch_sum_bytes(p->dim, p->vtype, p->k_sum), in = scratch_input_bytes(p);
     uint64_t plain = sum > in ? sum : in, msg = plain;
-    int chunks = c->pipeline_chunks > 1 && !c->rider ? c->pipeline_chunks : 1;
+    int chunks = c->pipeline_chunks > 1 ? c->pipeline_chunks : 1;
     qsgd_params q = scratch_wire_q(p);
     if (q.bits) {
         scratch_need(need, POOL_QMSG, scratch_coded_bytes(p->dim, p->vtype, p->k_sum, &q, 1));

@@ -248,26 +248,64 @@ void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double p
 }
 
 /* What the memo keeps of a call that ran `alg` (select.h): recursive
- * doubling only where its rounds were not pipelined -- piggybacking is for
- * calls whose rounds are not: the records ride on whole messages, and a
- * separate agreement costs little beside rounds long enough to pipeline;
- * a split algorithm only after a call of a kind whose data rides (those
- * that reserve ahead for it: tagged and transparent; compressed calls'
- * data never rides, and records alone cost fewer messages on recursive
- * doubling's exchange). */
+ * doubling in whole messages after any kind of call; a split algorithm,
+ * or recursive doubling pipelined, only after a call of a kind whose data
+ * rides (those that reserve ahead for it: tagged and transparent;
+ * compressed calls' data never rides, and records alone cost fewer
+ * messages on an exchange of one message per round). */
 static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
-    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) return op->c.pipeline_chunks > 1 ? SPARCML_ALG_AUTO : alg;
+    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE && op->c.pipeline_chunks <= 1) return alg;
     return op->kind->scratch_ahead ? alg : SPARCML_ALG_AUTO;
 }
 
+/* A piggybacked call takes inputs of up to twice the memo's k_max (room
+ * for inputs that vary). */
+static uint64_t piggyback_cap(uint64_t dim, uint64_t k_max)
+{
+    return k_max < dim / 2 ? 2 * k_max : dim;
+}
+
+/* The most entries a piggybacked sum can have on P ranks: each input
+ * within the cap, or else absent (declined). */
+static uint64_t piggyback_union(uint64_t P, uint64_t dim, uint64_t cap)
+{
+    return cap < dim / P ? P * cap : dim;
+}
+
 /* The split algorithm whose reduce-scatter this call's agreement rides on
- * (the memo's, select.h), or SPARCML_ALG_AUTO: recursive doubling's
- * exchange.  From agreed history and call-scoped settings only: every rank
- * takes the same exchange, whatever its arguments. */
+ * (the memo's latest call's, select.h), or SPARCML_ALG_AUTO: recursive
+ * doubling's exchange.  From agreed history and call-scoped settings only:
+ * every rank takes the same exchange, whatever its arguments. */
 static sparcml_algorithm split_history(const sparcml_op *op)
 {
-    return op->set->piggyback ? op_policy_of(op->c.ctx)->memo.split.alg : SPARCML_ALG_AUTO;
+    sparcml_algorithm alg = op->set->piggyback ? op_policy_of(op->c.ctx)->memo.latest.alg : SPARCML_ALG_AUTO;
+    return alg == SPARCML_ALG_RECURSIVE_DOUBLE ? SPARCML_ALG_AUTO : alg;
+}
+
+/* The chunks per round of a piggybacked run of recursive doubling after a
+ * call of dimension dim and largest input k_max that chose it with
+ * `chunks` (select_pipeline_chunks): those, or 0 where a chunk could go
+ * dense (a range stream holds a sparse part of the whole dimension:
+ * stream_range), which a sum within piggyback_union may; then no data
+ * rides. */
+static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t k_max, int chunks)
+{
+    uint64_t most = piggyback_union((uint64_t)ctx->size, dim, piggyback_cap(dim, k_max));
+    if (chunks <= 1) return 1;
+    return sparcml_prefers_dense(dim, vtype, most) ? 0 : chunks;
+}
+
+/* The chunks per round of recursive doubling's exchange, as split_history:
+ * the memo's latest call's where it ran pipelined and its data may ride
+ * in them (ride_chunks), else 1 (whole messages). */
+static int doubling_history(const sparcml_op *op)
+{
+    const select_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
+    int chunks;
+    if (!op->set->piggyback || l->alg != SPARCML_ALG_RECURSIVE_DOUBLE) return 1;
+    chunks = ride_chunks(op->c.ctx, l->dim, l->vtype, l->k_max, l->chunks);
+    return chunks ? chunks : 1;
 }
 
 /* Do the pools every rank is known to hold (the communicator's agreed
@@ -315,7 +353,7 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
     c->selected = c->piggybacked ? op->kind->select(s, p) : alg;
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected));
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected), c->pipeline_chunks);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(s, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
@@ -323,9 +361,10 @@ static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm 
 }
 
 /* The agreement stage: every rank's record travels along the schedule
- * of recursive doubling, or, where the communicator's latest call was a
- * tagged or transparent one that chose a split algorithm (the memo,
- * select.h), along that algorithm's reduce-scatter, in which every rank
+ * of recursive doubling (in the latest call's chunks per round where it
+ * ran pipelined: doubling_history), or, where the communicator's latest
+ * call was a tagged or transparent one that chose a split algorithm (the
+ * memo, select.h), along that algorithm's reduce-scatter, in which every rank
  * sends a part to every other: each message carries its sender's
  * record, so every rank holds all P records at the end.  Without
  * piggybacking, streams are absent and the messages are records only
@@ -444,6 +483,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
+    c->chunks_run = 0;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     c->gather = select_gather_plan(op->set, p);
     op->t0 = PMPI_Wtime();
@@ -491,6 +531,7 @@ int op_agree(sched *s, sched_step then)
     op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
     op->split = split_history(op);
     op->c.split_exchange = op->split != SPARCML_ALG_AUTO;
+    op->c.pipeline_chunks = op->c.split_exchange ? 1 : doubling_history(op);
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
     if (op->split) return split_reduce_scatter(s, op_agreed);
@@ -572,9 +613,9 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     int rc;
     if (op->split) return split_resume(s, p, then);
-    /* Recursive doubling ran whole messages (the records rode along); the
-     * chunk count still tells the memo whether the next call should be
-     * pipelined. */
+    /* Recursive doubling ran in the exchange's chunks (the records rode
+     * along); the agreed problem's chunk count tells the memo in how many
+     * the next call's exchange runs. */
     op->alg = SPARCML_ALG_RECURSIVE_DOUBLE;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     /* Absent only if some rank failed, which the records would say. */
@@ -596,28 +637,21 @@ static int tagged_agreed(sched *s)
     return op_run(s, &p, op_concluded);
 }
 
-/* A piggybacked call takes inputs of up to twice the memo's k_max (room
- * for inputs that vary). */
-static uint64_t piggyback_cap(uint64_t dim, uint64_t k_max)
-{
-    return k_max < dim / 2 ? 2 * k_max : dim;
-}
-
 /* What a piggybacked run of `alg` may ask of the pools: recursive
- * doubling (whole messages, each framed in POOL_FRAME) or a split
- * algorithm (each part written behind this rank's record), of dimension
- * `dim` and inputs of up to `cap` entries, every message behind a record
- * -- from agreed numbers and call-scoped settings, the same on every
- * rank. */
-static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap,
+ * doubling in `chunks` per round (a round's first chunk, or a whole
+ * message, framed in POOL_FRAME) or a split algorithm (each part written
+ * behind this rank's record), of dimension `dim` and inputs of up to `cap`
+ * entries, every message behind a record -- from agreed numbers and
+ * call-scoped settings, the same on every rank. */
+static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap, int chunks,
                               uint64_t need[CTX_CAPACITIES])
 {
     uint64_t P = (uint64_t)c->ctx->size;
-    sparcml_agreed guess = {.k_max = cap, .k_sum = cap < dim / P ? P * cap : dim};
+    sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union(P, dim, cap)};
     sparcml_call whole = *c;
     sparcml_problem p;
     whole.dim = dim;
-    whole.pipeline_chunks = 1;
+    whole.pipeline_chunks = chunks;
     p = problem_of(&whole, &guess);
     sparcml_algorithms[alg].scratch(&whole, &p, need);
     need[POOL_RECV] += sizeof(agree_record);
@@ -637,8 +671,10 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
 {
     uint64_t next[CTX_CAPACITIES] = {0};
     sparcml_algorithm kept = memo_choice(op, op->alg);
-    if (!op->set->piggyback || kept == SPARCML_ALG_AUTO || kept == SPARCML_ALG_DENSE) return;
-    piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), next);
+    int chunks = kept == SPARCML_ALG_RECURSIVE_DOUBLE
+                     ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
+    if (!op->set->piggyback || kept == SPARCML_ALG_AUTO || kept == SPARCML_ALG_DENSE || !chunks) return;
+    piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), chunks, next);
     for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
 
@@ -647,13 +683,14 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
  * same on every rank only once they have all completed.  The data rides on
  * `alg`'s exchange where `hit` (from the memo) and the pools every rank is
  * known to hold allow it for calls of dimension `dim` and up to `k_max`
- * entries; a rank whose input is beyond the reservation declines
- * (agree_begin). */
-static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uint64_t dim, uint64_t k_max)
+ * entries (recursive doubling in `chunks` per round); a rank whose input
+ * is beyond the reservation declines (agree_begin). */
+static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uint64_t dim, uint64_t k_max,
+                             int chunks)
 {
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
-    if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), need);
+    if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), chunks, need);
     op->local.piggyback = hit && pools_hold(c->ctx, need);
     c->piggybacked = op->local.piggyback;
     if (c->piggybacked && op->local.reason == SPARCML_R_OK)
@@ -666,17 +703,19 @@ void op_piggyback(sparcml_op *op)
     const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
     uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0;
     sparcml_algorithm alg = split_history(op);
-    int hit;
-    if (alg == SPARCML_ALG_AUTO) {
+    int chunks = alg == SPARCML_ALG_AUTO ? doubling_history(op) : 1, hit;
+    if (alg == SPARCML_ALG_AUTO && chunks == 1) {
         alg = SPARCML_ALG_RECURSIVE_DOUBLE;
         hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
-        /* where the memo's call had this count and value type */
-        hit = memo->split.count == count && memo->split.vtype == c->vtype;
-        dim = memo->split.dim;
-        k_max = memo->split.k_max;
+        /* The latest call's exchange: where it had this count and value
+         * type (and, in chunks, no quantizer: a pipelined run has none). */
+        alg = alg == SPARCML_ALG_AUTO ? SPARCML_ALG_RECURSIVE_DOUBLE : alg;
+        hit = memo->latest.count == count && memo->latest.vtype == c->vtype && (chunks == 1 || !c->q.bits);
+        dim = memo->latest.dim;
+        k_max = memo->latest.k_max;
     }
-    piggyback_decide(op, alg, hit, dim, k_max);
+    piggyback_decide(op, alg, hit, dim, k_max, chunks);
 }
 
 static int tagged_begin(sched *s)

@@ -161,16 +161,15 @@ int select_memo_hit(const sparcml_memo *m, uint64_t count, int vtype, uint64_t *
     return 1;
 }
 
-void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen)
+void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen,
+                      int chunks)
 {
     int i = memo_find(m, count, p->vtype);
-    int split = chosen == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || chosen == SPARCML_ALG_DSAR_SPLIT_ALLGATHER;
-    m->split.alg = split ? chosen : SPARCML_ALG_AUTO;
-    m->split.count = count;
-    m->split.vtype = p->vtype;
-    m->split.dim = p->dim;
-    m->split.k_max = p->k_max;
-    if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE) {
+    int pipelined = chosen == SPARCML_ALG_RECURSIVE_DOUBLE && chunks > 1;
+    int latest = pipelined || chosen == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || chosen == SPARCML_ALG_DSAR_SPLIT_ALLGATHER;
+    m->latest = (select_latest){.alg = latest ? chosen : SPARCML_ALG_AUTO, .chunks = pipelined ? chunks : 1,
+                                .count = count, .dim = p->dim, .k_max = p->k_max, .vtype = p->vtype};
+    if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE || pipelined) {
         if (i < 0) return;
         m->used--; /* move the last slot into the hole */
         m->count[i] = m->count[m->used];
@@ -190,5 +189,5 @@ void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p,
 
 void select_memo_forget(sparcml_memo *m)
 {
-    *m = (sparcml_memo){.split.alg = SPARCML_ALG_AUTO};
+    *m = (sparcml_memo){.latest = {.alg = SPARCML_ALG_AUTO, .chunks = 1}};
 }

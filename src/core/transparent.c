@@ -241,7 +241,7 @@ static int transparent_agreed(sched *s)
     op->alg = op->kind->select(op->set, &p);
     if (op->alg == SPARCML_ALG_DENSE) {
         /* The memo predicts no recursive doubling for this count now. */
-        select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO);
+        select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO, 1);
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }

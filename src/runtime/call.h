@@ -77,10 +77,11 @@ typedef struct sparcml_call {
     call_gather_plan gather;
     int gather_run;      /* call_gather */
     /* While a rider is set, every message carries its record ahead of the
-     * stream (absent streams send the record alone, runtime/p2p.c) and the
-     * result is kept in `pending` instead of being delivered
-     * (call_deliver): only the complete record says whether it may be.
-     * The algorithms do not look at it: they ask call_may_write_result. */
+     * stream (absent streams send the record alone, runtime/p2p.c; a
+     * pipelined message, in its first chunk) and the result is kept in
+     * `pending` instead of being delivered (call_deliver): only the
+     * complete record says whether it may be.  The algorithms do not look
+     * at it: they ask call_may_write_result. */
     const call_rider *rider;
     sv pending;
     int piggybacked;          /* this call's data travelled with the records */

@@ -125,7 +125,7 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     c->bytes_sent += w->bytes;
-    if (c->rider && !w->framed) return framed_isend(c, w, dest, tag, req);
+    if (c->rider && !w->framed && !w->bare) return framed_isend(c, w, dest, tag, req);
     return flv_isend_bytes(w->buf, (MPI_Count)w->bytes, dest, tag, c->ctx->comm, req);
 }
 
@@ -133,7 +133,8 @@ int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *re
  * it, when it is complete: call.h, TAG_FOLD_OUT), and point *payload / *n
  * at the stream behind it (n == 0: absent).  Every message of an exchange
  * with a rider comes from a sender with one (all ranks set it for the same
- * exchanges), so it is at least a record long. */
+ * exchanges), so it is at least a record long; chunks sent bare are
+ * received bare (their senders and receivers count the same chunks). */
 static int unframe(sparcml_call *c, int complete, char **payload, MPI_Count *n)
 {
     const call_rider *rd = c->rider;
@@ -151,7 +152,7 @@ static int received(sparcml_call *c, p2p_recv *r)
     char *buf = r->buf;
     MPI_Count n = r->bytes;
     void *dec;
-    int rc = c->rider ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
+    int rc = c->rider && !r->bare ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) return rc;
     if (r->where) *r->where = r->raw_pool;
     if (n == 0) {

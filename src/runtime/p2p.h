@@ -20,6 +20,9 @@ typedef struct wire {
     /* buf starts with the call's rider record (call.h), written there by
      * the algorithm: sent as it is, not framed again (runtime/p2p.c). */
     int framed;
+    /* Sent without the rider's record: a pipelined message's chunk after
+     * the first, which carries it. */
+    int bare;
 } wire;
 
 /* A plain (unquantized) wire view of a stream. */
@@ -59,6 +62,7 @@ typedef struct p2p_recv {
     int src, tag, raw_pool, dec_pool;
     sv *out;
     int *where;
+    int bare;        /* carries no rider record (wire.bare) */
     int posted;      /* non-blocking: matched and being received */
     MPI_Request req;
     char *buf;

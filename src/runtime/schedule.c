@@ -35,9 +35,10 @@ int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv
     return MPI_SUCCESS;
 }
 
-int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out)
+int sched_recv_chunk(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out)
 {
     int rc = sched_recv_stream(s, src, tag, raw_pool, dec_pool, out, NULL);
+    s->recv.bare = 1;
     return rc == MPI_SUCCESS ? p2p_recv_start(s->c, &s->recv, s->blocking) : rc;
 }
 

@@ -96,9 +96,11 @@ static inline void sched_next_after_sends(sched *s, sched_step next)
  * (the collectives' callers count theirs). */
 int sched_send(sched *s, const wire *w, int dest, int tag);
 int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where);
-/* The same, but matched and started now (blocking: as soon as the message
- * is there), so that it travels while the step goes on to merge. */
-int sched_recv_stream_early(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out);
+/* The same for a pipelined message's chunk after the first, matched and
+ * started now (blocking: as soon as it is there), so that it travels while
+ * the step goes on to merge; it carries no rider record (call.h: the
+ * first chunk does). */
+int sched_recv_chunk(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out);
 /* A receive of a size both ends know, straight into buf (no probe, no
  * pool): `bytes` from src, sent with sched_send and the same tag. */
 int sched_recv_bytes(sched *s, void *buf, MPI_Count bytes, int src, int tag);

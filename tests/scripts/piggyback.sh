@@ -26,8 +26,10 @@
 # agreement, or piggybacked as the selector said), and piggybacked calls
 # on both exchanges (with the default
 # cost model set whole: neither measured at MPI_Init nor timed calls,
-# whose picks would depend on the machine and its load).  P = 3 (folded)
-# and 4; then the same with SPARCML_PIGGYBACK=0.
+# whose picks would depend on the machine and its load; it pipelines none
+# of these calls, which the replay checks: the data riding in a pipelined
+# call's chunks is checked in transparent.sh).  P = 3 (folded) and 4; then
+# the same with SPARCML_PIGGYBACK=0.
 . "$(dirname "$0")/common.sh"
 
 # replay: read "sparcml: allreduce ..." / "call count=C vtype=V" pairs on
@@ -64,6 +66,7 @@ replay() {
             want = (key in memo && memo[key]) ? "piggybacked" : "separate"
             pk = memo_k[key]; pn = memo_n[key]
         }
+        if (chunks > 1) { printf "bad call %d: pipelined (the rule replayed here is for whole messages)\n", n; bad = 1; exit }
         if (exch != (on_split ? "split" : "recursive_double")) {
             printf "bad call %d (%s): exchange %s\n", n, key, exch; bad = 1; exit
         }

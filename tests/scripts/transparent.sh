@@ -13,10 +13,10 @@
 #  - the agreement modes of a sequence of calls (sparcml(7), SPARCML_PIGGYBACK):
 #    a call's data rides on recursive doubling's agreement exactly when the
 #    latest call of its count and value type ran recursive doubling, and on
-#    a split algorithm's reduce-scatter when the communicator's latest call
-#    ran that algorithm on its count and type, unless its input is beyond
-#    twice that call's largest (declined); a vendor choice drops the
-#    prediction;
+#    a split algorithm's reduce-scatter, or in recursive doubling's chunks,
+#    when the communicator's latest call ran that algorithm (pipelined) on
+#    its count and type, unless its input is beyond twice that call's
+#    largest (declined); a vendor choice drops the prediction;
 #  - the pass-through tests (dense data) still give the vendor's bits;
 #  - the same sums as MPI_Iallreduce with MPI_Wait, with an MPI_Test loop,
 #    and as persistent calls, at P = 1..8: the same route counts as the
@@ -130,6 +130,40 @@ for pa in "3 ssar_split_allgather blocking" "4 dsar_split_allgather wait"; do
     check "sequence, $alg forced, $how, P=$p: SPARCML_STATS counts the 20 calls whose reduce-scatter rode on the agreement" \
         'grep -q "reduce-scatter done within the agreement step: 20$" "$out" && ! grep -q "recursive doubling done within" "$out"'
 done
+# The same sequence with recursive doubling forced in 4 chunks per round
+# (SPARCML_PIPELINE_CHUNKS): a call's stream rides in the chunks after a
+# call of its count and value type that ran pipelined.  Call 1 has no
+# history; 2, 3 follow it; 4 is beyond twice 3's inputs (declined, its
+# agreement on the chunked exchange), 5 follows 4; 6 is dense (declined,
+# the scan builds no stream) and runs in whole messages (no chunk may go
+# dense), so 7 rides in whole messages and, sparse again, runs its
+# successors' rounds in chunks: 8-23 follow; 24 is double (separate) and
+# 25 follows 24, whose type differs (separate).  modes_chunks: each sparse
+# call's mode and chunks per round.
+modes_chunks() {
+    awk '/^sparcml: allreduce / { for (i = 1; i <= NF; i++) { if ($i ~ /^agreement=/) a = substr($i, 11)
+                                                              if ($i ~ /^pipeline_chunks=/) c = substr($i, 17) } }
+         /^sparcml: transparent allreduce / { for (i = 1; i <= NF; i++) if ($i ~ /^route=/) r = substr($i, 7)
+                                              printf "%s ", r == "sparse" ? a "/" c : r; a = "" }' "$out"
+}
+want_chunks="separate/4 piggybacked/4 piggybacked/4 declined/4 piggybacked/4 declined/1 piggybacked/1 \
+$(printf 'piggybacked/4 %.0s' $(seq 16))separate/4 separate/4 "
+rd4="SPARCML_ALGORITHM=ssar_recursive_double SPARCML_PIPELINE_CHUNKS=4"
+for pa in "3 blocking" "4 wait"; do
+    read -r p how <<<"$pa"
+    run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 SPARCML_STATS=1 $rd4 -- "$TESTBIN/transparent" sequence $how
+    rc=$?
+    got=$(modes_chunks)
+    check "sequence, recursive doubling in 4 chunks, $how, P=$p: results exact, the data rides in the chunks by the rule (got: $got)" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want_chunks" ] && [ "$(grep -c "^call " "$out")" -eq 25 ] &&
+         grep -q "recursive doubling done within the agreement step: 20$" "$out" &&
+         grep -q "calls with pipelined recursive doubling: 23$" "$out"'
+done
+run_mpi 3 "$with_shim" $on $rd4 SPARCML_STATS=1 -- "$TESTBIN/transparent" count_mismatch
+rc=$?
+check "count differing across ranks, rank 0's data in the chunks: MPI_ERR_COUNT on every rank, one line" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "count differs between ranks" "$err")" -eq 1 ] &&
+     eval "$pig_failed"'
 # The vendor's time: with a vendor whose float allreduces of these buffers
 # sleep 100 ms each (tests/support/slow_vendor_preload.c: far above a
 # sparse run of them under a loaded CI host, which must stay below it to

@@ -155,24 +155,24 @@ START_TEST(memo_remembers_recursive_doubling_only)
 {
     sparcml_memo m = {0};
     ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE);
+    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
     ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
     ck_assert(!select_memo_hit(&m, 100, SPARCML_DOUBLE, NULL, NULL));
     ck_assert(!select_memo_hit(&m, 101, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE); /* no duplicate */
+    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1); /* no duplicate */
     ck_assert_int_eq(m.used, 1);
     {   /* the latest call's dimension and k_max */
         uint64_t dim = 0, k_max = 0;
         select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9},
-                         SPARCML_ALG_RECURSIVE_DOUBLE);
+                         SPARCML_ALG_RECURSIVE_DOUBLE, 1);
         ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, &dim, &k_max));
         ck_assert_uint_eq(dim, 5000);
         ck_assert_uint_eq(k_max, 9);
         ck_assert_int_eq(m.used, 1);
     }
     for (int a = SPARCML_ALG_SSAR_SPLIT_ALLGATHER; a < SPARCML_ALG_COUNT_; a++) {
-        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE);
-        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, (sparcml_algorithm)a);
+        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, (sparcml_algorithm)a, 1);
         ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
     }
 }
@@ -182,13 +182,13 @@ START_TEST(memo_keeps_the_latest_pairs)
 {
     sparcml_memo m = {0};
     uint64_t n = SELECT_MEMO_SLOTS + 3;
-    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE);
+    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
     for (uint64_t c = 1; c <= n; c++)
         ck_assert_int_eq(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL), c > n - SELECT_MEMO_SLOTS);
-    select_memo_note(&m, n, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = n}, SPARCML_ALG_DENSE); /* drop one in the middle */
+    select_memo_note(&m, n, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = n}, SPARCML_ALG_DENSE, 1); /* drop one in the middle */
     ck_assert(!select_memo_hit(&m, n, SPARCML_INT32, NULL, NULL));
     for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
-    select_memo_note(&m, 1000, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = 1000}, SPARCML_ALG_RECURSIVE_DOUBLE); /* fills the hole */
+    select_memo_note(&m, 1000, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = 1000}, SPARCML_ALG_RECURSIVE_DOUBLE, 1); /* fills the hole */
     for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
     ck_assert(select_memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
     /* each pair keeps its own latest k_max (the slot moved into the hole too) */
@@ -202,38 +202,65 @@ START_TEST(memo_keeps_the_latest_pairs)
 }
 END_TEST
 
-/* The split history is the latest call's, whatever its count: a split
- * choice sets it with that call's count, value type, dimension and k_max;
- * any other choice, and a failure, clear it; the recursive-doubling slots
- * go on as before. */
+/* The latest call's exchange, whatever its count: a split choice sets it
+ * with that call's count, value type, dimension and k_max; any other
+ * choice but pipelined recursive doubling, and a failure, clear it; the
+ * recursive-doubling slots go on as before. */
 START_TEST(memo_split_is_the_latest_call)
 {
     sparcml_memo m = {0};
     const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
-    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
-    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE);
-    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
+    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
     select_memo_note(&m, 200, &(sparcml_problem){.vtype = SPARCML_DOUBLE, .dim = 7000, .k_max = 30},
-                     SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
-    ck_assert_int_eq(m.split.alg, SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
-    ck_assert_uint_eq(m.split.count, 200);
-    ck_assert_int_eq(m.split.vtype, SPARCML_DOUBLE);
-    ck_assert_uint_eq(m.split.dim, 7000);
-    ck_assert_uint_eq(m.split.k_max, 30);
+                     SPARCML_ALG_DSAR_SPLIT_ALLGATHER, 1);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
+    ck_assert_uint_eq(m.latest.count, 200);
+    ck_assert_int_eq(m.latest.vtype, SPARCML_DOUBLE);
+    ck_assert_uint_eq(m.latest.dim, 7000);
+    ck_assert_uint_eq(m.latest.k_max, 30);
     ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* another pair's slot stays */
-    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
-    ck_assert_int_eq(m.split.alg, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
-    ck_assert_uint_eq(m.split.count, 100);
+    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    ck_assert_uint_eq(m.latest.count, 100);
     ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* its own slot is dropped */
     for (int a = SPARCML_ALG_AUTO; a < SPARCML_ALG_COUNT_; a++) {
         if (a == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || a == SPARCML_ALG_DSAR_SPLIT_ALLGATHER) continue;
-        select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
-        select_memo_note(&m, 300, &f, (sparcml_algorithm)a);
-        ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+        select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
+        select_memo_note(&m, 300, &f, (sparcml_algorithm)a, 1);
+        ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
     }
-    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
     select_memo_forget(&m);
-    ck_assert_int_eq(m.split.alg, SPARCML_ALG_AUTO);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
+}
+END_TEST
+
+/* Recursive doubling pipelined is kept as the latest call, with its chunks
+ * per round, and not in the slots (its own pair's slot is dropped); in
+ * whole messages it sets the slot and clears the latest call. */
+START_TEST(memo_pipelined_doubling_is_the_latest_call)
+{
+    sparcml_memo m = {0};
+    const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
+    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    select_memo_note(&m, 300, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 4);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert_int_eq(m.latest.chunks, 4);
+    ck_assert_uint_eq(m.latest.count, 100);
+    ck_assert_uint_eq(m.latest.dim, 5000);
+    ck_assert_uint_eq(m.latest.k_max, 9);
+    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert(select_memo_hit(&m, 300, SPARCML_FLOAT, NULL, NULL));
+    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
+    ck_assert_int_eq(m.latest.chunks, 1);
+    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    select_memo_note(&m, 100, &f, SPARCML_ALG_DENSE, 4); /* chunks count for recursive doubling only */
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
+    ck_assert_int_eq(m.latest.chunks, 1);
 }
 END_TEST
 
@@ -248,6 +275,7 @@ Suite *agree_suite(void)
     tcase_add_test(t, memo_remembers_recursive_doubling_only);
     tcase_add_test(t, memo_keeps_the_latest_pairs);
     tcase_add_test(t, memo_split_is_the_latest_call);
+    tcase_add_test(t, memo_pipelined_doubling_is_the_latest_call);
     suite_add_tcase(s, t);
     return s;
 }
