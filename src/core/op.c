@@ -714,6 +714,12 @@ void op_piggyback(sparcml_op *op)
         hit = memo->latest.count == count && memo->latest.vtype == c->vtype && (chunks == 1 || !c->q.bits);
         dim = memo->latest.dim;
         k_max = memo->latest.k_max;
+        /* In chunks, a pair the slots keep for whole messages too, where
+         * its chunks stay sparse: chunks add the same bits (a program that
+         * alternates a pipelined count with another keeps the other's
+         * data riding). */
+        if (!hit && chunks > 1 && !c->q.bits && select_memo_hit(memo, count, c->vtype, &dim, &k_max))
+            hit = ride_chunks(c->ctx, dim, c->vtype, k_max, chunks) != 0;
     }
     piggyback_decide(op, alg, hit, dim, k_max, chunks);
 }

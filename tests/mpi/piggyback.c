@@ -16,7 +16,8 @@
  * vtype) so the script can derive the expected modes itself.
  * With densities as arguments it makes float calls at A's count, one at
  * each density in turn, instead (tests/scripts/timed.sh: the timed
- * multiples' density bands). */
+ * multiples' density bands); a density written "bD" is a call at B's
+ * count. */
 #include "refsum.h"
 
 static int rank, size, failures;
@@ -64,10 +65,11 @@ int main(int argc, char **argv)
     recv = t_alloc_words(counts[0]);
     scratch = t_alloc_words((MPI_Count)dims[0] * 2);
     for (size_t i = 0; i < calls; i++) {
-        int listed = argc > 1, ints = !listed && seq[i].ints, buf = listed ? 0 : seq[i].buf;
+        int listed = argc > 1, ints = !listed && seq[i].ints;
+        int buf = listed ? argv[i + 1][0] == 'b' : seq[i].buf;
         one_call(dims[buf], ints ? SPARCML_INT32 : SPARCML_FLOAT, ints ? t_int : t_float,
-                 listed ? atof(argv[i + 1]) : seq[i].density, !listed && seq[i].in_place, 1000 + i, counts[buf],
-                 send, recv, scratch);
+                 listed ? atof(argv[i + 1] + buf) : seq[i].density, !listed && seq[i].in_place, 1000 + i,
+                 counts[buf], send, recv, scratch);
     }
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("piggyback: P=%d calls=%zu failures=%d\n", size, calls, failures);

@@ -115,6 +115,31 @@ for pig in 1 0; do
         fi
     done
 done
+# A pipelined count alternating with another (recursive doubling forced;
+# a model under which A's rounds, dimension 65536 at d = 0.05, run in
+# C > 1 chunks and B's, 32768 at 2e-4, whole): A1 has no history; A2
+# follows it in its chunks; B1 has no slot (separate, whole messages);
+# B2 follows B1 in whole messages; A3 has no slot (the latest call ran
+# whole messages: separate, pipelined); from then on each B rides in the
+# chunks A's call left the exchange (B's slot, its chunks sparse) and each
+# A is separate.  modes_chunks: each call's mode and chunks per round.
+modes_chunks() {
+    awk '/^sparcml: allreduce / { for (i = 1; i <= NF; i++) { if ($i ~ /^agreement=/) a = substr($i, 11)
+                                                              if ($i ~ /^pipeline_chunks=/) c = substr($i, 17) }
+                                  printf "%s/%s ", a, c }' "$out"
+}
+alt_model="SPARCML_ALGORITHM=ssar_recursive_double SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=1 SPARCML_BETA_NS_PER_BYTE=8.3
+           SPARCML_GAMMA_NS_PER_ENTRY=2.5 SPARCML_RANKS_PER_CORE=1"
+for p in 3 4; do
+    run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 $alt_model -- "$TESTBIN/piggyback" \
+        0.05 0.05 b2e-4 b2e-4 0.05 b2e-4 0.05 b2e-4 0.05 b2e-4
+    rc=$?
+    got=$(modes_chunks)
+    c=$(echo "$got" | sed -n 's|^separate/\([0-9]*\) .*|\1|p')
+    want="separate/$c piggybacked/$c separate/1 piggybacked/1 $(printf "separate/$c piggybacked/$c %.0s" 1 2 3)"
+    check "P=$p: a count in C chunks alternating with one in whole messages: every result exact, modes by the rule (got: $got)" \
+        '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "${c:-0}" -gt 1 ] && [ "$got" = "$want" ]'
+done
 # Quantized calls ride on the split exchange too (each part's codes go
 # behind the record): SSAR split forced, N = 1M floats at d = 0.3 (dense
 # slices, quantized with SPARCML_QSGD_BITS=4, and without QSGD): every call
