@@ -12,7 +12,9 @@
  *   round sends all C at once and merges chunk i of the partner's message
  *   while chunk i + 1 travels (its receive is started before the merge).
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
- *   where select_pipeline_chunks allows it: no chunk can go dense, no QSGD.
+ *   where the caller's chunk count allows it (select_pipeline_chunks, or
+ *   for the agreement's exchange core/op.c's ride_chunks): no chunk can go
+ *   dense, no QSGD.
  *   A round's chunks after the first travel bare (wire.bare): records the
  *   caller carries on the messages (call.h) ride on the first.
  * Cost (ssar_recursive_double_cost): per round alpha + beta (size of

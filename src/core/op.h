@@ -95,7 +95,8 @@ struct sparcml_op {
     agree_record own;          /* this rank's alone (the split exchange sends it) */
     call_rider rider;
     /* The agreement rides on a split algorithm's reduce-scatter (the
-     * memo's split; SPARCML_ALG_AUTO: on recursive doubling). */
+     * memo's latest call's; SPARCML_ALG_AUTO: on recursive doubling, in
+     * c.pipeline_chunks per round). */
     sparcml_algorithm split;
     sched_step agreed_then;    /* what follows a successful agreement */
     const sparcml_settings *set;
@@ -160,8 +161,10 @@ void op_conclude(sparcml_op *op);
 /* Piggybacking (op_agree), for kinds whose input stream is built before
  * the agreement: where the memo predicts recursive doubling for the call's
  * count and value type, or the communicator's latest call ran a split
- * algorithm on that count and type, and the pools every rank holds cover
- * it, the data rides on that algorithm's exchange, unless this rank
+ * algorithm or pipelined recursive doubling on that count and type, and
+ * the pools every rank holds cover it, the data rides on that algorithm's
+ * exchange (recursive doubling's in the latest call's chunks per round
+ * where it ran pipelined, a pair of the slots too), unless this rank
  * declines (its input beyond what the pools were reserved for).  After
  * the agreement, op_rode says whether every rank's data came along (else
  * the call runs as any other), and op_resume goes on from there:

@@ -70,7 +70,10 @@ typedef struct sparcml_call {
     int reason;          /* enum sparcml_reason, identical on all ranks */
     int reason_rank;     /* the rank it is about, -1: every rank's alike */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
-    int pipeline_chunks; /* the agreed problem's chunks per round (select_pipeline_chunks; <= 1: none) */
+    /* Chunks per round of recursive doubling (<= 1: none): the agreed
+     * problem's (select_pipeline_chunks), or, while the agreement runs,
+     * its exchange's (core/op.c: from the memo). */
+    int pipeline_chunks;
     /* Who gathers a split algorithm's messages, by their bytes in all
      * (call_gather_for; select_gather_plan: from agreed facts, so every
      * rank compares the same numbers); gather_run says which ran. */
