@@ -127,8 +127,10 @@ static int rd_chunk(sched *s)
 {
     rd_state *st = sched_state(s);
     st->set = 0;
-    for (int i = 0; sv_is_absent(&st->cur) && i < st->chunks; i++) st->part[0][i] = sv_absent();
-    if (sv_is_absent(&st->cur)) return MPI_SUCCESS;
+    if (sv_is_absent(&st->cur)) {
+        for (int i = 0; i < st->chunks; i++) st->part[0][i] = sv_absent();
+        return MPI_SUCCESS;
+    }
     stream_split_bounds(st->cur.dim, st->chunks, st->bounds);
     for (int i = 0; i < st->chunks; i++) {
         uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];

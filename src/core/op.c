@@ -291,9 +291,9 @@ static sparcml_algorithm split_history(const sparcml_op *op)
  * rides. */
 static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t k_max, int chunks)
 {
-    uint64_t most = piggyback_union((uint64_t)ctx->size, dim, piggyback_cap(dim, k_max));
     if (chunks <= 1) return 1;
-    return sparcml_prefers_dense(dim, vtype, most) ? 0 : chunks;
+    return sparcml_prefers_dense(dim, vtype, piggyback_union((uint64_t)ctx->size, dim, piggyback_cap(dim, k_max)))
+               ? 0 : chunks;
 }
 
 /* The chunks per round of recursive doubling's exchange, as split_history:
@@ -709,17 +709,18 @@ void op_piggyback(sparcml_op *op)
         hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
         /* The latest call's exchange: where it had this count and value
-         * type (and, in chunks, no quantizer: a pipelined run has none). */
+         * type, or, in chunks, where the slots keep the pair for whole
+         * messages and its chunks stay sparse (chunks add the same bits:
+         * a program that alternates a pipelined count with another keeps
+         * the other's data riding); in chunks never quantized (a
+         * pipelined run has no quantizer). */
         alg = alg == SPARCML_ALG_AUTO ? SPARCML_ALG_RECURSIVE_DOUBLE : alg;
-        hit = memo->latest.count == count && memo->latest.vtype == c->vtype && (chunks == 1 || !c->q.bits);
+        hit = memo->latest.count == count && memo->latest.vtype == c->vtype;
         dim = memo->latest.dim;
         k_max = memo->latest.k_max;
-        /* In chunks, a pair the slots keep for whole messages too, where
-         * its chunks stay sparse: chunks add the same bits (a program that
-         * alternates a pipelined count with another keeps the other's
-         * data riding). */
-        if (!hit && chunks > 1 && !c->q.bits && select_memo_hit(memo, count, c->vtype, &dim, &k_max))
+        if (!hit && chunks > 1 && select_memo_hit(memo, count, c->vtype, &dim, &k_max))
             hit = ride_chunks(c->ctx, dim, c->vtype, k_max, chunks) != 0;
+        hit &= chunks == 1 || !c->q.bits;
     }
     piggyback_decide(op, alg, hit, dim, k_max, chunks);
 }
