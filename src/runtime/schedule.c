@@ -38,8 +38,9 @@ int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv
 int sched_recv_chunk(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out)
 {
     int rc = sched_recv_stream(s, src, tag, raw_pool, dec_pool, out, NULL);
+    if (rc != MPI_SUCCESS) return rc; /* the round's receive stays as it was */
     s->recv.bare = 1;
-    return rc == MPI_SUCCESS ? p2p_recv_start(s->c, &s->recv, s->blocking) : rc;
+    return p2p_recv_start(s->c, &s->recv, s->blocking);
 }
 
 /* A collective request slot, or NULL when the round has no room left. */
