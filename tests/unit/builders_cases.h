@@ -10,12 +10,12 @@
 #ifndef SPARCML_TEST_BUILDERS_CASES_H
 #define SPARCML_TEST_BUILDERS_CASES_H
 
-#include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sparcml.h"
+#include "suites.h"
 
 enum { BUILDER_CASES_MAX = 41 };
 

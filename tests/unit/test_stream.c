@@ -1144,28 +1144,20 @@ Suite *stream_suite(void)
     tcase_add_loop_test(tc, densify_matches_reference, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    /* Every layout and length on both paths: half of the suite's work
-     * under valgrind, which runs this case (tag "layouts") beside the rest. */
+    /* Every layout and length on both paths. */
     tc = tcase_create("merge layouts");
-    tcase_set_tags(tc, "layouts");
     tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    /* 100,000-entry inputs: the merge's code paths at scale; the layouts
-     * above reach the same paths at every length around the windows
-     * (tag "large": valgrind_unit.sh leaves these to the native and
-     * sanitizer runs). */
+    /* 100,000-entry inputs: the merge's code paths at scale. */
     tc = tcase_create("large merges");
-    tcase_set_tags(tc, "large");
     tcase_add_loop_test(tc, merge_add_interleaved_matches_reference, 0, 16);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     /* Results of 16 MiB: the densify's streaming path, which only sizes
-     * that large take (tag "large" too: memcheck would spend minutes on
-     * the 16 MiB buffers' passes; ASan checks the same accesses). */
+     * that large take. */
     tc = tcase_create("large results");
-    tcase_set_tags(tc, "large");
     tcase_add_loop_test(tc, densify_large_results, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
