@@ -187,6 +187,40 @@ typedef struct reference {
     double qtol;      /* the extra tolerance QSGD allows (0 without) */
 } reference;
 
+/* The per-case arrays of the harness (entries, the dense expansion of a
+ * result, the reference's sums), kept from case to case and grown to the
+ * largest dimension: under ASan every large allocation is a fresh mapping,
+ * faulted in and later unmapped with a TLB flush, and with seven of them
+ * per case that was most of a sanitizer run's time.  The buffers handed to
+ * MPI_Allreduce stay exact-size allocations of each case (run_case), so
+ * ASan still sees any write past them. */
+static struct workspace {
+    uint64_t dim; /* what the arrays hold room for */
+    uint64_t *idx;
+    char *vals, *got;
+    double *sum, *mag;
+    uint64_t *isum;
+    unsigned char *held;
+} work;
+
+static void workspace_fit(uint64_t dim)
+{
+    size_t n = (size_t)dim + 1;
+    if (work.idx && dim <= work.dim) return;
+    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
+    work = (struct workspace){.dim = dim, .idx = malloc(n * 8), .vals = malloc(n * 8), .got = malloc(n * 8),
+                              .sum = malloc(n * sizeof *work.sum), .mag = malloc(n * sizeof *work.mag),
+                              .isum = malloc(n * sizeof *work.isum), .held = malloc(n)};
+    if (!work.idx || !work.vals || !work.got || !work.sum || !work.mag || !work.isum || !work.held)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static void workspace_free(void)
+{
+    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
+    work = (struct workspace){0};
+}
+
 /* This rank's value v (raw bits) at index i, into slot i. */
 static void set_own_value(const tcase *t, reference *ref, uint64_t i, const char *v)
 {
@@ -219,14 +253,13 @@ static void reference_build(const tcase *t, MPI_Comm comm, const uint64_t *idx, 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     checked_range(t, rank, P, &ref->lo, &ref->hi);
-    ref->sum = calloc((size_t)n_all, sizeof *ref->sum);
-    ref->mag = calloc((size_t)n_all, sizeof *ref->mag);
-    ref->isum = calloc((size_t)n_all, sizeof *ref->isum);
-    ref->held = calloc((size_t)n_all, 1);
+    ref->sum = memset(work.sum, 0, (size_t)n_all * sizeof *ref->sum);
+    ref->mag = memset(work.mag, 0, (size_t)n_all * sizeof *ref->mag);
+    ref->isum = memset(work.isum, 0, (size_t)n_all * sizeof *ref->isum);
+    ref->held = memset(work.held, 0, (size_t)n_all);
     nnz = calloc((size_t)P, sizeof *nnz);
     if (check_own_slice) counts = calloc((size_t)P, sizeof *counts);
-    if (!ref->sum || !ref->mag || !ref->isum || !ref->held || !nnz || (check_own_slice && !counts))
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (!nnz || (check_own_slice && !counts)) MPI_Abort(MPI_COMM_WORLD, 2);
     for (uint64_t j = 0; j < mine; j++) {
         ref->held[idx[j]] = 1;
         set_own_value(t, ref, idx[j], vals + j * vs);
@@ -259,11 +292,6 @@ static void reference_build(const tcase *t, MPI_Comm comm, const uint64_t *idx, 
                     ? (P + 2 * levels + 1) * G / qsgd_levels_s : 0;
     free(nnz);
     free(counts);
-}
-
-static void reference_free(reference *ref)
-{
-    free(ref->sum); free(ref->mag); free(ref->isum); free(ref->held);
 }
 
 /* Check result (dense expansion `got`) against the reference. */
@@ -383,12 +411,15 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
     MPI_Count count = t->sparse_input ? sparcml_sparse_capacity(t->dim, t->vtype, t->dim)
                                       : sparcml_capacity(t->dim, t->vtype);
     void *send = t_alloc_words(count), *recv = t_alloc_words(count);
-    void *scratch = malloc(t->dim * 16 + 16), *got = malloc(t->dim * 8 + 8);
-    uint64_t first_hash = 0, *idx = scratch, nnz;
-    char *vals = (char *)scratch + t->dim * 8;
+    void *got;
+    uint64_t first_hash = 0, *idx, nnz;
+    char *vals;
     reference ref = {0};
     MPI_Request persist = MPI_REQUEST_NULL;
-    if (!scratch || !got) MPI_Abort(MPI_COMM_WORLD, 2);
+    workspace_fit(t->dim);
+    idx = work.idx;
+    vals = work.vals;
+    got = work.got;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     nnz = own_entries(t, rank, P, idx, vals);
@@ -444,8 +475,7 @@ static void run_case(const tcase *t, MPI_Comm comm, MPI_Datatype type)
         }
     }
     if (persist != MPI_REQUEST_NULL) MPI_Request_free(&persist);
-    free(send); free(recv); free(scratch); free(got);
-    reference_free(&ref);
+    free(send); free(recv);
 }
 
 static void run_all(MPI_Comm comm, const char *name, MPI_Datatype types[4], uint64_t seed)
@@ -551,6 +581,7 @@ int main(int argc, char **argv)
     run_all(sub, "split", types, 5000 + (uint64_t)(rank % 2));
     MPI_Comm_free(&sub);
 
+    workspace_free();
     for (int v = 0; v < 4; v++) MPI_Type_free(&types[v]);
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     total_fail = failures;
