@@ -203,22 +203,22 @@ static struct workspace {
     unsigned char *held;
 } work;
 
+static void workspace_free(void)
+{
+    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
+    work = (struct workspace){0};
+}
+
 static void workspace_fit(uint64_t dim)
 {
     size_t n = (size_t)dim + 1;
     if (work.idx && dim <= work.dim) return;
-    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
+    workspace_free();
     work = (struct workspace){.dim = dim, .idx = malloc(n * 8), .vals = malloc(n * 8), .got = malloc(n * 8),
                               .sum = malloc(n * sizeof *work.sum), .mag = malloc(n * sizeof *work.mag),
                               .isum = malloc(n * sizeof *work.isum), .held = malloc(n)};
     if (!work.idx || !work.vals || !work.got || !work.sum || !work.mag || !work.isum || !work.held)
         MPI_Abort(MPI_COMM_WORLD, 2);
-}
-
-static void workspace_free(void)
-{
-    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
-    work = (struct workspace){0};
 }
 
 /* This rank's value v (raw bits) at index i, into slot i. */
