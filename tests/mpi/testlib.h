@@ -46,13 +46,13 @@ static inline uint64_t t_hash(const void *p, size_t n)
     return h;
 }
 
-/* 1 when the 64-bit value v is the same on every rank of comm. */
+/* 1 when the 64-bit value v is the same on every rank of comm: its
+ * largest and smallest value (the largest of ~v) in one allreduce. */
 static inline int t_same_everywhere(uint64_t v, MPI_Comm comm)
 {
-    uint64_t mx, mn;
-    MPI_Allreduce(&v, &mx, 1, MPI_UINT64_T, MPI_MAX, comm);
-    MPI_Allreduce(&v, &mn, 1, MPI_UINT64_T, MPI_MIN, comm);
-    return mx == mn;
+    uint64_t in[2] = {v, ~v}, mx[2];
+    MPI_Allreduce(in, mx, 2, MPI_UINT64_T, MPI_MAX, comm);
+    return mx[0] == ~mx[1];
 }
 
 /* MPI_Allreduce_c where the MPI has it (MPI-4: MPICH 4), else MPI_Allreduce
