@@ -198,14 +198,14 @@ static struct workspace {
     uint64_t dim; /* what the arrays hold room for */
     uint64_t *idx;
     char *vals, *got;
-    double *sum, *mag;
+    double *sums; /* room for a case's sums and, right after them, its magnitudes */
     uint64_t *isum;
     unsigned char *held;
 } work;
 
 static void workspace_free(void)
 {
-    free(work.idx); free(work.vals); free(work.got); free(work.sum); free(work.mag); free(work.isum); free(work.held);
+    free(work.idx); free(work.vals); free(work.got); free(work.sums); free(work.isum); free(work.held);
     work = (struct workspace){0};
 }
 
@@ -215,10 +215,9 @@ static void workspace_fit(uint64_t dim)
     if (work.idx && dim <= work.dim) return;
     workspace_free();
     work = (struct workspace){.dim = dim, .idx = malloc(n * 8), .vals = malloc(n * 8), .got = malloc(n * 8),
-                              .sum = malloc(n * sizeof *work.sum), .mag = malloc(n * sizeof *work.mag),
-                              .isum = malloc(n * sizeof *work.isum), .held = malloc(n)};
-    if (!work.idx || !work.vals || !work.got || !work.sum || !work.mag || !work.isum || !work.held)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+                              .sums = malloc(2 * n * sizeof *work.sums), .isum = malloc(n * sizeof *work.isum),
+                              .held = malloc(n)};
+    if (!work.idx || !work.vals || !work.got || !work.sums || !work.isum || !work.held) MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 /* This rank's value v (raw bits) at index i, into slot i. */
@@ -253,8 +252,8 @@ static void reference_build(const tcase *t, MPI_Comm comm, const uint64_t *idx, 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
     checked_range(t, rank, P, &ref->lo, &ref->hi);
-    ref->sum = memset(work.sum, 0, (size_t)n_all * sizeof *ref->sum);
-    ref->mag = memset(work.mag, 0, (size_t)n_all * sizeof *ref->mag);
+    ref->sum = memset(work.sums, 0, 2 * (size_t)n_all * sizeof *ref->sum);
+    ref->mag = ref->sum + n_all;
     ref->isum = memset(work.isum, 0, (size_t)n_all * sizeof *ref->isum);
     ref->held = memset(work.held, 0, (size_t)n_all);
     nnz = calloc((size_t)P, sizeof *nnz);
@@ -266,8 +265,10 @@ static void reference_build(const tcase *t, MPI_Comm comm, const uint64_t *idx, 
     }
     for (int r = 0; check_own_slice && r < P; r++) counts[r] = (int)(t->dim * (uint64_t)(r + 1) / (uint64_t)P - t->dim * (uint64_t)r / (uint64_t)P);
     if (t->vtype == SPARCML_FLOAT || t->vtype == SPARCML_DOUBLE) {
-        vendor_sum(ref->sum, n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
-        vendor_sum(ref->mag, n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
+        /* Sliced, each array apart; else both in one call (mag adjoins
+         * sum, whose element n_all - 1 is zero everywhere). */
+        vendor_sum(ref->sum, counts ? n_all - 1 : 2 * n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
+        if (counts) vendor_sum(ref->mag, n_all - 1, MPI_DOUBLE, MPI_SUM, counts, comm);
     } else {
         vendor_sum(ref->isum, n_all - 1, MPI_UINT64_T, MPI_SUM, counts, comm);
     }

@@ -169,27 +169,26 @@ static double qsgd_tolerance(const ctype *t, const double *mag, int P)
     return (P + 2 * levels + 1) * G / qsgd_levels_s;
 }
 
-/* The reference: sum_r x_ri and sum_r |x_ri|, each rank's own values
- * summed in double by the vendor's PMPI_Allreduce (never interposed).
- * Exact in any order: the values are integers below 1000 or have at most
- * 26 significant bits, so sums of them over any P here fit a double's 53. */
-static void reference_sum(double *ref, double *mag, MPI_Comm comm)
+/* The reference: sum_r x_ri (the first N) and sum_r |x_ri| (the next N),
+ * each rank's own values summed in double by the vendor's PMPI_Allreduce
+ * (never interposed), both in one call.  Exact in any order: the values are
+ * integers below 1000 or have at most 26 significant bits, so sums of them
+ * over any P here fit a double's 53.  Static, every element written by each
+ * case: under ASan each large allocation is a fresh mapping, faulted in and
+ * later unmapped with a TLB flush (the buffers handed to MPI_Allreduce stay
+ * allocations of each case). */
+static double reference[2 * N];
+
+static void reference_sum(MPI_Comm comm)
 {
-    if (PMPI_Allreduce(MPI_IN_PLACE, ref, N, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS
-        || PMPI_Allreduce(MPI_IN_PLACE, mag, N, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
+    if (PMPI_Allreduce(MPI_IN_PLACE, reference, 2 * N, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
         MPI_Abort(MPI_COMM_WORLD, 2);
 }
-
-/* The reference's arrays, every element written by each case: static, as
- * under ASan each large allocation is a fresh mapping, faulted in and later
- * unmapped with a TLB flush (the buffers handed to MPI_Allreduce stay
- * allocations of each case). */
-static double ref_sum[N], ref_mag[N];
 
 static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_t seed, MPI_Comm comm)
 {
     int rank, P, rc;
-    double qtol, *ref = ref_sum, *mag = ref_mag;
+    double qtol, *ref = reference, *mag = reference + N;
     char *send = calloc(N, 8), *recv = calloc(N, 8);
     if (!send || !recv) MPI_Abort(MPI_COMM_WORLD, 2);
     MPI_Comm_rank(comm, &rank);
@@ -200,7 +199,7 @@ static void run_case(const ctype *t, int pattern, double d, int inplace, uint64_
         ref[i] = v;
         mag[i] = fabs(v);
     }
-    reference_sum(ref, mag, comm);
+    reference_sum(comm);
     if (seed % 2 && call_mode == CALL_BLOCKING) /* the large-count entry point qualifies too */
         rc = t_allreduce_c(inplace ? MPI_IN_PLACE : send, recv, (MPI_Count)N, t->type, MPI_SUM, comm);
     else
