@@ -190,8 +190,8 @@ typedef struct reference {
 /* The per-case arrays of the harness (entries, the dense expansion of a
  * result, the reference's sums), kept from case to case and grown to the
  * largest dimension: under ASan every large allocation is a fresh mapping,
- * faulted in and later unmapped with a TLB flush, and with seven of them
- * per case that was most of a sanitizer run's time.  The buffers handed to
+ * faulted in and later unmapped with a TLB flush, and seven of them per
+ * case would be most of a sanitizer run's time.  The buffers handed to
  * MPI_Allreduce stay exact-size allocations of each case (run_case), so
  * ASan still sees any write past them. */
 static struct workspace {

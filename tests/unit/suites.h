@@ -6,7 +6,7 @@
  * every passing one as the test's last known point (a write to its
  * results pipe, so that a crash can be located); the entry-by-entry loops
  * here pass millions of assertions, and under valgrind those system calls
- * were most of the suite's time.  A failing assertion still reports its
+ * would be most of the suite's time.  A failing assertion still reports its
  * file, line and message; a crash is located by valgrind or the
  * sanitizers' stack trace.  Every assertion macro of check.h expands to
  * this one. */
