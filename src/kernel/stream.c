@@ -417,18 +417,19 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * shuffles), and a bitonic network sorts the 16 keys of both windows; the
  * first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
  * from the windows' smallest index; windows whose indices span 2^32 or
- * more take the scalar loop.  Keys order entries by index alone while no
- * index is in both windows; a window where one is (a sum is due) is
- * merged by the scalar loop, and the rest of the input by the portable
- * merge once such windows (or wide ones) are frequent (its chains suit
- * shared indices).  Two fast paths: windows with the same 8 indices are
+ * more take the scalar loop.  An index in both windows leaves the network
+ * in two adjacent lanes: with 4-byte values the first gets the sum and the
+ * second is squeezed out (vmerge_fold4); 8-byte values (which would need
+ * twice the shuffles) and NaN pairs go to the scalar loop, and the rest of
+ * the input to the portable merge once such windows (or wide ones) are
+ * frequent (its chains suit shared indices).  Two fast paths: windows with the same 8 indices are
  * summed lane by lane (identical indices), and a window that lies wholly
  * below the other is copied (long runs).  A window reads 8 entries of
  * each input and writes up to 16: VMERGE_ROOM entries left in each keep
  * the stores inside the union. */
 #define VMERGE_ROOM 16
-#define VMERGE_PROBE 64       /* windows between checks of the sums' share */
-#define VMERGE_SUMS_MAX 16    /* windows with a sum per probe before giving up */
+#define VMERGE_PROBE 64       /* windows between checks of the scalar share */
+#define VMERGE_SCALAR_MAX 16  /* windows taking the scalar merge per probe before giving up */
 
 /* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
 typedef struct vmerge_vals {
@@ -519,15 +520,103 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_network
     }
 }
 
+/* Row m: the lanes whose bit is set in m, in order, as nibbles from the
+ * lowest (nibble k: the k-th lane kept), for _mm256_permutevar8x32_epi32,
+ * which reads the low 3 bits of each lane's nibble shifted down. */
+#define VMERGE_BITS_BELOW(m, i) (__builtin_popcount((unsigned)(m) & ((1u << (i)) - 1)))
+#define VMERGE_LANE(m, i) (((m) >> (i) & 1) ? (uint32_t)(i) << (4 * VMERGE_BITS_BELOW(m, i)) : 0u)
+#define VMERGE_PACK(m)                                                                                  \
+    (VMERGE_LANE(m, 0) | VMERGE_LANE(m, 1) | VMERGE_LANE(m, 2) | VMERGE_LANE(m, 3) | VMERGE_LANE(m, 4) \
+     | VMERGE_LANE(m, 5) | VMERGE_LANE(m, 6) | VMERGE_LANE(m, 7))
+#define VMERGE_PACK4(m) VMERGE_PACK(m), VMERGE_PACK(m + 1), VMERGE_PACK(m + 2), VMERGE_PACK(m + 3)
+#define VMERGE_PACK16(m) VMERGE_PACK4(m), VMERGE_PACK4(m + 4), VMERGE_PACK4(m + 8), VMERGE_PACK4(m + 12)
+#define VMERGE_PACK64(m) VMERGE_PACK16(m), VMERGE_PACK16(m + 16), VMERGE_PACK16(m + 32), VMERGE_PACK16(m + 48)
+static const uint32_t vmerge_kept_lanes[256] = {VMERGE_PACK64(0), VMERGE_PACK64(64), VMERGE_PACK64(128),
+                                                VMERGE_PACK64(192)};
+
+/* The lanes of x whose bit is set in the 8-bit `keep`, moved to the front. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_compact(__m256i x, unsigned keep)
+{
+    __m256i order = _mm256_srlv_epi32(_mm256_set1_epi32((int)vmerge_kept_lanes[keep]),
+                                      _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    return _mm256_permutevar8x32_epi32(x, order);
+}
+
+/* Lane t of the result: lane t + 1 of the 16 in x[0..2) (lane 15: any). */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_next(const __m256i *x, __m256i *n)
+{
+    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    n[0] = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(x[0], next),
+                              _mm256_permutevar8x32_epi32(x[1], _mm256_setzero_si256()), 0x80);
+    n[1] = _mm256_permutevar8x32_epi32(x[1], next);
+}
+
+/* All lanes whose bit is set in the 8-bit m. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_lanes_of(unsigned m)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
+}
+
+/* Sums of an index in both windows, for 4-byte values (fp: floats): the
+ * 16 sorted entries (ko, vo) hold each such index in two adjacent lanes t
+ * and t + 1 (bit t of `pairs`).  Lane t gets the sum and lane t + 1 goes;
+ * each half's kept lanes move to its front, *first of them in the first
+ * half.  Which of a pair is a's the network does not keep (it orders a
+ * pair by value), and a sum does not depend on it unless both values are
+ * NaN (x86 keeps the first operand's payload): then returns 0 and the
+ * window goes to the scalar merge. */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold4(__m256i *ko, __m256i *vo, unsigned pairs,
+                                                                             uint64_t *first, int fp)
+{
+    __m256i nv[2];
+    vmerge_next(vo, nv);
+    for (int h = 0; fp && h < 2; h++) {
+        __m256 v = _mm256_castsi256_ps(vo[h]), n = _mm256_castsi256_ps(nv[h]);
+        __m256 nan = _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
+        if ((unsigned)_mm256_movemask_ps(nan) & pairs >> 8 * h) return 0;
+    }
+    for (int h = 0; h < 2; h++) {
+        __m256i sum = fp ? _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(vo[h]), _mm256_castsi256_ps(nv[h])))
+                         : _mm256_add_epi32(vo[h], nv[h]);
+        vo[h] = _mm256_blendv_epi8(vo[h], sum, vmerge_lanes_of(pairs >> 8 * h & 0xff));
+    }
+    unsigned keep = ~(pairs << 1) & 0xffff;
+    for (int h = 0; h < 2; h++) {
+        ko[h] = vmerge_compact(ko[h], keep >> 8 * h & 0xff);
+        vo[h] = vmerge_compact(vo[h], keep >> 8 * h & 0xff);
+    }
+    *first = (uint64_t)__builtin_popcount(keep & 0xff);
+    return 1;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_f32(__m256i *ko, __m256i *vo,
+                                                                                unsigned pairs, uint64_t *first)
+{
+    return vmerge_fold4(ko, vo, pairs, first, 1);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_u32(__m256i *ko, __m256i *vo,
+                                                                                unsigned pairs, uint64_t *first)
+{
+    return vmerge_fold4(ko, vo, pairs, first, 0);
+}
+
+/* 8-byte values: every window with a sum goes to the scalar merge. */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_none(__m256i *ko, __m256i *vo,
+                                                                                 unsigned pairs, uint64_t *first)
+{
+    (void)ko, (void)vo, (void)pairs, (void)first;
+    return 0;
+}
+
 /* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
 __attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m256i *ko)
 {
-    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    __m256i n0 = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(ko[0], next),
-                                    _mm256_permutevar8x32_epi32(ko[1], _mm256_setzero_si256()), 0x80);
-    __m256i n1 = _mm256_permutevar8x32_epi32(ko[1], next);
-    unsigned e0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[0], n0)));
-    unsigned e1 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[1], n1)));
+    __m256i n[2];
+    vmerge_next(ko, n);
+    unsigned e0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[0], n[0])));
+    unsigned e1 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[1], n[1])));
     return e0 | (e1 & 0x7f) << 8;
 }
 
@@ -660,40 +749,47 @@ __attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets8
 }
 
 
-/* The 16 sorted values vo to out. */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo)
+/* The 16 sorted values vo to out, the second half's from entry `first`
+ * on (8, or fewer where vmerge_fold4 dropped lanes of the first). */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo,
+                                                                             uint64_t first)
+{
+    _mm256_storeu_si256((__m256i *)out, vo[0]);
+    _mm256_storeu_si256((__m256i *)((uint32_t *)out + first), vo[1]);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
+                                                                             uint64_t first)
 {
     _mm256_storeu_si256((__m256i *)out, vo[0]);
     _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
+    _mm256_storeu_si256((__m256i *)((uint64_t *)out + first), vo[2]);
+    _mm256_storeu_si256((__m256i *)((uint64_t *)out + first) + 1, vo[3]);
 }
 
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo)
-{
-    for (int h = 0; h < 4; h++) _mm256_storeu_si256((__m256i *)out + h, vo[h]);
-}
-
-/* The 16 sorted offsets ko[0..2) as indices to out: 4-byte ones are the
- * offsets themselves (base 0). */
+/* The 16 sorted offsets ko[0..2) as indices to out, as vmerge_put4: 4-byte
+ * ones are the offsets themselves (base 0). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices4(void *out, const __m256i *ko,
-                                                                                     uint64_t base)
+                                                                                     uint64_t base, uint64_t first)
 {
     (void)base;
-    vmerge_put4(out, ko);
+    vmerge_put4(out, ko, first);
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices8(void *out, const __m256i *ko,
-                                                                                     uint64_t base)
+                                                                                     uint64_t base, uint64_t first)
 {
     __m256i b = _mm256_set1_epi64x((long long)base);
     for (int h = 0; h < 2; h++) {
         __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[h]));
         __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[h], 1));
-        _mm256_storeu_si256((__m256i *)out + 2 * h, _mm256_add_epi64(lo, b));
-        _mm256_storeu_si256((__m256i *)out + 2 * h + 1, _mm256_add_epi64(hi, b));
+        __m256i *to = (__m256i *)((uint64_t *)out + (h ? first : 0));
+        _mm256_storeu_si256(to, _mm256_add_epi64(lo, b));
+        _mm256_storeu_si256(to + 1, _mm256_add_epi64(hi, b));
     }
 }
 
-#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD)                                \
+#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FOLD)                              \
     /* Where a window merge stands: the next entries of a, b and out.  */  \
     typedef struct vmerge_cursor_##NAME {                                      \
         const IT *ai, *bi;                                                     \
@@ -712,8 +808,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         c->ov += n;                                                            \
     }                                                                          \
     /* The windows at c when neither lies below the other: the network, or \
-     * the scalar merge when an index is in both or the indices span more  \
-     * than 32 bits (returns whether it ran).  */                          \
+     * the scalar merge when a sum is not folded (FOLD) or the indices span \
+     * more than 32 bits (returns whether it ran).  */                     \
     __attribute__((target("avx2"), always_inline)) static inline int          \
     vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, vmerge_vals ka, vmerge_vals va, \
                         vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb) \
@@ -725,17 +821,19 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
             return 1;                                                          \
         }                                                                      \
         vmerge_network(ra, rb, va, vb, VW == 8, ko, vo);                       \
-        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+        unsigned pairs = vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1);    \
+        uint64_t first = 8;                                                    \
+        if (pairs && !FOLD(ko, vo, pairs, &first)) {                           \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return 1;                                                          \
         }                                                                      \
-        vmerge_put_indices##IW(c->oi, ko, base);                                \
-        vmerge_put##VW(c->ov, vo);                                             \
-        c->oi += na + nb;                                                      \
-        c->ov += na + nb;                                                      \
+        vmerge_put_indices##IW(c->oi, ko, base, first);                         \
+        vmerge_put##VW(c->ov, vo, first);                                      \
+        c->oi += na + nb - (uint64_t)__builtin_popcount(pairs);                \
+        c->ov += na + nb - (uint64_t)__builtin_popcount(pairs);                \
         return 0;                                                              \
     }                                                                          \
-    /* One window at c; returns whether it held a sum.  */                 \
+    /* One window at c; returns whether it took the scalar merge.  */      \
     __attribute__((target("avx2"), always_inline)) static inline int          \
     vmerge_window_##NAME(vmerge_cursor_##NAME *c)                              \
     {                                                                          \
@@ -772,7 +870,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         c->bv += nb;                                                           \
         return sum;                                                            \
     }                                                                          \
-    /* Windows while there is room and sums are rare; the rest by `rest`. */ \
+    /* Windows while there is room and the scalar merge is rarely due; the \
+     * rest by `rest`. */                                                    \
     __attribute__((target("avx2"))) static uint64_t vmerge_##NAME(            \
         const void *ai, const void *av, uint64_t an, const void *bi,           \
         const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
@@ -780,12 +879,12 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         vmerge_cursor_##NAME c = {.ai = ai, .bi = bi, .av = av, .bv = bv,      \
                                   .oi = oi, .ov = ov};                         \
         const IT *aend = c.ai + an, *bend = c.bi + bn;                         \
-        unsigned sums = 0, windows = 0;                                        \
+        unsigned scalar = 0, windows = 0;                                      \
         while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
-            sums += (unsigned)vmerge_window_##NAME(&c);                        \
+            scalar += (unsigned)vmerge_window_##NAME(&c);                      \
             if (++windows < VMERGE_PROBE) continue;                            \
-            if (sums > VMERGE_SUMS_MAX) break;                                 \
-            sums = windows = 0;                                                \
+            if (scalar > VMERGE_SCALAR_MAX) break;                             \
+            scalar = windows = 0;                                              \
         }                                                                      \
         _mm256_zeroupper(); /* see stream_lines */                             \
         return (uint64_t)(c.oi - (IT *)oi)                                     \
@@ -807,14 +906,14 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_scalar_##NAME); \
     }
 
-VMERGE_KERNELS(f32_i32, float, uint32_t, 4, 4, vmerge_add_f32)
-VMERGE_KERNELS(f32_i64, float, uint64_t, 4, 8, vmerge_add_f32)
-VMERGE_KERNELS(f64_i32, double, uint32_t, 8, 4, vmerge_add_f64)
-VMERGE_KERNELS(f64_i64, double, uint64_t, 8, 8, vmerge_add_f64)
-VMERGE_KERNELS(u32_i32, uint32_t, uint32_t, 4, 4, vmerge_add_u32)
-VMERGE_KERNELS(u32_i64, uint32_t, uint64_t, 4, 8, vmerge_add_u32)
-VMERGE_KERNELS(u64_i32, uint64_t, uint32_t, 8, 4, vmerge_add_u64)
-VMERGE_KERNELS(u64_i64, uint64_t, uint64_t, 8, 8, vmerge_add_u64)
+VMERGE_KERNELS(f32_i32, float, uint32_t, 4, 4, vmerge_add_f32, vmerge_fold_f32)
+VMERGE_KERNELS(f32_i64, float, uint64_t, 4, 8, vmerge_add_f32, vmerge_fold_f32)
+VMERGE_KERNELS(f64_i32, double, uint32_t, 8, 4, vmerge_add_f64, vmerge_fold_none)
+VMERGE_KERNELS(f64_i64, double, uint64_t, 8, 8, vmerge_add_f64, vmerge_fold_none)
+VMERGE_KERNELS(u32_i32, uint32_t, uint32_t, 4, 4, vmerge_add_u32, vmerge_fold_u32)
+VMERGE_KERNELS(u32_i64, uint32_t, uint64_t, 4, 8, vmerge_add_u32, vmerge_fold_u32)
+VMERGE_KERNELS(u64_i32, uint64_t, uint32_t, 8, 4, vmerge_add_u64, vmerge_fold_none)
+VMERGE_KERNELS(u64_i64, uint64_t, uint64_t, 8, 8, vmerge_add_u64, vmerge_fold_none)
 
 typedef struct vmerge {
     merge_fn merge, merge_exact;
