@@ -419,17 +419,19 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * from the windows' smallest index; windows whose indices span 2^32 or
  * more take the scalar loop.  An index in both windows leaves the network
  * in two adjacent lanes: with 4-byte values the first gets the sum and the
- * second is squeezed out (vmerge_fold4); 8-byte values (which would need
- * twice the shuffles) and NaN pairs go to the scalar loop, and the rest of
- * the input to the portable merge once such windows (or wide ones) are
- * frequent (its chains suit shared indices).  Two fast paths: windows with the same 8 indices are
- * summed lane by lane (identical indices), and a window that lies wholly
- * below the other is copied (long runs).  A window reads 8 entries of
- * each input and writes up to 16: VMERGE_ROOM entries left in each keep
- * the stores inside the union. */
+ * second is squeezed out (vmerge_fold4), without a branch on whether a sum
+ * is due once sums are frequent; a window with 8-byte values to sum or a
+ * NaN pair takes the scalar loop, and the rest of the input the portable
+ * merge once such windows (or wide ones) are frequent.  Two fast paths:
+ * windows with the same 8 indices are summed lane by lane (identical
+ * indices), and a window that lies wholly below the other is copied (long
+ * runs).  A window reads 8 entries of each input and writes up to 16:
+ * VMERGE_ROOM entries left in each keep the stores inside the union. */
 #define VMERGE_ROOM 16
 #define VMERGE_PROBE 64       /* windows between checks of the scalar share */
 #define VMERGE_SCALAR_MAX 16  /* windows taking the scalar merge per probe before giving up */
+#define VMERGE_FOLD_MIN 8     /* windows with a sum per probe that make the next fold always */
+enum { VMERGE_SCALAR = 1, VMERGE_SUMMED = 2 }; /* what a window did */
 
 /* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
 typedef struct vmerge_vals {
@@ -558,56 +560,71 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_lane
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
 }
 
+/* Which of the 16 sorted entries a window keeps: all but lane t + 1 of
+ * each pair of lanes t, t + 1 that hold one index (bit t of `pairs`). */
+static inline unsigned vmerge_keep(unsigned pairs) { return ~(pairs << 1) & 0xffff; }
+
+/* Bits of the lanes where x and y are both NaN. */
+__attribute__((target("avx2"), always_inline)) static inline unsigned vmerge_nans(__m256i x, __m256i y)
+{
+    __m256 a = _mm256_castsi256_ps(x), b = _mm256_castsi256_ps(y);
+    __m256 both = _mm256_and_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+    return (unsigned)_mm256_movemask_ps(both);
+}
+
+/* One half of the 4-byte values v and the next lanes' n: the sums where
+ * `pairs` (8 bits) says, then the lanes `keep` says to the front. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_fold_lanes(__m256i v, __m256i n,
+                                                                                      unsigned pairs, unsigned keep,
+                                                                                      int fp)
+{
+    __m256i sum = fp ? _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(v), _mm256_castsi256_ps(n)))
+                     : _mm256_add_epi32(v, n);
+    return vmerge_compact(_mm256_blendv_epi8(v, sum, vmerge_lanes_of(pairs)), keep);
+}
+
 /* Sums of an index in both windows, for 4-byte values (fp: floats): the
  * 16 sorted entries (ko, vo) hold each such index in two adjacent lanes t
- * and t + 1 (bit t of `pairs`).  Lane t gets the sum and lane t + 1 goes;
- * each half's kept lanes move to its front, *first of them in the first
- * half.  Which of a pair is a's the network does not keep (it orders a
- * pair by value), and a sum does not depend on it unless both values are
- * NaN (x86 keeps the first operand's payload): then returns 0 and the
- * window goes to the scalar merge. */
+ * and t + 1 (bit t of `pairs`).  Lane t gets the sum and lane t + 1 goes:
+ * the kept lanes (vmerge_keep) of each half move to its front, where
+ * vmerge_put4 expects them; with no pairs, nothing moves.  Which of a pair
+ * is a's the network does not keep (it orders a pair by value), and a sum
+ * does not depend on it unless both values are NaN (x86 keeps the first
+ * operand's payload): then returns 0 and the window takes the scalar
+ * merge. */
 __attribute__((target("avx2"), always_inline)) static inline int vmerge_fold4(__m256i *ko, __m256i *vo, unsigned pairs,
-                                                                             uint64_t *first, int fp)
+                                                                             int fp)
 {
     __m256i nv[2];
+    unsigned keep = vmerge_keep(pairs);
     vmerge_next(vo, nv);
-    for (int h = 0; fp && h < 2; h++) {
-        __m256 v = _mm256_castsi256_ps(vo[h]), n = _mm256_castsi256_ps(nv[h]);
-        __m256 nan = _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
-        if ((unsigned)_mm256_movemask_ps(nan) & pairs >> 8 * h) return 0;
-    }
-    for (int h = 0; h < 2; h++) {
-        __m256i sum = fp ? _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(vo[h]), _mm256_castsi256_ps(nv[h])))
-                         : _mm256_add_epi32(vo[h], nv[h]);
-        vo[h] = _mm256_blendv_epi8(vo[h], sum, vmerge_lanes_of(pairs >> 8 * h & 0xff));
-    }
-    unsigned keep = ~(pairs << 1) & 0xffff;
-    for (int h = 0; h < 2; h++) {
-        ko[h] = vmerge_compact(ko[h], keep >> 8 * h & 0xff);
-        vo[h] = vmerge_compact(vo[h], keep >> 8 * h & 0xff);
-    }
-    *first = (uint64_t)__builtin_popcount(keep & 0xff);
+    if (fp && ((vmerge_nans(vo[0], nv[0]) | vmerge_nans(vo[1], nv[1]) << 8) & pairs)) return 0;
+    vo[0] = vmerge_fold_lanes(vo[0], nv[0], pairs & 0xff, keep & 0xff, fp);
+    vo[1] = vmerge_fold_lanes(vo[1], nv[1], pairs >> 8, keep >> 8, fp);
+    ko[0] = vmerge_compact(ko[0], keep & 0xff);
+    ko[1] = vmerge_compact(ko[1], keep >> 8);
     return 1;
 }
 
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_f32(__m256i *ko, __m256i *vo,
-                                                                                unsigned pairs, uint64_t *first)
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_f32(__m256i *ko, __m256i *vo, unsigned pairs)
 {
-    return vmerge_fold4(ko, vo, pairs, first, 1);
+    return vmerge_fold4(ko, vo, pairs, 1);
 }
 
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_u32(__m256i *ko, __m256i *vo,
-                                                                                unsigned pairs, uint64_t *first)
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_u32(__m256i *ko, __m256i *vo, unsigned pairs)
 {
-    return vmerge_fold4(ko, vo, pairs, first, 0);
+    return vmerge_fold4(ko, vo, pairs, 0);
 }
 
-/* 8-byte values: every window with a sum goes to the scalar merge. */
+/* 8-byte values: a window with a sum takes the scalar merge.  Folded as
+ * above (a permutation per 4 values: twice the shuffles of 4-byte ones),
+ * windows with sums measured slower than the portable merge on this CPU,
+ * whose 256-bit units run each shuffle as two halves. */
 __attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_none(__m256i *ko, __m256i *vo,
-                                                                                 unsigned pairs, uint64_t *first)
+                                                                                 unsigned pairs)
 {
-    (void)ko, (void)vo, (void)pairs, (void)first;
-    return 0;
+    (void)ko, (void)vo;
+    return !pairs;
 }
 
 /* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
@@ -749,43 +766,44 @@ __attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets8
 }
 
 
-/* The 16 sorted values vo to out, the second half's from entry `first`
- * on (8, or fewer where vmerge_fold4 dropped lanes of the first). */
+/* The 16 sorted values vo to out, the lanes of each half that `keep`
+ * (vmerge_keep) has at its front, in order: a store of a whole register
+ * each, the second overwriting what lies beyond the first's kept lanes. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(void *out, const __m256i *vo,
-                                                                             uint64_t first)
+                                                                             unsigned keep)
 {
     _mm256_storeu_si256((__m256i *)out, vo[0]);
-    _mm256_storeu_si256((__m256i *)((uint32_t *)out + first), vo[1]);
+    _mm256_storeu_si256((__m256i *)((uint32_t *)out + __builtin_popcount(keep & 0xff)), vo[1]);
 }
 
+/* 8-byte values are never folded (vmerge_fold_none): keep is 0xffff. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
-                                                                             uint64_t first)
+                                                                             unsigned keep)
 {
-    _mm256_storeu_si256((__m256i *)out, vo[0]);
-    _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
-    _mm256_storeu_si256((__m256i *)((uint64_t *)out + first), vo[2]);
-    _mm256_storeu_si256((__m256i *)((uint64_t *)out + first) + 1, vo[3]);
+    (void)keep;
+    for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)out + q, vo[q]);
 }
 
 /* The 16 sorted offsets ko[0..2) as indices to out, as vmerge_put4: 4-byte
  * ones are the offsets themselves (base 0). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices4(void *out, const __m256i *ko,
-                                                                                     uint64_t base, uint64_t first)
+                                                                                     uint64_t base, unsigned keep)
 {
     (void)base;
-    vmerge_put4(out, ko, first);
+    vmerge_put4(out, ko, keep);
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices8(void *out, const __m256i *ko,
-                                                                                     uint64_t base, uint64_t first)
+                                                                                     uint64_t base, unsigned keep)
 {
     __m256i b = _mm256_set1_epi64x((long long)base);
+    uint64_t *to = out;
     for (int h = 0; h < 2; h++) {
         __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[h]));
         __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[h], 1));
-        __m256i *to = (__m256i *)((uint64_t *)out + (h ? first : 0));
-        _mm256_storeu_si256(to, _mm256_add_epi64(lo, b));
-        _mm256_storeu_si256(to + 1, _mm256_add_epi64(hi, b));
+        _mm256_storeu_si256((__m256i *)to, _mm256_add_epi64(lo, b));
+        _mm256_storeu_si256((__m256i *)to + 1, _mm256_add_epi64(hi, b));
+        to += __builtin_popcount(keep & 0xff);
     }
 }
 
@@ -809,39 +827,44 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     }                                                                          \
     /* The windows at c when neither lies below the other: the network, or \
      * the scalar merge when a sum is not folded (FOLD) or the indices span \
-     * more than 32 bits (returns whether it ran).  */                     \
-    __attribute__((target("avx2"), always_inline)) static inline int          \
+     * more than 32 bits.  With `fold`, FOLD runs whether or not a sum is  \
+     * due (no branch on it).  Returns VMERGE_SCALAR, VMERGE_SUMMED or 0. */ \
+    __attribute__((target("avx2"), always_inline)) static inline unsigned     \
     vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, vmerge_vals ka, vmerge_vals va, \
-                        vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb) \
+                        vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb, \
+                        int fold)                                              \
     {                                                                          \
         __m256i ra, rb, ko[2], vo[4];                                          \
         uint64_t base;                                                         \
         if (!vmerge_offsets##IW(c->ai, c->bi, ka, kb, &ra, &rb, &base)) {       \
             vmerge_scalar_##NAME(c, na, nb);                                   \
-            return 1;                                                          \
+            return VMERGE_SCALAR;                                              \
         }                                                                      \
         vmerge_network(ra, rb, va, vb, VW == 8, ko, vo);                       \
         unsigned pairs = vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1);    \
-        uint64_t first = 8;                                                    \
-        if (pairs && !FOLD(ko, vo, pairs, &first)) {                           \
+        if (!fold && !pairs) { /* the stores' offsets are constants */         \
+            vmerge_put_indices##IW(c->oi, ko, base, 0xffff);                    \
+            vmerge_put##VW(c->ov, vo, 0xffff);                                 \
+        } else if (FOLD(ko, vo, pairs)) {                                      \
+            vmerge_put_indices##IW(c->oi, ko, base, vmerge_keep(pairs));        \
+            vmerge_put##VW(c->ov, vo, vmerge_keep(pairs));                     \
+        } else {                                                               \
             vmerge_scalar_##NAME(c, na, nb);                                   \
-            return 1;                                                          \
+            return VMERGE_SCALAR;                                              \
         }                                                                      \
-        vmerge_put_indices##IW(c->oi, ko, base, first);                         \
-        vmerge_put##VW(c->ov, vo, first);                                      \
         c->oi += na + nb - (uint64_t)__builtin_popcount(pairs);                \
         c->ov += na + nb - (uint64_t)__builtin_popcount(pairs);                \
-        return 0;                                                              \
+        return pairs ? VMERGE_SUMMED : 0;                                      \
     }                                                                          \
-    /* One window at c; returns whether it took the scalar merge.  */      \
-    __attribute__((target("avx2"), always_inline)) static inline int          \
-    vmerge_window_##NAME(vmerge_cursor_##NAME *c)                              \
+    /* One window at c, folding as vmerge_mixed; returns what it did.  */   \
+    __attribute__((target("avx2"), always_inline)) static inline unsigned     \
+    vmerge_window_##NAME(vmerge_cursor_##NAME *c, int fold)                    \
     {                                                                          \
         vmerge_vals ka = vmerge_load##IW(c->ai), kb = vmerge_load##IW(c->bi);  \
         vmerge_vals va = vmerge_load##VW(c->av), vb = vmerge_load##VW(c->bv);  \
         uint64_t na = vmerge_count_le##IW(ka, c->bi + 7);                      \
         uint64_t nb = vmerge_count_le##IW(kb, c->ai + 7);                      \
-        int sum = 0;                                                           \
+        unsigned did = 0;                                                      \
         /* The fast paths advance by constants: no wait for the counts.  */ \
         if (vmerge_same##IW(ka, kb)) {                                         \
             vmerge_store##IW(c->oi, ka);                                       \
@@ -862,16 +885,17 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else {                                                               \
-            sum = vmerge_mixed_##NAME(c, ka, va, kb, vb, na, nb);              \
+            did = vmerge_mixed_##NAME(c, ka, va, kb, vb, na, nb, fold);        \
         }                                                                      \
         c->ai += na;                                                           \
         c->av += na;                                                           \
         c->bi += nb;                                                           \
         c->bv += nb;                                                           \
-        return sum;                                                            \
+        return did;                                                            \
     }                                                                          \
     /* Windows while there is room and the scalar merge is rarely due; the \
-     * rest by `rest`. */                                                    \
+     * rest by `rest`.  Each probe decides whether the next windows fold   \
+     * without a branch (sums frequent: the branch would mispredict).  */  \
     __attribute__((target("avx2"))) static uint64_t vmerge_##NAME(            \
         const void *ai, const void *av, uint64_t an, const void *bi,           \
         const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
@@ -879,12 +903,16 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         vmerge_cursor_##NAME c = {.ai = ai, .bi = bi, .av = av, .bv = bv,      \
                                   .oi = oi, .ov = ov};                         \
         const IT *aend = c.ai + an, *bend = c.bi + bn;                         \
-        unsigned scalar = 0, windows = 0;                                      \
+        unsigned scalar = 0, summed = 0, windows = 0;                          \
+        int fold = 0;                                                          \
         while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
-            scalar += (unsigned)vmerge_window_##NAME(&c);                      \
+            unsigned did = vmerge_window_##NAME(&c, fold);                     \
+            scalar += did == VMERGE_SCALAR;                                    \
+            summed += did == VMERGE_SUMMED;                                    \
             if (++windows < VMERGE_PROBE) continue;                            \
             if (scalar > VMERGE_SCALAR_MAX) break;                             \
-            scalar = windows = 0;                                              \
+            fold = summed > VMERGE_FOLD_MIN;                                   \
+            scalar = summed = windows = 0;                                     \
         }                                                                      \
         _mm256_zeroupper(); /* see stream_lines */                             \
         return (uint64_t)(c.oi - (IT *)oi)                                     \
