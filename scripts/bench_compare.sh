@@ -18,8 +18,9 @@
 #   tagged_d1e-3   one tagged MPI_Allreduce of a float stream, N = 16M,
 #                  density 1e-3, random indices, SPARCML_ALGORITHM=auto
 #                  (sparcml_bench --methods sparcml; per round the median
-#                  over --reps of the slowest rank)
-#   tagged_d1e-4   the same at density 1e-4
+#                  over --reps of the slowest rank); tagged_d1e-3_double
+#                  with VTYPES=double
+#   tagged_d1e-4   the same at density 1e-4 (DENSITIES sets the list)
 #   untagged_<S>B  the pass-through: an untagged MPI_FLOAT MPI_Allreduce of
 #                  S bytes (8 B .. 1 MiB) with the library preloaded
 #                  (sparcml_bench --overhead; median per-call time over
@@ -58,6 +59,10 @@
 #   N          dimension of the tagged cases (default 16777216)
 #   REPS       repetitions per tagged run (default 50)
 #   BATCHES    batches per --overhead and --agree run (default 60)
+#   DENSITIES  densities of the tagged cases (default "1e-3 1e-4")
+#   VTYPES     value types of the tagged cases (default float; "float double")
+#   ALGORITHM  SPARCML_ALGORITHM of the tagged cases (default auto)
+#   CASES      which cases run (default "tagged overhead agree")
 #   TABLE_SIZES  untagged sizes (bytes) shown in the table (default
 #              "8 8192 1048576"; the CSV holds all of 8 B .. 1 MiB)
 #   COMPARE_TIMEOUT  seconds per mpiexec (default 600)
@@ -85,6 +90,8 @@ rounds=${ROUNDS:-7} np=${NP:-8} N=${N:-16777216} reps=${REPS:-50} batches=${BATC
 run_timeout=${COMPARE_TIMEOUT:-600}
 quiet_max=${COMPARE_QUIET_MAX:-300}
 table_sizes=${TABLE_SIZES:-8 8192 1048576}
+densities=${DENSITIES:-1e-3 1e-4} vtypes=${VTYPES:-float} algorithm=${ALGORITHM:-auto}
+cases=${CASES:-tagged overhead agree}
 export HYDRA_CONFIG_FILE=/dev/null
 
 log() { echo "bench_compare: $*" >&2; }
@@ -96,6 +103,9 @@ for v in rounds np N reps batches; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { log "bad $v=${!v}"; exit 2; }
 done
 [ "$rounds" -ge 3 ] || { log "ROUNDS must be at least 3"; exit 2; }
+for d in $densities; do [[ "$d" =~ ^[0-9.]+(e-?[0-9]+)?$ ]] || { log "bad density $d in DENSITIES"; exit 2; }; done
+for t in $vtypes; do [[ "$t" =~ ^(float|double)$ ]] || { log "bad value type $t in VTYPES"; exit 2; }; done
+for c in $cases; do [[ "$c" =~ ^(tagged|overhead|agree)$ ]] || { log "bad case $c in CASES"; exit 2; }; done
 command -v mpiexec.mpich >/dev/null || { log "mpiexec.mpich not found"; exit 2; }
 
 tmp=$(mktemp -d)
@@ -120,13 +130,14 @@ run() {
 fail() { log "FAILED: $*"; tail -20 "$runlog" >&2; exit 1; }
 
 # one case with one library: appends "case,lib,round,value" lines to $raw
-tagged() { # LIB WHICH ROUND DENSITY
-    local o v
-    o=$(run "$1" SPARCML_ALGORITHM=auto BENCH_LABEL=auto -- --n "$N" --density "$4" --pattern random \
-            --methods sparcml --reps "$reps") || fail "tagged d=$4 with $1"
+tagged() { # LIB WHICH ROUND DENSITY VTYPE
+    local o v name=tagged_d$4
+    [ "$5" = float ] || name=${name}_$5
+    o=$(run "$1" SPARCML_ALGORITHM="$algorithm" BENCH_LABEL=auto -- --n "$N" --density "$4" --pattern random \
+            --vtype "$5" --methods sparcml --reps "$reps") || fail "tagged d=$4 $5 with $1"
     v=$(echo "$o" | awk -F, '$1 == "sparcml_auto" { print $7; exit }')
-    [ -n "$v" ] || fail "tagged d=$4 with $1: no result line"
-    echo "tagged_d$4,$2,$3,$v" >>"$raw"
+    [ -n "$v" ] || fail "tagged d=$4 $5 with $1: no result line"
+    echo "$name,$2,$3,$v" >>"$raw"
 }
 overhead() { # LIB WHICH ROUND
     local o
@@ -162,30 +173,40 @@ log "$rounds rounds, NP=$np on $(nproc) cores, N=$N, reps=$reps, batches=$batche
 
 # the algorithm each library chooses (untimed)
 declare -A chosen
-for d in 1e-3 1e-4; do
+chosen_line=
+for d in $densities; do
+    [[ " $cases " == *" tagged "* ]] || break
     for w in A B; do
         lib=$lib_a; [ "$w" = B ] && lib=$lib_b
-        chosen[$w$d]=$(run "$lib" SPARCML_ALGORITHM=auto SPARCML_VERBOSE=1 -- --bytes --n "$N" --density "$d" \
-            --pattern random 2>&1 | awk '/^# bytes-call/ { on = 1; next }
+        chosen[$w$d]=$(run "$lib" SPARCML_ALGORITHM="$algorithm" SPARCML_VERBOSE=1 -- --bytes --n "$N" \
+            --density "$d" --pattern random 2>&1 | awk '/^# bytes-call/ { on = 1; next }
                 on && /^sparcml: allreduce/ { for (i = 1; i <= NF; i++) if ($i ~ /^algorithm=/) { sub(/^algorithm=/, "", $i); print $i; exit } }')
         log "d=$d: $w chooses ${chosen[$w$d]:-?}"
     done
+    chosen_line="$chosen_line${chosen_line:+; }d=$d A=${chosen[A$d]:-?} B=${chosen[B$d]:-?}"
 done
 
 for ((r = 1; r <= rounds; r++)); do
     wait_quiet
     log "round $r/$rounds ($((SECONDS - t_start)) s)"
     order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
-    for c in d1e-3 d1e-4 overhead agree; do
-        for w in $order; do
-            lib=$lib_a; [ "$w" = B ] && lib=$lib_b
-            case $c in
-                d1e-3) tagged "$lib" "$w" "$r" 1e-3 ;;
-                d1e-4) tagged "$lib" "$w" "$r" 1e-4 ;;
-                overhead) overhead "$lib" "$w" "$r" ;;
-                agree) agree "$lib" "$w" "$r" ;;
-            esac
-        done
+    for c in $cases; do
+        case $c in
+            tagged)
+                for d in $densities; do
+                    for t in $vtypes; do
+                        for w in $order; do
+                            lib=$lib_a; [ "$w" = B ] && lib=$lib_b
+                            tagged "$lib" "$w" "$r" "$d" "$t"
+                        done
+                    done
+                done ;;
+            *)
+                for w in $order; do
+                    lib=$lib_a; [ "$w" = B ] && lib=$lib_b
+                    "$c" "$lib" "$w" "$r"
+                done ;;
+        esac
     done
 done
 elapsed=$((SECONDS - t_start))
@@ -215,7 +236,7 @@ awk -F, '
     echo "# A=$name_a sha256=$(sha256sum "$lib_a" | cut -c1-16)"
     echo "# B=$name_b sha256=$(sha256sum "$lib_b" | cut -c1-16)"
     echo "# NP=$np N=$N reps=$reps batches=$batches rounds=$rounds (A B in odd rounds, B A in even) elapsed_s=$elapsed"
-    echo "# algorithm chosen: d=1e-3 A=${chosen[A1e-3]:-?} B=${chosen[B1e-3]:-?}; d=1e-4 A=${chosen[A1e-4]:-?} B=${chosen[B1e-4]:-?}"
+    echo "# SPARCML_ALGORITHM=$algorithm chose: $chosen_line"
     echo "case,lib,round,value"
     cat "$raw" "$summary"
 } >"$out"
@@ -224,7 +245,7 @@ awk -F, '
 echo "A: $name_a"
 echo "B: $name_b"
 echo "$np ranks on $(nproc) cores (CPU-bound shared memory), $rounds rounds A B, B A, ..., $elapsed s"
-echo "algorithm (auto): d=1e-3 A=${chosen[A1e-3]:-?} B=${chosen[B1e-3]:-?}; d=1e-4 A=${chosen[A1e-4]:-?} B=${chosen[B1e-4]:-?}"
+echo "SPARCML_ALGORITHM=$algorithm chose: $chosen_line"
 echo
 awk -F, -v sizes=" $table_sizes " '
     function fmt(c, x) { if (c ~ /^untagged_inproc_/) return sprintf("%.3f", x)
