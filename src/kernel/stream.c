@@ -811,7 +811,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     }
 }
 
-#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FOLD)                              \
+#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FOLD)                        \
     /* Where a window merge stands: the next entries of a, b and out.  */  \
     typedef struct vmerge_cursor_##NAME {                                      \
         const IT *ai, *bi;                                                     \
