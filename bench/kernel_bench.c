@@ -103,15 +103,17 @@ static void put_value(sv *s, uint64_t i, uint64_t *rng)
 
 enum overlap { DISJOINT, TENTH, HALF, IDENTICAL };
 static const char *overlap_name[] = {"disjoint", "tenth", "half", "identical"};
+static const uint64_t overlap_tenths[] = {0, 1, 5, 10}; /* of each one's indices shared */
 
 /* Two sparse streams of k entries each at random sorted indices: disjoint,
- * a tenth or half of each one's indices shared, or the same indices.  Which of the two
- * owns an unshared index is random (what makes the old merge mispredict). */
+ * a tenth or half of each one's indices shared, or the same indices.
+ * Which of the two owns an unshared index is random (what makes a
+ * two-pointer merge mispredict). */
 static void make_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, void *abuf,
                       void *bbuf, sv *a, sv *b, uint64_t seed)
 {
     uint64_t dim = iw == 8 ? (uint64_t)1 << 40 : (uint64_t)1 << 31;
-    uint64_t rng = seed, shared = ov == DISJOINT ? 0 : ov == TENTH ? k / 10 : ov == HALF ? k / 2 : k;
+    uint64_t rng = seed, shared = k * overlap_tenths[ov] / 10;
     uint64_t total = 2 * k - shared, gap = dim / total;
     uint64_t na = 0, nb = 0, left_a = k - shared, left_b = k - shared;
     *a = stream_init(abuf, dim, vtype, k, 0);
