@@ -419,74 +419,96 @@ static inline int sparcml_value_is_zero_(size_t value_size, const void *v)
 }
 
 #ifdef SPARCML_SSE2_
-/* Bit j set: element j of the 8 at d (of vs bytes) has a non-zero bit. */
-static inline unsigned sparcml_nonzero_mask8_(size_t vs, const char *d)
+/* -1 in 32-bit lane j where value j of the 4 at p (of vs bytes) is zero:
+ * an 8-byte value is where the OR of its halves is. */
+static inline __m128i sparcml_zeros4_(size_t vs, const char *p)
 {
-    const __m128i zero = _mm_setzero_si128();
-    unsigned zeros = 0, q;
-    if (vs == 4) {
-        for (q = 0; q < 2; q++) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(d + 16 * q));
-            zeros |= (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, zero))) << (4 * q);
-        }
-    } else { /* SSE2 compares 32-bit lanes: a value is zero where both halves are */
-        for (q = 0; q < 4; q++) {
-            __m128i x = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(d + 16 * q)), zero);
-            x = _mm_and_si128(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
-            zeros |= (unsigned)_mm_movemask_pd(_mm_castsi128_pd(x)) << (2 * q);
-        }
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (vs == 8) {
+        __m128 lo = _mm_castsi128_ps(x), hi = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
+        x = _mm_or_si128(_mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))),
+                         _mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))));
     }
-    return ~zeros & 0xffu;
+    return _mm_cmpeq_epi32(x, _mm_setzero_si128());
 }
 
-static inline unsigned sparcml_popcount8_(unsigned m)
+/* Bit j set: value j of the 16 at p has a non-zero bit. */
+static inline unsigned sparcml_nonzero_mask16_(size_t vs, const char *p)
 {
-    m = m - ((m >> 1) & 0x55u);
-    m = (m & 0x33u) + ((m >> 2) & 0x33u);
-    return (m + (m >> 4)) & 0x0fu;
+    __m128i lo = _mm_packs_epi32(sparcml_zeros4_(vs, p), sparcml_zeros4_(vs, p + 4 * vs));
+    __m128i hi = _mm_packs_epi32(sparcml_zeros4_(vs, p + 8 * vs), sparcml_zeros4_(vs, p + 12 * vs));
+    return ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) & 0xffffu;
+}
+
+/* Zeros among the 4 * quads values at d: counted in the 32-bit lanes of
+ * two registers (a zero's lane is -1, which they subtract), emptied every
+ * SPARCML_COUNT_SPAN_ quads, before a lane can wrap. */
+#define SPARCML_COUNT_SPAN_ 16384
+static inline uint64_t sparcml_count_zeros_(size_t vs, const char *d, uint64_t quads)
+{
+    uint64_t zeros = 0;
+    while (quads > 0) {
+        uint64_t span = quads < SPARCML_COUNT_SPAN_ ? quads : SPARCML_COUNT_SPAN_, q = 0;
+        __m128i c0 = _mm_setzero_si128(), c1 = _mm_setzero_si128();
+        uint32_t sum[4];
+        for (; q + 2 <= span; q += 2) {
+            c0 = _mm_sub_epi32(c0, sparcml_zeros4_(vs, d + 4 * vs * q));
+            c1 = _mm_sub_epi32(c1, sparcml_zeros4_(vs, d + 4 * vs * (q + 1)));
+        }
+        if (q < span) c0 = _mm_sub_epi32(c0, sparcml_zeros4_(vs, d + 4 * vs * q));
+        _mm_storeu_si128((__m128i *)(void *)sum, _mm_add_epi32(c0, c1));
+        zeros += (uint64_t)sum[0] + sum[1] + sum[2] + sum[3];
+        d += 4 * vs * span;
+        quads -= span;
+    }
+    return zeros;
 }
 #endif
 
-/* The non-zero elements of d[0, n): in blocks of 8 (SSE2: a mask of
- * each, counted), the rest one by one. */
+/* The non-zero elements of d[0, n): SSE2 counts the zeros of each 4 in
+ * vector lanes, the portable loop tests blocks of 8; the rest one by one. */
 static inline uint64_t sparcml_count_nonzero_(size_t vs, const char *d, uint64_t n)
 {
-    uint64_t b, i, nnz = 0;
-    for (b = 0; b < n / 8; b++) {
-        const char *block = d + b * 8 * vs;
+    uint64_t i, nnz = 0;
 #ifdef SPARCML_SSE2_
-        nnz += sparcml_popcount8_(sparcml_nonzero_mask8_(vs, block));
+    i = n / 4 * 4;
+    nnz = i - sparcml_count_zeros_(vs, d, n / 4);
 #else
+    for (i = 0; i + 8 <= n; i += 8) {
+        const char *block = d + i * vs;
         unsigned c = 0, j;
         for (j = 0; j < 8; j++) c += !sparcml_value_is_zero_(vs, block + j * vs);
         nnz += c;
-#endif
     }
-    for (i = n / 8 * 8; i < n; i++) nnz += !sparcml_value_is_zero_(vs, d + i * vs);
+#endif
+    for (; i < n; i++) nnz += !sparcml_value_is_zero_(vs, d + i * vs);
     return nnz;
 }
 
 /* Index (width w) and value (size vs) of every non-zero element of
- * d[0, end), in order, into ip and vp, by blocks of 8.  SSE2: the block's
- * mask, one entry per set bit.  Portable: branch-free within the block,
- * every element is written to the next free slot, which only a non-zero
- * one then claims; so `end` must be one past the last non-zero element (no
- * write lands beyond the last entry), and a block of 8 zeros is skipped.
- * Called with constant vs and w, so each use compiles to its own loop. */
+ * d[0, end), in order, into ip and vp.  SSE2: blocks of 16, one entry per
+ * set bit of the block's mask.  Portable: blocks of 8, branch-free within
+ * the block, every element is written to the next free slot, which only a
+ * non-zero one then claims; so `end` must be one past the last non-zero
+ * element (no write lands beyond the last entry), and a block of 8 zeros
+ * is skipped.  Called with constant vs and w, so each use compiles to its
+ * own loop. */
 static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d, uint64_t end,
                                            char *ip, char *vp)
 {
     uint64_t i = 0, n = 0;
-    for (; i + 8 <= end; i += 8) {
 #ifdef SPARCML_SSE2_
-        unsigned m = sparcml_nonzero_mask8_(vs, d + i * vs);
+    for (; i + 16 <= end; i += 16) {
+        unsigned m = sparcml_nonzero_mask16_(vs, d + i * vs);
         for (; m; m &= m - 1, n++) {
             uint64_t at = i + (unsigned)__builtin_ctz(m);
             if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + n * 4, &a32, 4); }
             else memcpy(ip + n * 8, &at, 8);
             memcpy(vp + n * vs, d + at * vs, vs);
         }
+    }
 #else
+    for (; i + 8 <= end; i += 8) {
         uint64_t any = 0, x, j;
         for (j = 0; j < 8; j++) {
             x = 0;
@@ -503,8 +525,8 @@ static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d,
             memcpy(vp + n * vs, &x, vs); /* the bytes memcpy put into x */
             n += x != 0;
         }
-#endif
     }
+#endif
     for (; i < end; i++) {
         if (sparcml_value_is_zero_(vs, d + i * vs)) continue;
         sparcml_put_index(ip, w, n, i);

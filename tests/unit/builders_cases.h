@@ -143,14 +143,15 @@ static uint64_t builder_rnd(uint64_t *state) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-/* Every value type, lengths around the blocks of 8, densities 0 to 30 %,
+/* Every value type, lengths around the blocks of 8 and 16 and beyond the
+ * SSE2 count's span of 65536 values, densities 0 to 30 %,
  * and shapes: random, the last element non-zero, one value with only its
  * top bit set (-0.0), zeros from the middle on, 8-byte values with only
  * their low or only their high half set. */
 static void from_dense_cases(void)
 {
     static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT32, SPARCML_INT64};
-    static const uint64_t dims[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 1000, 4099};
+    static const uint64_t dims[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 1000, 4099, 70001};
     static const unsigned percent[] = {0, 1, 5, 12, 30};
     uint64_t state = 42;
     for (int t = 0; t < 4; t++)
