@@ -7,14 +7,15 @@
 # usage: scripts/bench_transparent_compare.sh LIB_A LIB_B [OUT.csv]
 #
 # Cases (16M floats, 64 MiB): density 1e-3 out of place and in place,
-# density 1 (dense: the vendor after the first scan) out of place.  Each
+# density 1 (dense: the vendor after the first scan) out of place; with
+# DENSITIES (e.g. "0.01 0.05 0.2") those densities out of place instead.  Each
 # run times CALLS calls through the library against the vendor, alternating
 # call by call (transparent_bench: the mean over the calls of the slowest
 # rank's time).  The table: per case and library, the median over the
 # rounds of the transparent and vendor means and of their ratio, and the
 # ratio of B's transparent median to A's.
 #
-# Environment: BENCHBIN (default build/bench), YIELD (default
+# Environment: DENSITIES, BENCHBIN (default build/bench), YIELD (default
 # build/tests/support/.libs/libyield.so), ROUNDS (default 5), P (default 2),
 # CALLS (default 32), QUIET_MAX (seconds to wait for an idle machine,
 # default 300), QUIET_IDLE (idle percentage, default 85).
@@ -31,6 +32,10 @@ quiet_note() { echo "bench_transparent_compare: $*" >&2; }
 export HYDRA_CONFIG_FILE=/dev/null
 
 cases=("d1e-3 0.001" "d1e-3_inplace 0.001 inplace" "d1 1")
+if [ -n "${DENSITIES:-}" ]; then
+    cases=()
+    for d in $DENSITIES; do cases+=("d$d $d"); done
+fi
 run() { # LIB CASE DENSITY [inplace]: the benchmark's CSV line
     timeout 600 mpiexec.mpich -n "$P" env LD_PRELOAD="$yield:$1" SPARCML_TRANSPARENT=1 \
         "$benchbin/transparent_bench" 67108864 "$3" "$calls" ${4:-} | sed -n 2p
