@@ -485,30 +485,31 @@ static inline uint64_t sparcml_count_nonzero_(size_t vs, const char *d, uint64_t
     return nnz;
 }
 
-/* Index (width w) and value (size vs) of every non-zero element of
- * d[0, end), in order, into ip and vp.  SSE2: blocks of 16, one entry per
- * set bit of the block's mask.  Portable: blocks of 8, branch-free within
- * the block, every element is written to the next free slot, which only a
- * non-zero one then claims; so `end` must be one past the last non-zero
- * element (no write lands beyond the last entry), and a block of 8 zeros
- * is skipped.  Called with constant vs and w, so each use compiles to its
- * own loop. */
-static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d, uint64_t end,
-                                           char *ip, char *vp)
+/* Index (width w) and value (size vs) of the non-zero elements of d[0, n),
+ * in order, into ip and vp: all of them, returning their count, or the
+ * first `most` and most + 1 as soon as there are more.  SSE2: blocks of
+ * 16, one entry per set bit of the block's mask.  Portable: blocks of 8, a
+ * block of zeros skipped, else branch-free while 8 slots are left: every
+ * element is written to the next free slot, which only a non-zero one
+ * then claims (so up to 7 slots past the last entry are written).  Called
+ * with constant vs and w, so each use compiles to its own loop. */
+static inline uint64_t sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d, uint64_t n, uint64_t most,
+                                               char *ip, char *vp)
 {
-    uint64_t i = 0, n = 0;
+    uint64_t i = 0, k = 0;
 #ifdef SPARCML_SSE2_
-    for (; i + 16 <= end; i += 16) {
+    for (; i + 16 <= n; i += 16) {
         unsigned m = sparcml_nonzero_mask16_(vs, d + i * vs);
-        for (; m; m &= m - 1, n++) {
+        for (; m; m &= m - 1, k++) {
             uint64_t at = i + (unsigned)__builtin_ctz(m);
-            if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + n * 4, &a32, 4); }
-            else memcpy(ip + n * 8, &at, 8);
-            memcpy(vp + n * vs, d + at * vs, vs);
+            if (k == most) return most + 1;
+            if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + k * 4, &a32, 4); }
+            else memcpy(ip + k * 8, &at, 8);
+            memcpy(vp + k * vs, d + at * vs, vs);
         }
     }
 #else
-    for (; i + 8 <= end; i += 8) {
+    for (; i + 8 <= n && most - k >= 8; i += 8) {
         uint64_t any = 0, x, j;
         for (j = 0; j < 8; j++) {
             x = 0;
@@ -520,51 +521,68 @@ static inline void sparcml_gather_nonzero_(size_t vs, unsigned w, const char *d,
             uint64_t at = i + j;
             x = 0;
             memcpy(&x, d + at * vs, vs);
-            if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + n * 4, &a32, 4); }
-            else memcpy(ip + n * 8, &at, 8);
-            memcpy(vp + n * vs, &x, vs); /* the bytes memcpy put into x */
-            n += x != 0;
+            if (w == 4) { uint32_t a32 = (uint32_t)at; memcpy(ip + k * 4, &a32, 4); }
+            else memcpy(ip + k * 8, &at, 8);
+            memcpy(vp + k * vs, &x, vs); /* the bytes memcpy put into x */
+            k += x != 0;
         }
     }
 #endif
-    for (; i < end; i++) {
+    for (; i < n; i++) {
         if (sparcml_value_is_zero_(vs, d + i * vs)) continue;
-        sparcml_put_index(ip, w, n, i);
-        memcpy(vp + n * vs, d + i * vs, vs);
-        n++;
+        if (k == most) return most + 1;
+        sparcml_put_index(ip, w, k, i);
+        memcpy(vp + k * vs, d + i * vs, vs);
+        k++;
     }
+    return k;
+}
+
+static inline uint64_t sparcml_gather_any_(size_t vs, unsigned w, const char *d, uint64_t n, uint64_t most,
+                                           char *ip, char *vp)
+{
+    if (vs == 4 && w == 4) return sparcml_gather_nonzero_(4, 4, d, n, most, ip, vp);
+    if (vs == 4) return sparcml_gather_nonzero_(4, 8, d, n, most, ip, vp);
+    if (w == 4) return sparcml_gather_nonzero_(8, 4, d, n, most, ip, vp);
+    return sparcml_gather_nonzero_(8, 8, d, n, most, ip, vp);
 }
 
 /* Stream from a dense array of dim values: sparse (the non-zero entries) when
- * that is smaller, dense otherwise. */
+ * that is smaller, dense otherwise.  Where the buffer holds any stream of
+ * dim (as sparcml_capacity words do), one read: the values are gathered
+ * where the largest sparse stream's would lie and move down once their
+ * count is known (a copy of the entries only), and more nonzeros than a
+ * sparse stream may have stop the gather.  Else the nonzeros are counted
+ * first, so a buffer too small is left as it was. */
 static inline int sparcml_stream_from_dense(void *buf, MPI_Count capacity_words, uint64_t dim,
                                             int value_type, const void *dense)
 {
     size_t vs = sparcml_value_size(value_type);
-    const char *d = (const char *)dense;
-    uint64_t nnz, end = dim, w;
-    void *ip, *vp;
+    unsigned w = sparcml_index_width(dim);
+    uint64_t room = (uint64_t)capacity_words * 8, most, nnz;
+    char *ip = (char *)buf + SPARCML_HEADER_BYTES;
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
-    nnz = sparcml_count_nonzero_(vs, d, dim);
-    if (sparcml_prefers_dense(dim, value_type, nnz)) {
-        if (sparcml_dense_bytes(dim, value_type) > (uint64_t)capacity_words * 8)
-            return SPARCML_E_CAPACITY;
+    most = dim > 0 ? (dim * vs - 1) / (w + vs) : 0; /* the most entries still sparse */
+    if (dim == 0) {
+        nnz = 1; /* dense: zero entries are no smaller */
+    } else if (sparcml_sparse_bytes(dim, value_type, most) <= room && sparcml_dense_bytes(dim, value_type) <= room) {
+        char *vp = ip + sparcml_round8(most * w);
+        nnz = sparcml_gather_any_(vs, w, (const char *)dense, dim, most, ip, vp);
+        if (nnz <= most) memmove(ip + sparcml_round8(nnz * w), vp, nnz * vs);
+    } else {
+        nnz = sparcml_count_nonzero_(vs, (const char *)dense, dim);
+        if (nnz <= most && sparcml_sparse_bytes(dim, value_type, nnz) > room) return SPARCML_E_CAPACITY;
+        if (nnz <= most)
+            sparcml_gather_any_(vs, w, (const char *)dense, dim, nnz, ip, ip + sparcml_round8(nnz * w));
+    }
+    if (nnz > most) {
+        if (sparcml_dense_bytes(dim, value_type) > room) return SPARCML_E_CAPACITY;
         sparcml_write_header(buf, dim, value_type, dim, SPARCML_DENSE);
-        memcpy((char *)buf + SPARCML_HEADER_BYTES, dense, dim * vs);
+        memcpy(ip, dense, dim * vs);
         return SPARCML_OK;
     }
-    if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
-        return SPARCML_E_CAPACITY;
     sparcml_write_header(buf, dim, value_type, nnz, SPARCML_SPARSE);
-    sparcml_stream_arrays(buf, &ip, &vp);
-    w = sparcml_index_width(dim);
-    memset((char *)ip + nnz * w, 0, sparcml_round8(nnz * w) - nnz * w);
-    while (nnz > 0 && sparcml_value_is_zero_(vs, d + (end - 1) * vs)) end--;
-    if (nnz == 0) return SPARCML_OK;
-    if (vs == 4 && w == 4) sparcml_gather_nonzero_(4, 4, d, end, (char *)ip, (char *)vp);
-    else if (vs == 4) sparcml_gather_nonzero_(4, 8, d, end, (char *)ip, (char *)vp);
-    else if (w == 4) sparcml_gather_nonzero_(8, 4, d, end, (char *)ip, (char *)vp);
-    else sparcml_gather_nonzero_(8, 8, d, end, (char *)ip, (char *)vp);
+    memset(ip + nnz * w, 0, sparcml_round8(nnz * w) - nnz * w);
     return SPARCML_OK;
 }
 

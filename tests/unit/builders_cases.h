@@ -103,16 +103,18 @@ static void from_sorted_cases(void)
             for (uint64_t n = 0; n < BUILDER_CASES_MAX; n++) from_sorted_case(dims[d], vtypes[t], n);
 }
 
-/* A stream from d checked against every element: the non-zero ones (any
- * bit set, -0.0 too) in order, the index padding zeroed, the format the
- * smaller. */
-static void check_from_dense(int vtype, uint64_t dim, const char *d)
+/* The stream sparcml_stream_from_dense writes from d into `words`,
+ * checked against every element: the non-zero ones (any bit set, -0.0
+ * too) in order, the index padding zeroed (the buffer is filled with other
+ * bytes first), the format the smaller. */
+static void check_dense_stream(int vtype, uint64_t dim, const char *d, MPI_Count words)
 {
     uint64_t vs = sparcml_value_size(vtype), n = 0, w = sparcml_index_width(dim), idx;
-    char *buf = malloc(sparcml_capacity(dim, vtype) * 8), value[8];
+    char *buf = malloc((size_t)words * 8 + 8), value[8];
     void *ip, *vp;
     sparcml_header h;
-    ck_assert_int_eq(sparcml_stream_from_dense(buf, sparcml_capacity(dim, vtype), dim, vtype, d), SPARCML_OK);
+    memset(buf, 0xa5, (size_t)words * 8);
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, words, dim, vtype, d), SPARCML_OK);
     ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
     sparcml_stream_arrays(buf, &ip, &vp);
     if (h.format == SPARCML_DENSE) {
@@ -133,6 +135,32 @@ static void check_from_dense(int vtype, uint64_t dim, const char *d)
     for (uint64_t b = n * w; b < sparcml_round8(n * w); b++) ck_assert_int_eq(((char *)ip)[b], 0);
     ck_assert_int_eq(sparcml_prefers_dense(dim, vtype, n), 0);
     free(buf);
+}
+
+/* From d with room for any stream (one read), with exactly the room its
+ * stream needs (counted first where that is less), and with a word less:
+ * SPARCML_E_CAPACITY, the buffer untouched. */
+static void check_from_dense(int vtype, uint64_t dim, const char *d)
+{
+    uint64_t vs = sparcml_value_size(vtype), nnz = 0;
+    MPI_Count exact;
+    char *buf, *copy;
+    for (uint64_t i = 0; i < dim; i++) {
+        int zero = 1;
+        for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
+        nnz += !zero;
+    }
+    exact = sparcml_prefers_dense(dim, vtype, nnz) ? (MPI_Count)((sparcml_dense_bytes(dim, vtype) + 7) / 8)
+                                                   : sparcml_sparse_capacity(dim, vtype, nnz);
+    check_dense_stream(vtype, dim, d, sparcml_capacity(dim, vtype));
+    check_dense_stream(vtype, dim, d, exact);
+    buf = malloc((size_t)exact * 8);
+    copy = malloc((size_t)exact * 8);
+    for (size_t b = 0; b < (size_t)exact * 8; b++) buf[b] = copy[b] = (char)(b * 7 + 1);
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, exact - 1, dim, vtype, d), SPARCML_E_CAPACITY);
+    ck_assert_int_eq(memcmp(buf, copy, (size_t)exact * 8), 0);
+    free(buf);
+    free(copy);
 }
 
 static uint64_t builder_rnd(uint64_t *state) /* splitmix64 */

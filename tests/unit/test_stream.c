@@ -803,6 +803,11 @@ START_TEST(from_dense_picks_the_smaller_format)
     sparcml_stream_header(buf, &h);
     ck_assert_int_eq(h.format, SPARCML_DENSE);
     ck_assert_int_eq(sparcml_stream_from_dense(buf, 10, 100, SPARCML_FLOAT, d), SPARCML_E_CAPACITY);
+    /* dimension 0: dense (no entries are no smaller), as the library's streams */
+    ck_assert_int_eq(sparcml_stream_from_dense(buf, 128, 0, SPARCML_FLOAT, d), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    ck_assert_int_eq(h.format, SPARCML_DENSE);
+    ck_assert_uint_eq(h.nnz, 0);
     /* capacity() always suffices, at the sparse/dense boundary too */
     for (uint64_t dim = 1; dim < 200; dim++)
         for (uint64_t nnz = 0; nnz <= dim; nnz++)
