@@ -1150,28 +1150,6 @@ __attribute__((target("avx2"))) static inline uint32_t nonzero_bits_u64(const ui
  * store, the merge's table of kept lanes (vmerge_compact) moving a group's
  * nonzeros to the front, with their indices; the next group's store
  * overwrites what lies beyond them (room below cap: the step's condition). */
-#define GATHER_BITS(NAME, VT, IT)                                               \
-    __attribute__((target("avx2"), always_inline)) static inline uint64_t      \
-    gather_bits_##NAME(const VT *x, uint64_t i, uint32_t m, IT *oi, VT *ov,     \
-                       uint64_t o)                                              \
-    {                                                                           \
-        for (; m; m &= m - 1) {                                                 \
-            uint64_t j = i + (uint64_t)__builtin_ctz(m);                        \
-            oi[o] = (IT)j;                                                      \
-            ov[o++] = x[j];                                                     \
-        }                                                                       \
-        return o;                                                               \
-    }
-
-GATHER_BITS(f32_i32, float, uint32_t)
-GATHER_BITS(f32_i64, float, uint64_t)
-GATHER_BITS(u32_i32, uint32_t, uint32_t)
-GATHER_BITS(f64_i32, double, uint32_t)
-GATHER_BITS(f64_i64, double, uint64_t)
-GATHER_BITS(u32_i64, uint32_t, uint64_t)
-GATHER_BITS(u64_i32, uint64_t, uint32_t)
-GATHER_BITS(u64_i64, uint64_t, uint64_t)
-
 __attribute__((target("avx2"), always_inline)) static inline uint64_t gather_lanes(const void *x, uint64_t i,
                                                                                   uint32_t m, uint32_t *oi,
                                                                                   void *ov, uint64_t o)
@@ -1199,6 +1177,17 @@ __attribute__((target("avx2"), always_inline)) static inline uint64_t gather_lan
 #define GATHER_PROBE 64
 #define GATHER_LANES_MIN 96
 #define GATHER_AVX2(NAME, VT, IT, B, BITS, LANES)                               \
+    __attribute__((target("avx2"), always_inline)) static inline uint64_t      \
+    gather_bits_##NAME(const VT *x, uint64_t i, uint32_t m, IT *oi, VT *ov,     \
+                       uint64_t o)                                              \
+    {                                                                           \
+        for (; m; m &= m - 1) {                                                 \
+            uint64_t j = i + (uint64_t)__builtin_ctz(m);                        \
+            oi[o] = (IT)j;                                                      \
+            ov[o++] = x[j];                                                     \
+        }                                                                       \
+        return o;                                                               \
+    }                                                                           \
     __attribute__((target("avx2")))                                             \
     static void gather_##NAME##_avx2(const void *x_, uint64_t n, uint64_t cap,  \
                                      void *oi_, void *ov_, gather_cursor *c)    \
