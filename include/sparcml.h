@@ -613,13 +613,33 @@ static inline void sparcml_stream_entry(const void *buf, uint64_t i, uint64_t *i
     memcpy(value, (const char *)vp + i * vs, vs);
 }
 
+/* The n values (vs bytes each) at vp to their indices at ip (width w) in
+ * dense; an index not below dim is a malformed stream.  Called with a
+ * constant w, so each width compiles to its own loop; the value size is a
+ * branch per entry, always the same way (a copy of constant size each:
+ * one of variable size is a call). */
+static inline int sparcml_scatter_(unsigned w, size_t vs, const char *ip, const char *vp, uint64_t n, char *dense,
+                                   uint64_t dim)
+{
+    uint64_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t j;
+        if (w == 4) { uint32_t j32; memcpy(&j32, ip + i * 4, 4); j = j32; }
+        else memcpy(&j, ip + i * 8, 8);
+        if (j >= dim) return SPARCML_E_FORMAT;
+        if (vs == 4) memcpy(dense + j * 4, vp + i * 4, 4);
+        else memcpy(dense + j * 8, vp + i * 8, 8);
+    }
+    return SPARCML_OK;
+}
+
 /* Expand a stream into dense[0 .. dim) (zeros where no entry is stored). */
 static inline int sparcml_stream_to_dense(const void *buf, void *dense, uint64_t dim)
 {
     sparcml_header h;
     void *ip, *vp;
     size_t vs;
-    uint64_t i;
+    const char *ix, *v;
     if (sparcml_stream_header(buf, &h) != SPARCML_OK) return SPARCML_E_FORMAT;
     if (h.dim != dim) return SPARCML_E_ARG;
     vs = sparcml_value_size(h.value_type);
@@ -629,12 +649,10 @@ static inline int sparcml_stream_to_dense(const void *buf, void *dense, uint64_t
         return SPARCML_OK;
     }
     memset(dense, 0, dim * vs);
-    for (i = 0; i < h.nnz; i++) {
-        uint64_t j = sparcml_get_index(ip, h.index_width, i);
-        if (j >= dim) return SPARCML_E_FORMAT;
-        memcpy((char *)dense + j * vs, (const char *)vp + i * vs, vs);
-    }
-    return SPARCML_OK;
+    ix = (const char *)ip;
+    v = (const char *)vp;
+    return h.index_width == 4 ? sparcml_scatter_(4, vs, ix, v, h.nnz, (char *)dense, dim)
+                              : sparcml_scatter_(8, vs, ix, v, h.nnz, (char *)dense, dim);
 }
 
 /* Compression (SPARCML_COMPRESS, sparcml(7)): what this rank holds back of

@@ -782,6 +782,14 @@ START_TEST(from_pairs_sorts_and_sums_duplicates)
     ck_assert_int_eq(dense[5], 30);
     ck_assert_int_eq(dense[9], 3);
     ck_assert_int_eq(dense[0] + dense[2] + dense[11], 0);
+    /* an index beyond dim, written behind the builder's back: malformed */
+    {
+        void *ip, *vp;
+        uint32_t bad = 12;
+        sparcml_stream_arrays(buf, &ip, &vp);
+        memcpy((char *)ip + 4, &bad, 4);
+        ck_assert_int_eq(sparcml_stream_to_dense(buf, dense, 12), SPARCML_E_FORMAT);
+    }
     idx[0] = 12;
     ck_assert_int_eq(sparcml_stream_from_pairs(buf, 32, 12, SPARCML_INT64, 5, idx, v), SPARCML_E_ARG);
     ck_assert_int_eq(sparcml_stream_from_pairs(buf, 2, 12, SPARCML_INT64, 1, idx + 1, v), SPARCML_E_CAPACITY);
