@@ -425,7 +425,8 @@ static inline __m128i sparcml_zeros4_(size_t vs, const char *p)
 {
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
     if (vs == 8) {
-        __m128 lo = _mm_castsi128_ps(x), hi = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+        __m128 lo = _mm_castsi128_ps(x), hi = _mm_castsi128_ps(y);
         x = _mm_or_si128(_mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))),
                          _mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))));
     }
@@ -538,6 +539,7 @@ static inline uint64_t sparcml_gather_nonzero_(size_t vs, unsigned w, const char
     return k;
 }
 
+/* sparcml_gather_nonzero_ with vs and w as constants. */
 static inline uint64_t sparcml_gather_any_(size_t vs, unsigned w, const char *d, uint64_t n, uint64_t most,
                                            char *ip, char *vp)
 {
