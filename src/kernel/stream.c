@@ -124,8 +124,7 @@ static atomic_int force_portable;
 
 void stream_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
 
-/* Whether the AVX2 kernels run (checked per call: a few loads). */
-static int avx2_runs(void)
+int stream_avx2_runs(void)
 {
 #ifdef STREAM_X86
     return !atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2");
@@ -1280,7 +1279,7 @@ static void densify_streaming(char *d, uint64_t dim, unsigned vs, const placemen
 static gather_fn gather_for(int vtype, unsigned iw)
 {
 #ifdef STREAM_X86
-    if (avx2_runs()) return gather_avx2[vtype][iw == 8];
+    if (stream_avx2_runs()) return gather_avx2[vtype][iw == 8];
 #endif
     return gather_portable[vtype][iw == 8];
 }
@@ -1290,7 +1289,7 @@ static void densify_sparse(const sv *s, void *dense)
 {
     const placement *pl = &placements[s->vtype][s->iw == 8];
 #ifdef STREAM_X86
-    if (s->dim * s->vs >= DENSIFY_STREAM_MIN && (uintptr_t)dense % s->vs == 0 && avx2_runs()) {
+    if (s->dim * s->vs >= DENSIFY_STREAM_MIN && (uintptr_t)dense % s->vs == 0 && stream_avx2_runs()) {
         densify_streaming(dense, s->dim, s->vs, pl, s->idx, s->val, s->nnz);
         return;
     }
@@ -1333,7 +1332,7 @@ static merge_fn merge_for(const kernels *k, const sv *a, int exact)
 {
 #ifdef STREAM_X86
     const vmerge *v = &vmerge_table[a->vtype][a->iw == 8];
-    if (v->merge && avx2_runs()) return exact ? v->merge_exact : v->merge;
+    if (v->merge && stream_avx2_runs()) return exact ? v->merge_exact : v->merge;
 #endif
     return exact ? k->merge_exact : k->merge;
 }

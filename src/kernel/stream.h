@@ -126,9 +126,13 @@ uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out)
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
 
 /* Tests and benchmarks (the result is the same either way): nonzero makes
- * the merge-add, the gather and the densify sweep run their portable loops
- * even where the CPU has AVX2; 0 restores the run-time choice. */
+ * the merge-add, the gather, the densify sweep and QSGD's decoder run their
+ * portable loops even where the CPU has AVX2; 0 restores the run-time
+ * choice. */
 void stream_force_portable(int on);
+
+/* Whether the AVX2 kernels run (checked per call: a few loads). */
+int stream_avx2_runs(void);
 
 /* The bytes of a presence bitmap of dim indices (whole 64-bit words). */
 static inline uint64_t stream_presence_bytes(uint64_t dim) { return (dim + 63) / 64 * 8; }
