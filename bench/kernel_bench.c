@@ -263,7 +263,7 @@ static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *
     TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_to_dense(obuf, dense, dim));
     row("to_dense", "density1/8", vtype, 4, k, lib, cpy, 0);
 
-    for (int bits = 4; bits <= 8; bits += 4) {
+    for (int bits = 2; bits <= 8; bits *= 2) {
         qsgd_params qp = {.bits = bits, .bucket = 512, .seed = 1};
         qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
         char cas[32];

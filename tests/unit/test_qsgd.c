@@ -108,11 +108,11 @@ END_TEST
  * block by the layout of qsgd.h (scales, then codes in little-endian bit
  * order), with buckets longer than the code table (the decoder's table
  * path at every width, its lanes and its portable loops, buckets starting
- * inside a group of 8 codes); each bucket's largest |v| comes back
- * exactly. */
+ * inside a byte of codes and a group of 8); each bucket's largest |v|
+ * comes back exactly. */
 START_TEST(decode_follows_the_codes)
 {
-    enum { N = 1000, B = 300, NB = (N + B - 1) / B };
+    enum { N = 1000, B = 301, NB = (N + B - 1) / B }; /* buckets start inside a byte and a group of 8 */
     static unsigned char block[1 << 16];
     qsgd_params p = {bit_settings[_i % 3], B, 5};
     qsgd_key key = {5, 1, 2, 3};
