@@ -175,10 +175,12 @@ static int lanes_run(int bits)
                                            const unsigned char *restrict codes) \
     {                                                                            \
         uint64_t i = lo, per = 8 / (uint64_t)bits;                               \
-        for (; i < hi && (first + i) % per; i++) v[i] = level[get_code(codes, first + i, bits)]; \
         if (bits == 8) {                                                         \
             for (; i < hi; i++) v[i] = level[codes[first + i]];                  \
-        } else if (bits == 4) {                                                  \
+            return;                                                              \
+        }                                                                        \
+        for (; i < hi && (first + i) % per; i++) v[i] = level[get_code(codes, first + i, bits)]; \
+        if (bits == 4) {                                                         \
             for (; i + 2 <= hi; i += 2) {                                        \
                 unsigned c = codes[(first + i) / 2];                             \
                 v[i] = level[c & 15];                                            \
