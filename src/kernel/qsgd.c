@@ -101,18 +101,42 @@ __attribute__((target("avx2"))) static void decode_lanes_f32(float *v, uint64_t 
     }
     _mm256_zeroupper(); /* as stream.c's AVX2 loops */
 }
+
+/* level[code] = scale * code / s for code in [0, n), n a multiple of 4:
+ * level_value's double multiply and divide, 4 at a time (the divisions are
+ * most of an 8-bit table's cost), rounded to the value type as it does. */
+__attribute__((target("avx2"))) static void levels_f32(float *level, float scale, unsigned s, unsigned n)
+{
+    const __m256d sc = _mm256_set1_pd((double)scale), sd = _mm256_set1_pd((double)s);
+    for (unsigned code = 0; code < n; code += 4) {
+        __m256d c = _mm256_setr_pd(code, code + 1, code + 2, code + 3);
+        _mm_storeu_ps(level + code, _mm256_cvtpd_ps(_mm256_div_pd(_mm256_mul_pd(sc, c), sd)));
+    }
+    _mm256_zeroupper();
+}
+
+__attribute__((target("avx2"))) static void levels_f64(double *level, double scale, unsigned s, unsigned n)
+{
+    const __m256d sc = _mm256_set1_pd(scale), sd = _mm256_set1_pd((double)s);
+    for (unsigned code = 0; code < n; code += 4) {
+        __m256d c = _mm256_setr_pd(code, code + 1, code + 2, code + 3);
+        _mm256_storeu_pd(level + code, _mm256_div_pd(_mm256_mul_pd(sc, c), sd));
+    }
+    _mm256_zeroupper();
+}
 #else
 #define decode_lanes_f32(v, lo, hi, level, bits, first, codes) ((void)0)
+#define levels_f32(level, scale, s, n) ((void)0)
+#define levels_f64(level, scale, s, n) ((void)0)
 #endif
 
-/* Whether decode_lanes_f32 takes float codes of `bits`: 2 and 4, where
- * the CPU has AVX2. */
-static int lanes_run(int bits)
+/* Whether the AVX2 loops run: decode_lanes_f32 for float codes of 2 and 4
+ * bits, levels_* for tables of 8 or more non-negative levels. */
+static int avx2_runs(void)
 {
 #ifdef QSGD_X86
-    return bits <= 4 && stream_avx2_runs();
+    return stream_avx2_runs();
 #else
-    (void)bits;
     return 0;
 #endif
 }
@@ -213,12 +237,14 @@ static int lanes_run(int bits)
                 v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
             return;                                                              \
         }                                                                        \
+        if (sign % 4 == 0 && avx2_runs())                                        \
+            levels_##NAME(level, scale, s, sign);                                \
+        else                                                                     \
+            for (unsigned code = 0; code < sign; code++)                         \
+                level[code] = level_value_##NAME(scale, s, code, sign);          \
         /* the negative half by negation: exact, so level_value's bits */   \
-        for (unsigned code = 0; code < sign; code++) {                           \
-            level[code] = level_value_##NAME(scale, s, code, sign);              \
-            level[code | sign] = -level[code];                                   \
-        }                                                                        \
-        if (!(sizeof(VT) == 4 && lanes_run(bits))) {                            \
+        for (unsigned code = 0; code < sign; code++) level[code | sign] = -level[code]; \
+        if (!(sizeof(VT) == 4 && bits <= 4 && avx2_runs())) {                   \
             decode_codes_##NAME(v, 0, n, level, bits, first, codes);             \
             return;                                                              \
         }                                                                        \

@@ -107,9 +107,10 @@ END_TEST
 /* Every decoded value is sign * scale * l / s of its code, read from the
  * block by the layout of qsgd.h (scales, then codes in little-endian bit
  * order), with buckets longer than the code table (the decoder's table
- * path at every width, its lanes and its portable loops, buckets starting
- * inside a byte of codes and a group of 8); each bucket's largest |v|
- * comes back exactly. */
+ * path at every width, float and double, its AVX2 loops and its portable
+ * ones, buckets starting inside a byte of codes and a group of 8); each
+ * bucket's largest |v| comes back exactly as a float (a double's scale * s
+ * / s may round). */
 START_TEST(decode_follows_the_codes)
 {
     enum { N = 1000, B = 301, NB = (N + B - 1) / B }; /* buckets start inside a byte and a group of 8 */
@@ -117,21 +118,36 @@ START_TEST(decode_follows_the_codes)
     qsgd_params p = {bit_settings[_i % 3], B, 5};
     qsgd_key key = {5, 1, 2, 3};
     unsigned s = qsgd_levels(p.bits), mask = (1u << p.bits) - 1, sign = 1u << (p.bits - 1);
-    float v[N], q[N], scales[NB];
-    const unsigned char *codes = block + sparcml_round8(NB * sizeof(float));
-    fixed_vector(v, N);
-    qsgd_encode_block(v, N, SPARCML_FLOAT, &p, &key, block);
-    stream_force_portable(_i / 3); /* both decoders */
-    qsgd_decode_block(block, N, SPARCML_FLOAT, &p, q);
+    int vtype = _i / 6 ? SPARCML_DOUBLE : SPARCML_FLOAT;
+    size_t vs = sparcml_value_size(vtype);
+    double v[N], q[N], scales[NB];
+    const unsigned char *codes = block + sparcml_round8(NB * vs);
+    float vf[N];
+    fixed_vector(vf, N);
+    for (int i = 0; i < N; i++) v[i] = vf[i] * (1 + i % 3 * 1e-9); /* doubles off the float grid */
+    qsgd_encode_block(vtype == SPARCML_FLOAT ? (const void *)vf : (const void *)v, N, vtype, &p, &key, block);
+    stream_force_portable(_i / 3 % 2); /* both decoders */
+    qsgd_decode_block(block, N, vtype, &p, q);
     stream_force_portable(0);
-    memcpy(scales, block, sizeof scales);
+    for (int b = 0; b < NB; b++) {
+        float f;
+        if (vtype == SPARCML_DOUBLE) memcpy(&scales[b], block + b * vs, vs);
+        else memcpy(&f, block + b * vs, vs), scales[b] = f;
+    }
     for (int i = 0; i < N; i++) {
         unsigned code = (codes[(uint64_t)i * p.bits / 8] >> ((uint64_t)i * p.bits % 8)) & mask;
-        double m = (double)scales[i / B] * (double)(code & (sign - 1)) / s;
-        float want = (float)(code & sign ? -m : m);
-        ck_assert_msg(memcmp(&q[i], &want, sizeof want) == 0, "bits %d value %d: %a, code %u gives %a",
-                      p.bits, i, (double)q[i], code, (double)want);
-        if (fabsf(v[i]) == scales[i / B]) ck_assert_msg(q[i] == v[i], "bits %d value %d: the maximum", p.bits, i);
+        double m = scales[i / B] * (double)(code & (sign - 1)) / s, want = code & sign ? -m : m, got;
+        float wantf = (float)want, gotf;
+        if (vtype == SPARCML_FLOAT) {
+            memcpy(&gotf, (const char *)q + i * vs, vs);
+            ck_assert_msg(memcmp(&gotf, &wantf, sizeof wantf) == 0, "bits %d value %d: %a, code %u gives %a",
+                          p.bits, i, (double)gotf, code, (double)wantf);
+            if (fabsf(vf[i]) == (float)scales[i / B]) ck_assert_msg(gotf == vf[i], "value %d: the maximum", i);
+        } else {
+            got = q[i];
+            ck_assert_msg(memcmp(&got, &want, sizeof want) == 0, "bits %d double value %d: %a, code %u gives %a",
+                          p.bits, i, got, code, want);
+        }
     }
 }
 END_TEST
@@ -248,7 +264,7 @@ Suite *qsgd_suite(void)
     tcase_add_loop_test(tc, unbiased, 0, 3);
     tcase_add_loop_test(tc, variance_within_bound, 0, 3);
     tcase_add_loop_test(tc, packing_round_trip, 0, 3);
-    tcase_add_loop_test(tc, decode_follows_the_codes, 0, 6);
+    tcase_add_loop_test(tc, decode_follows_the_codes, 0, 12);
     tcase_add_test(tc, special_values_travel_exactly);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
     tcase_add_test(tc, message_round_trip);
