@@ -51,11 +51,11 @@ typedef struct cost_model {
  * 2.5 ns).  Encoding draws a random number and rounds per value: 2.8-3.6 ns
  * (bench/RESULTS.md "Kernels"), priced 3.5 ns.  Decoding looks codes up in
  * a table of the bucket's levels: 0.07-0.25 ns per value for 2 and 4 bits
- * (8 a step where the CPU has AVX2), 0.5 ns for 8 bits, in the kernel
+ * (8 a step where the CPU has AVX2), 0.4 ns for 8 bits, in the kernel
  * benchmark; priced 1.8 ns from a rig run of the whole call with a table
- * lookup per value as 8 bits decode (DSAR, 4 bits, d = 0.5, 8 ranks on 2
- * cores: 0.64-0.68 s where the model without any decoding gives 0.60 s),
- * so 2 and 4 bits decode faster than their price. */
+ * lookup of 0.5 ns per value (DSAR, 4 bits, d = 0.5, 8 ranks on 2 cores:
+ * 0.64-0.68 s where the model without any decoding gives 0.60 s), so
+ * decoding runs below its price. */
 #define COST_QSGD_ENCODE_PER_MERGE 1.4
 #define COST_QSGD_DECODE_PER_MERGE 0.72
 
