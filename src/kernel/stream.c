@@ -1403,36 +1403,39 @@ uint64_t stream_slice_bytes(const sv *s, uint64_t lo, uint64_t hi)
     return sparcml_sparse_bytes(hi - lo, s->vtype, lower_bound(s, hi) - lower_bound(s, lo));
 }
 
+/* 16 bytes of indices of one width, added to as a vector (GCC's vector
+ * extension: SSE2 on x86-64, whatever the target has elsewhere). */
+typedef uint32_t index_lanes4 __attribute__((vector_size(16)));
+typedef uint64_t index_lanes8 __attribute__((vector_size(16)));
+
 /* Copy n indices from (src, sw) minus `shift` (plus it if `add`) to (dst,
  * dw).  Every result fits dw, so at one width the sum modulo 2^(8 dw) is
- * exact: those loops carry no width test per index. */
+ * exact: those loops carry no width test per index, and take 16 bytes a
+ * step (an index a step measured 1.5-2.8x slower). */
 static void copy_indices(void *dst, unsigned dw, const void *src, unsigned sw, uint64_t n,
                          uint64_t shift, int add)
 {
-    uint64_t delta = add ? shift : 0 - shift;
+    uint64_t delta = add ? shift : 0 - shift, i = 0;
     if (dw == sw && shift == 0) {
         memcpy(dst, src, n * dw);
         return;
     }
     if (dw == 4 && sw == 4) {
-        for (uint64_t i = 0; i < n; i++) {
-            uint32_t x;
-            memcpy(&x, (const char *)src + 4 * i, 4);
+        for (; i + 4 <= n; i += 4) {
+            index_lanes4 x;
+            memcpy(&x, (const char *)src + 4 * i, 16);
             x += (uint32_t)delta;
-            memcpy((char *)dst + 4 * i, &x, 4);
+            memcpy((char *)dst + 4 * i, &x, 16);
         }
-        return;
-    }
-    if (dw == 8 && sw == 8) {
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t x;
-            memcpy(&x, (const char *)src + 8 * i, 8);
+    } else if (dw == 8 && sw == 8) {
+        for (; i + 2 <= n; i += 2) {
+            index_lanes8 x;
+            memcpy(&x, (const char *)src + 8 * i, 16);
             x += delta;
-            memcpy((char *)dst + 8 * i, &x, 8);
+            memcpy((char *)dst + 8 * i, &x, 16);
         }
-        return;
     }
-    for (uint64_t i = 0; i < n; i++) sparcml_put_index(dst, dw, i, sparcml_get_index(src, sw, i) + delta);
+    for (; i < n; i++) sparcml_put_index(dst, dw, i, sparcml_get_index(src, sw, i) + delta);
 }
 
 sv stream_slice(const sv *s, uint64_t lo, uint64_t hi, void *outbuf)
