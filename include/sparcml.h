@@ -301,6 +301,26 @@ static inline int sparcml_copy_sorted_(void *out, unsigned width, const uint64_t
     return ((down >> 63) | (high >> 56)) == 0;
 }
 
+/* The n values (vs bytes each) at vp to their indices at ip (width w) in
+ * dense; an index not below dim is a malformed stream.  Called with a
+ * constant w, so each width compiles to its own loop; the value size is a
+ * branch per entry, always the same way (a copy of constant size each:
+ * one of variable size is a call). */
+static inline int sparcml_scatter_(unsigned w, size_t vs, const char *ip, const char *vp, uint64_t n, char *dense,
+                                   uint64_t dim)
+{
+    uint64_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t j;
+        if (w == 4) { uint32_t j32; memcpy(&j32, ip + i * 4, 4); j = j32; }
+        else memcpy(&j, ip + i * 8, 8);
+        if (j >= dim) return SPARCML_E_FORMAT;
+        if (vs == 4) memcpy(dense + j * 4, vp + i * 4, 4);
+        else memcpy(dense + j * 8, vp + i * 8, 8);
+    }
+    return SPARCML_OK;
+}
+
 /* Stream from strictly increasing indices (each < dim) and values: sparse
  * while that is smaller, else dense with zeros at the other indices (the
  * library's own size rule), so sparcml_capacity(dim, value_type) words
@@ -311,7 +331,7 @@ static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words
                                              const uint64_t *indices, const void *values)
 {
     char *ip = (char *)buf + SPARCML_HEADER_BYTES, *vp;
-    uint64_t i, w = sparcml_index_width(dim), pad;
+    uint64_t w = sparcml_index_width(dim), pad;
     size_t vs = sparcml_value_size(value_type);
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK || nnz > dim) return SPARCML_E_ARG;
     if (sparcml_prefers_dense(dim, value_type, nnz)) {
@@ -322,8 +342,7 @@ static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words
             return SPARCML_E_ARG;
         sparcml_write_header(buf, dim, value_type, dim, SPARCML_DENSE);
         memset(ip, 0, dim * vs);
-        for (i = 0; i < nnz; i++) memcpy(ip + indices[i] * vs, (const char *)values + i * vs, vs);
-        return SPARCML_OK;
+        return sparcml_scatter_(8, vs, (const char *)indices, (const char *)values, nnz, ip, dim);
     }
     if (sparcml_sparse_bytes(dim, value_type, nnz) > (uint64_t)capacity_words * 8)
         return SPARCML_E_CAPACITY;
@@ -613,26 +632,6 @@ static inline void sparcml_stream_entry(const void *buf, uint64_t i, uint64_t *i
     sparcml_stream_arrays(buf, &ip, &vp);
     *index = ip ? sparcml_get_index(ip, h.index_width, i) : i;
     memcpy(value, (const char *)vp + i * vs, vs);
-}
-
-/* The n values (vs bytes each) at vp to their indices at ip (width w) in
- * dense; an index not below dim is a malformed stream.  Called with a
- * constant w, so each width compiles to its own loop; the value size is a
- * branch per entry, always the same way (a copy of constant size each:
- * one of variable size is a call). */
-static inline int sparcml_scatter_(unsigned w, size_t vs, const char *ip, const char *vp, uint64_t n, char *dense,
-                                   uint64_t dim)
-{
-    uint64_t i;
-    for (i = 0; i < n; i++) {
-        uint64_t j;
-        if (w == 4) { uint32_t j32; memcpy(&j32, ip + i * 4, 4); j = j32; }
-        else memcpy(&j, ip + i * 8, 8);
-        if (j >= dim) return SPARCML_E_FORMAT;
-        if (vs == 4) memcpy(dense + j * 4, vp + i * 4, 4);
-        else memcpy(dense + j * 8, vp + i * 8, 8);
-    }
-    return SPARCML_OK;
 }
 
 /* Expand a stream into dense[0 .. dim) (zeros where no entry is stored). */
