@@ -71,7 +71,6 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-#define QSGD_X86 1
 #include <immintrin.h>
 
 /* v[i] for i in [lo, hi), a multiple of 8 codes of 2 or 4 bits starting
@@ -129,17 +128,6 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #define levels_f32(level, scale, s, n) ((void)0)
 #define levels_f64(level, scale, s, n) ((void)0)
 #endif
-
-/* Whether the AVX2 loops run: decode_lanes_f32 for float codes of 2 and 4
- * bits, levels_* for tables of 8 or more non-negative levels. */
-static int avx2_runs(void)
-{
-#ifdef QSGD_X86
-    return stream_avx2_runs();
-#else
-    return 0;
-#endif
-}
 
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
  * the level of a value already on a bucket's grid. */
@@ -237,14 +225,14 @@ static int avx2_runs(void)
                 v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
             return;                                                              \
         }                                                                        \
-        if (sign % 4 == 0 && avx2_runs())                                        \
+        if (sign % 4 == 0 && stream_avx2_runs()) /* levels_*: 8 or more */     \
             levels_##NAME(level, scale, s, sign);                                \
         else                                                                     \
             for (unsigned code = 0; code < sign; code++)                         \
                 level[code] = level_value_##NAME(scale, s, code, sign);          \
         /* the negative half by negation: exact, so level_value's bits */   \
         for (unsigned code = 0; code < sign; code++) level[code | sign] = -level[code]; \
-        if (!(sizeof(VT) == 4 && bits <= 4 && avx2_runs())) {                   \
+        if (!(sizeof(VT) == 4 && bits <= 4 && stream_avx2_runs())) {            \
             decode_codes_##NAME(v, 0, n, level, bits, first, codes);             \
             return;                                                              \
         }                                                                        \

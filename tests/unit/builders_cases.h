@@ -103,6 +103,14 @@ static void from_sorted_cases(void)
             for (uint64_t n = 0; n < BUILDER_CASES_MAX; n++) from_sorted_case(dims[d], vtypes[t], n);
 }
 
+/* Element i of d (vs bytes each) has no bit set. */
+static int element_is_zero(const char *d, uint64_t i, uint64_t vs)
+{
+    int zero = 1;
+    for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
+    return zero;
+}
+
 /* The stream sparcml_stream_from_dense writes from d into `words`,
  * checked against every element: the non-zero ones (any bit set, -0.0
  * too) in order, the index padding zeroed (the buffer is filled with other
@@ -123,9 +131,7 @@ static void check_dense_stream(int vtype, uint64_t dim, const char *d, MPI_Count
         return;
     }
     for (uint64_t i = 0; i < dim; i++) {
-        int zero = 1;
-        for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
-        if (zero) continue;
+        if (element_is_zero(d, i, vs)) continue;
         ck_assert_uint_lt(n, h.nnz);
         sparcml_stream_entry(buf, n++, &idx, value);
         ck_assert_uint_eq(idx, i);
@@ -145,11 +151,7 @@ static void check_from_dense(int vtype, uint64_t dim, const char *d)
     uint64_t vs = sparcml_value_size(vtype), nnz = 0;
     MPI_Count exact;
     char *buf, *copy;
-    for (uint64_t i = 0; i < dim; i++) {
-        int zero = 1;
-        for (uint64_t b = 0; b < vs; b++) zero &= d[i * vs + b] == 0;
-        nnz += !zero;
-    }
+    for (uint64_t i = 0; i < dim; i++) nnz += !element_is_zero(d, i, vs);
     exact = sparcml_prefers_dense(dim, vtype, nnz) ? (MPI_Count)((sparcml_dense_bytes(dim, vtype) + 7) / 8)
                                                    : sparcml_sparse_capacity(dim, vtype, nnz);
     check_dense_stream(vtype, dim, d, sparcml_capacity(dim, vtype));
