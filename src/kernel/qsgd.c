@@ -101,6 +101,48 @@ __attribute__((target("avx2"))) static void decode_lanes_f32(float *v, uint64_t 
     _mm256_zeroupper(); /* as stream.c's AVX2 loops */
 }
 
+/* As decode_lanes_f32 for doubles: the table's low and high 32-bit halves
+ * are two tables of 16 lanes, permuted by the same codes, and interleaved
+ * back into doubles.  The lanes take the codes of a step in the order 0 1 4
+ * 5 2 3 6 7, the one in which interleaving the halves of each 128-bit lane
+ * yields values 0-3 and 4-7. */
+__attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t lo, uint64_t hi, const double *level,
+                                                             int bits, uint64_t first, const unsigned char *codes)
+{
+    uint32_t half_of[2][16];
+    for (int i = 0; i < 16; i++) {
+        uint64_t u;
+        memcpy(&u, level + i, 8);
+        half_of[0][i] = (uint32_t)u, half_of[1][i] = (uint32_t)(u >> 32);
+    }
+    const __m256i lo_low = _mm256_loadu_si256((const void *)half_of[0]),
+                  lo_high = _mm256_loadu_si256((const void *)(half_of[0] + 8)),
+                  hi_low = _mm256_loadu_si256((const void *)half_of[1]),
+                  hi_high = _mm256_loadu_si256((const void *)(half_of[1] + 8));
+    const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 16, 20, 8, 12, 24, 28)
+                                    : _mm256_setr_epi32(0, 2, 8, 10, 4, 6, 12, 14);
+    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
+    for (uint64_t i = lo; i < hi; i += 8) {
+        const unsigned char *at = codes + (first + i) * (uint64_t)bits / 8;
+        uint32_t word;
+        uint16_t half;
+        if (bits == 4) memcpy(&word, at, 4);
+        else memcpy(&half, at, 2), word = half;
+        __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)word), shift), mask);
+        __m256i l = _mm256_permutevar8x32_epi32(lo_low, c), h = _mm256_permutevar8x32_epi32(hi_low, c);
+        if (bits == 4) {
+            __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(c, 28));
+            l = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(l),
+                                                     _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(lo_high, c)), upper));
+            h = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(h),
+                                                     _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi_high, c)), upper));
+        }
+        _mm256_storeu_si256((void *)(v + i), _mm256_unpacklo_epi32(l, h));
+        _mm256_storeu_si256((void *)(v + i + 4), _mm256_unpackhi_epi32(l, h));
+    }
+    _mm256_zeroupper();
+}
+
 /* level[code] = scale * code / s for code in [0, n), n a multiple of 4:
  * level_value's double multiply and divide, 4 at a time (the divisions are
  * most of an 8-bit table's cost), rounded to the value type as it does. */
@@ -125,6 +167,7 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 }
 #else
 #define decode_lanes_f32(v, lo, hi, level, bits, first, codes) ((void)0)
+#define decode_lanes_f64(v, lo, hi, level, bits, first, codes) ((void)0)
 #define levels_f32(level, scale, s, n) ((void)0)
 #define levels_f64(level, scale, s, n) ((void)0)
 #endif
@@ -187,10 +230,6 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
                                            const unsigned char *restrict codes) \
     {                                                                            \
         uint64_t i = lo, per = 8 / (uint64_t)bits;                               \
-        if (bits == 8) {                                                         \
-            for (; i < hi; i++) v[i] = level[codes[first + i]];                  \
-            return;                                                              \
-        }                                                                        \
         for (; i < hi && (first + i) % per; i++) v[i] = level[get_code(codes, first + i, bits)]; \
         if (bits == 4) {                                                         \
             for (; i + 2 <= hi; i += 2) {                                        \
@@ -211,8 +250,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
     }                                                                            \
     /* A bucket with more values than there are codes decodes through a     \
      * table of every code's value: one division per code instead of one per \
-     * value, by the same function, so to the same bits; floats of 2 and 4 \
-     * bits take whole groups of 8 codes by lanes where they run. */          \
+     * value, by the same function, so to the same bits; codes of 2 and 4   \
+     * bits take whole groups of 8 by lanes where they run. */               \
     static void decode_bucket_##NAME(VT *v, uint64_t n, VT scale, unsigned s,    \
                                      int bits, uint64_t first,                   \
                                      const unsigned char *codes)                 \
@@ -232,7 +271,11 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
                 level[code] = level_value_##NAME(scale, s, code, sign);          \
         /* the negative half by negation: exact, so level_value's bits */   \
         for (unsigned code = 0; code < sign; code++) level[code | sign] = -level[code]; \
-        if (!(sizeof(VT) == 4 && bits <= 4 && stream_avx2_runs())) {            \
+        if (bits == 8) {                                                         \
+            for (uint64_t i = 0; i < n; i++) v[i] = level[codes[first + i]];     \
+            return;                                                              \
+        }                                                                        \
+        if (!stream_avx2_runs()) {                                               \
             decode_codes_##NAME(v, 0, n, level, bits, first, codes);             \
             return;                                                              \
         }                                                                        \
@@ -240,7 +283,7 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
         lo = (8 - first % 8) % 8 < n ? (8 - first % 8) % 8 : n;                  \
         hi = lo + (n - lo) / 8 * 8;                                              \
         decode_codes_##NAME(v, 0, lo, level, bits, first, codes);                \
-        decode_lanes_f32((float *)v, lo, hi, (const float *)level, bits, first, codes); \
+        decode_lanes_##NAME(v, lo, hi, level, bits, first, codes);              \
         decode_codes_##NAME(v, hi, n, level, bits, first, codes);                \
     }                                                                            \
     /* With block_scales NULL: quantize (phase 0); otherwise re-encode values \
