@@ -48,16 +48,17 @@ typedef struct cost_model {
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
- * 2.5 ns).  Encoding draws a random number and rounds per value: 2.8-3.6 ns
- * (bench/RESULTS.md "Kernels"), priced 3.5 ns.  Decoding looks codes up in
- * a table of the bucket's levels: 0.07-0.25 ns per value for 2 and 4 bits
- * (8 a step where the CPU has AVX2), 0.4 ns for 8 bits, in the kernel
- * benchmark; priced 1.8 ns from a rig run of the whole call with a table
- * lookup of 0.5 ns per value (DSAR, 4 bits, d = 0.5, 8 ranks on 2 cores:
- * 0.64-0.68 s where the model without any decoding gives 0.60 s), so
- * decoding runs below its price. */
-#define COST_QSGD_ENCODE_PER_MERGE 1.4
-#define COST_QSGD_DECODE_PER_MERGE 0.72
+ * which the calibration measures by timing the merge: 0.74-0.78 ns on the
+ * machine of bench/RESULTS.md).  Encoding draws a random number and
+ * rounds per value: 2.9-3.0 ns in the kernel benchmark there, 3.9 gamma.
+ * Decoding looks codes up in a table of the bucket's levels (0.07-0.14 ns
+ * per value for 2 and 4 bits, 8 a step where the CPU has AVX2, 0.4 ns for
+ * 8 bits, in cache) and in a call writes the dense result: on the rig
+ * (DSAR, d = 0.5, 8 ranks on 2 cores, 2 runs per width) the calls' time
+ * less the model's other terms, encoding at 3.9 gamma, leaves 0.45-0.62
+ * gamma per decoded value for 2 and 4 bits and 0.77-0.96 for 8 bits. */
+#define COST_QSGD_ENCODE_PER_MERGE 3.9
+#define COST_QSGD_DECODE_PER_MERGE 0.6
 
 /* Copying an entry, or adding it into a dense sum in place, costs about a
  * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
