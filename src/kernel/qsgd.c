@@ -73,72 +73,71 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
+/* The 8 codes of 2 or 4 bits from value first + i on (a multiple of 8),
+ * lane j shifted right by shift[j]: the step's codes are one load of
+ * constant size (no call). */
+__attribute__((target("avx2"), always_inline)) static inline __m256i step_codes(const unsigned char *codes,
+                                                                                uint64_t first, uint64_t i, int bits,
+                                                                                __m256i shift)
+{
+    const unsigned char *at = codes + (first + i) * (uint64_t)bits / 8;
+    uint32_t word;
+    uint16_t half;
+    if (bits == 4) memcpy(&word, at, 4);
+    else memcpy(&half, at, 2), word = half;
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)word), shift), _mm256_set1_epi32((1 << bits) - 1));
+}
+
+/* table[c] for each lane's code c, the table's 16 entries in two
+ * registers (4-bit codes: the high one where bit 3 is set). */
+__attribute__((target("avx2"), always_inline)) static inline __m256 lookup16(__m256 low, __m256 high, __m256i c,
+                                                                             int bits)
+{
+    __m256 x = _mm256_permutevar8x32_ps(low, c);
+    if (bits == 2) return x;
+    return _mm256_blendv_ps(x, _mm256_permutevar8x32_ps(high, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+}
+
 /* v[i] for i in [lo, hi), a multiple of 8 codes of 2 or 4 bits starting
- * at a byte (first + lo a multiple of 8), 8 values a step: the codes of a
- * step are one load, each lane shifts out its own, and the table's values
- * in a register are permuted by them (16 values of 4 bits: two registers,
- * the high one where a code's bit 3 is set).  The same table entries, so
- * the same bits. */
+ * at a byte (first + lo a multiple of 8), 8 values a step, through the
+ * table of the bucket's levels: the same entries, so the same bits. */
 __attribute__((target("avx2"))) static void decode_lanes_f32(float *v, uint64_t lo, uint64_t hi, const float *level,
                                                              int bits, uint64_t first, const unsigned char *codes)
 {
     const __m256 low = _mm256_loadu_ps(level), high = _mm256_loadu_ps(level + 8);
     const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
                                     : _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
-    for (uint64_t i = lo; i < hi; i += 8) {
-        const unsigned char *at = codes + (first + i) * (uint64_t)bits / 8;
-        uint32_t word;
-        uint16_t half;
-        if (bits == 4) memcpy(&word, at, 4); /* copies of constant size: no call */
-        else memcpy(&half, at, 2), word = half;
-        __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)word), shift), mask);
-        __m256 x = _mm256_permutevar8x32_ps(low, c);
-        if (bits == 4)
-            x = _mm256_blendv_ps(x, _mm256_permutevar8x32_ps(high, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
-        _mm256_storeu_ps(v + i, x);
-    }
+    for (uint64_t i = lo; i < hi; i += 8)
+        _mm256_storeu_ps(v + i, lookup16(low, high, step_codes(codes, first, i, bits, shift), bits));
     _mm256_zeroupper(); /* as stream.c's AVX2 loops */
 }
 
 /* As decode_lanes_f32 for doubles: the table's low and high 32-bit halves
- * are two tables of 16 lanes, permuted by the same codes, and interleaved
+ * are two tables of 16 lanes, looked up by the same codes, and interleaved
  * back into doubles.  The lanes take the codes of a step in the order 0 1 4
  * 5 2 3 6 7, the one in which interleaving the halves of each 128-bit lane
  * yields values 0-3 and 4-7. */
 __attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t lo, uint64_t hi, const double *level,
                                                              int bits, uint64_t first, const unsigned char *codes)
 {
-    uint32_t half_of[2][16];
+    float half_of[2][16]; /* the bits of each half, as lanes */
     for (int i = 0; i < 16; i++) {
         uint64_t u;
+        uint32_t part[2];
         memcpy(&u, level + i, 8);
-        half_of[0][i] = (uint32_t)u, half_of[1][i] = (uint32_t)(u >> 32);
+        part[0] = (uint32_t)u, part[1] = (uint32_t)(u >> 32);
+        memcpy(&half_of[0][i], &part[0], 4);
+        memcpy(&half_of[1][i], &part[1], 4);
     }
-    const __m256i lo_low = _mm256_loadu_si256((const void *)half_of[0]),
-                  lo_high = _mm256_loadu_si256((const void *)(half_of[0] + 8)),
-                  hi_low = _mm256_loadu_si256((const void *)half_of[1]),
-                  hi_high = _mm256_loadu_si256((const void *)(half_of[1] + 8));
+    const __m256 lo_low = _mm256_loadu_ps(half_of[0]), lo_high = _mm256_loadu_ps(half_of[0] + 8),
+                 hi_low = _mm256_loadu_ps(half_of[1]), hi_high = _mm256_loadu_ps(half_of[1] + 8);
     const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 16, 20, 8, 12, 24, 28)
                                     : _mm256_setr_epi32(0, 2, 8, 10, 4, 6, 12, 14);
-    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
     for (uint64_t i = lo; i < hi; i += 8) {
-        const unsigned char *at = codes + (first + i) * (uint64_t)bits / 8;
-        uint32_t word;
-        uint16_t half;
-        if (bits == 4) memcpy(&word, at, 4);
-        else memcpy(&half, at, 2), word = half;
-        __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)word), shift), mask);
-        __m256i l = _mm256_permutevar8x32_epi32(lo_low, c), h = _mm256_permutevar8x32_epi32(hi_low, c);
-        if (bits == 4) {
-            __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(c, 28));
-            l = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(l),
-                                                     _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(lo_high, c)), upper));
-            h = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(h),
-                                                     _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi_high, c)), upper));
-        }
-        _mm256_storeu_si256((void *)(v + i), _mm256_unpacklo_epi32(l, h));
-        _mm256_storeu_si256((void *)(v + i + 4), _mm256_unpackhi_epi32(l, h));
+        __m256i c = step_codes(codes, first, i, bits, shift);
+        __m256 l = lookup16(lo_low, lo_high, c, bits), h = lookup16(hi_low, hi_high, c, bits);
+        _mm256_storeu_pd(v + i, _mm256_castps_pd(_mm256_unpacklo_ps(l, h)));
+        _mm256_storeu_pd(v + i + 4, _mm256_castps_pd(_mm256_unpackhi_ps(l, h)));
     }
     _mm256_zeroupper();
 }
