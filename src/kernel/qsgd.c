@@ -142,6 +142,101 @@ __attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t
     _mm256_zeroupper();
 }
 
+/* What level_codes needs of a bucket, in lanes. */
+typedef struct level_lanes {
+    __m256d f, scale, s;
+    __m128i si;
+    int has_scale;
+} level_lanes;
+
+/* The level codes of 4 magnitudes a, lane by lane as encode_codes_*
+ * computes them (the same double operations, so the same codes): x = a f,
+ * or s for the bucket's largest; l its integer part, rounded up where the
+ * value's random number u is below x - l, at most s. */
+__attribute__((target("avx2"), always_inline)) static inline __m128i level_codes(__m256d a, __m256d u,
+                                                                                 const level_lanes *b)
+{
+    __m256d x = _mm256_mul_pd(a, b->f);
+    if (b->has_scale) x = _mm256_blendv_pd(x, b->s, _mm256_cmp_pd(a, b->scale, _CMP_EQ_OQ));
+    __m128i l = _mm256_cvttpd_epi32(x);
+    __m256i up = _mm256_castpd_si256(_mm256_cmp_pd(u, _mm256_sub_pd(x, _mm256_cvtepi32_pd(l)), _CMP_LT_OQ));
+    __m128i up32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(up, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+    return _mm_sub_epi32(_mm_min_epi32(l, b->si), _mm_and_si128(up32, _mm_cmplt_epi32(l, b->si)));
+}
+
+/* uniform() of values e .. e + 3, in a register (built from registers:
+ * four stores and a wider load of them would not forward). */
+__attribute__((target("avx2"), always_inline)) static inline __m256d uniform4(uint64_t kh, uint64_t e)
+{
+    return _mm256_setr_pd(uniform(kh, e), uniform(kh, e + 1), uniform(kh, e + 2), uniform(kh, e + 3));
+}
+
+/* Codes of 8 values (levels in two registers, sign bits as lanes of 0 or
+ * 1) packed as they lie in the codes: value j at bit j * bits. */
+__attribute__((target("avx2"), always_inline)) static inline uint64_t pack_codes(__m128i l0, __m128i l1, __m256i sign,
+                                                                                 int bits)
+{
+    __m256i c = _mm256_or_si256(_mm256_set_m128i(l1, l0), _mm256_slli_epi32(sign, bits - 1));
+    c = _mm256_sllv_epi32(c, _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 0, bits, 2 * bits, 3 * bits));
+    c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(1, 0, 3, 2)));
+    c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
+    return (uint32_t)_mm256_extract_epi32(c, 0) | (uint64_t)(uint32_t)_mm256_extract_epi32(c, 4) << 4 * bits;
+}
+
+/* Values [lo, hi) of a bucket, a multiple of 8 from a byte of codes on
+ * (first + lo a multiple of 8), 8 a step: the random numbers one by one,
+ * the rest in lanes; a step's codes are one store of constant size into
+ * the zeroed codes. */
+#define ENCODE_LANES(NAME, VT, LOAD8)                                                                          \
+    __attribute__((target("avx2"))) static void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,      \
+                                                                   double f, double scale, unsigned s,        \
+                                                                   int bits, uint64_t first, uint64_t kh,     \
+                                                                   unsigned char *codes)                      \
+    {                                                                                                          \
+        const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));                          \
+        const level_lanes b = {.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale),                         \
+                               .s = _mm256_set1_pd(s), .si = _mm_set1_epi32((int)s), .has_scale = scale > 0};   \
+        for (uint64_t i = lo; i < hi; i += 8) {                                                                \
+            uint64_t word, e = first + i;                                                                      \
+            __m256d x0, x1;                                                                                    \
+            __m256i sign;                                                                                      \
+            unsigned char *at = codes + e * (uint64_t)bits / 8;                                                \
+            LOAD8(v + i, &x0, &x1, &sign);                                                                     \
+            word = pack_codes(level_codes(_mm256_and_pd(x0, magnitude), uniform4(kh, e), &b),         \
+                              level_codes(_mm256_and_pd(x1, magnitude), uniform4(kh, e + 4), &b),     \
+                              sign, bits);                                                                     \
+            if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }                                  \
+            else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }                             \
+            else memcpy(at, &word, 8);                                                                         \
+        }                                                                                                      \
+        _mm256_zeroupper();                                                                                    \
+    }
+
+/* 8 values as two registers of doubles, and their sign bits. */
+__attribute__((target("avx2"), always_inline)) static inline void load8_f32(const float *v, __m256d *x0, __m256d *x1,
+                                                                            __m256i *sign)
+{
+    __m256 x = _mm256_loadu_ps(v);
+    *x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+    *x1 = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+    *sign = _mm256_srli_epi32(_mm256_castps_si256(x), 31);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void load8_f64(const double *v, __m256d *x0, __m256d *x1,
+                                                                            __m256i *sign)
+{
+    const __m256i high = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    *x0 = _mm256_loadu_pd(v);
+    *x1 = _mm256_loadu_pd(v + 4);
+    *sign = _mm256_srli_epi32(
+        _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(*x1), high)),
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(*x0), high))),
+        31);
+}
+
+ENCODE_LANES(f32, float, load8_f32)
+ENCODE_LANES(f64, double, load8_f64)
+
 /* level[code] = scale * code / s for code in [0, n), n a multiple of 4:
  * level_value's double multiply and divide, 4 at a time (the divisions are
  * most of an 8-bit table's cost), rounded to the value type as it does. */
@@ -167,6 +262,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #else
 #define decode_lanes_f32(v, lo, hi, level, bits, first, codes) ((void)0)
 #define decode_lanes_f64(v, lo, hi, level, bits, first, codes) ((void)0)
+#define encode_lanes_f32(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
+#define encode_lanes_f64(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
 #define levels_f32(level, scale, s, n) ((void)0)
 #define levels_f64(level, scale, s, n) ((void)0)
 #endif
@@ -188,15 +285,16 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
         double m = (double)scale * (double)(code & (sign - 1)) / s;              \
         return (VT)(code & sign ? -m : m);                                       \
     }                                                                            \
-    static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
-                                     int bits, uint64_t first, uint64_t kh,      \
-                                     unsigned char *codes)                       \
+    /* Values [lo, hi) of a bucket: x = |v| / scale * s as one multiply  \
+     * (f = s / scale); the bucket's largest |v| is level s exactly,       \
+     * whatever the factor's rounding (an all-zero bucket, scale 0, stays  \
+     * at level 0). */                                                    \
+    static void encode_codes_##NAME(const VT *v, uint64_t lo, uint64_t hi,      \
+                                    double f, VT scale, unsigned s, int bits,    \
+                                    uint64_t first, uint64_t kh,                 \
+                                    unsigned char *codes)                        \
     {                                                                            \
-        /* x = |v| / scale * s as one multiply; the bucket's largest |v|   \
-         * is level s exactly, whatever the factor's rounding (an all-zero   \
-         * bucket, scale 0, stays at level 0). */                             \
-        double f = scale > 0 ? (double)s / (double)scale : 0;                    \
-        for (uint64_t i = 0; i < n; i++) {                                       \
+        for (uint64_t i = lo; i < hi; i++) {                                     \
             double a = fabs((double)v[i]);                                       \
             double x = scale > 0 && a == (double)scale ? s : a * f;              \
             unsigned l = (unsigned)x;                                            \
@@ -205,6 +303,18 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
             l = (l < s ? l : s) + up;                                            \
             put_code(codes, first + i, bits, l | (signbit(v[i]) ? 1u << (bits - 1) : 0)); \
         }                                                                        \
+    }                                                                            \
+    /* Whole groups of 8 values by lanes where they run (the same codes). */ \
+    static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
+                                     int bits, uint64_t first, uint64_t kh,      \
+                                     unsigned char *codes)                       \
+    {                                                                            \
+        double f = scale > 0 ? (double)s / (double)scale : 0;                    \
+        uint64_t lo = (8 - first % 8) % 8 < n ? (8 - first % 8) % 8 : n, hi = lo; \
+        if (stream_avx2_runs()) hi = lo + (n - lo) / 8 * 8;                      \
+        encode_codes_##NAME(v, 0, lo, f, scale, s, bits, first, kh, codes);      \
+        encode_lanes_##NAME(v, lo, hi, f, (double)scale, s, bits, first, kh, codes); \
+        encode_codes_##NAME(v, hi, n, f, scale, s, bits, first, kh, codes);      \
     }                                                                            \
     /* 0 when a value is not scale * l / s for any level l. */                   \
     static int regrid_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \

@@ -152,6 +152,36 @@ START_TEST(decode_follows_the_codes)
 }
 END_TEST
 
+/* The encoder's AVX2 loop draws the codes its portable loop draws, bit for
+ * bit, at every width, float and double: buckets starting inside a byte of
+ * codes and a group of 8 (B = 301), a bucket of zeros and signed zeros, and
+ * each bucket's largest magnitude at every lane (it is level s exactly). */
+START_TEST(encode_lanes_match_portable)
+{
+    enum { N = 1000, B = 301 };
+    static unsigned char lanes[1 << 14], portable[1 << 14];
+    qsgd_params p = {bit_settings[_i % 3], B, 5};
+    qsgd_key key = {5, 1, 2, 3};
+    int vtype = _i / 3 ? SPARCML_DOUBLE : SPARCML_FLOAT;
+    double v[N];
+    float vf[N];
+    uint64_t n_lanes, n_portable;
+    fixed_vector(vf, N);
+    for (int i = 0; i < N; i++) v[i] = vf[i] * (1 + i % 3 * 1e-9); /* doubles off the float grid */
+    for (int i = 0; i < 8; i++) v[B + 5 * i] = vf[B + 5 * i] = 6; /* the second bucket's maximum, lane by lane */
+    for (int i = 2 * B; i < 3 * B; i++) v[i] = vf[i] = i % 2 ? 0.0f : -0.0f; /* scale 0 */
+    const void *in = vtype == SPARCML_FLOAT ? (const void *)vf : (const void *)v;
+    n_lanes = qsgd_encode_block(in, N, vtype, &p, &key, lanes);
+    stream_force_portable(1);
+    n_portable = qsgd_encode_block(in, N, vtype, &p, &key, portable);
+    stream_force_portable(0);
+    ck_assert_uint_eq(n_lanes, n_portable);
+    for (uint64_t i = 0; i < n_lanes; i++)
+        ck_assert_msg(lanes[i] == portable[i], "bits %d, %s: byte %llu: %#x, portable %#x", p.bits,
+                      vtype == SPARCML_FLOAT ? "float" : "double", (unsigned long long)i, lanes[i], portable[i]);
+}
+END_TEST
+
 START_TEST(special_values_travel_exactly)
 {
     enum { N = 64 };
@@ -265,6 +295,7 @@ Suite *qsgd_suite(void)
     tcase_add_loop_test(tc, variance_within_bound, 0, 3);
     tcase_add_loop_test(tc, packing_round_trip, 0, 3);
     tcase_add_loop_test(tc, decode_follows_the_codes, 0, 12);
+    tcase_add_loop_test(tc, encode_lanes_match_portable, 0, 6);
     tcase_add_test(tc, special_values_travel_exactly);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
     tcase_add_test(tc, message_round_trip);
