@@ -154,8 +154,9 @@ END_TEST
 
 /* The encoder's AVX2 loop draws the codes its portable loop draws, bit for
  * bit, at every width, float and double: buckets starting inside a byte of
- * codes and a group of 8 (B = 301), a bucket of zeros and signed zeros, and
- * each bucket's largest magnitude at every lane (it is level s exactly). */
+ * codes and a group of 8 (B = 301), a bucket of zeros and signed zeros, a
+ * bucket's largest magnitude alone in a lane, another's at every lane (it
+ * is level s exactly). */
 START_TEST(encode_lanes_match_portable)
 {
     enum { N = 1000, B = 301 };
@@ -168,6 +169,7 @@ START_TEST(encode_lanes_match_portable)
     uint64_t n_lanes, n_portable;
     fixed_vector(vf, N);
     for (int i = 0; i < N; i++) v[i] = vf[i] * (1 + i % 3 * 1e-9); /* doubles off the float grid */
+    v[40] = vf[40] = 7; /* the first bucket's maximum, alone in the first lane of a group */
     for (int i = 0; i < 8; i++) v[B + 5 * i] = vf[B + 5 * i] = 6; /* the second bucket's maximum, lane by lane */
     for (int i = 2 * B; i < 3 * B; i++) v[i] = vf[i] = i % 2 ? 0.0f : -0.0f; /* scale 0 */
     const void *in = vtype == SPARCML_FLOAT ? (const void *)vf : (const void *)v;
@@ -182,24 +184,36 @@ START_TEST(encode_lanes_match_portable)
 }
 END_TEST
 
+/* Non-finite and subnormal-scaled buckets travel raw, zeros as zeros,
+ * float and double, the scale found by lanes (bucket 0's NaN, bucket 1's
+ * infinity) or one by one (bucket 4, shorter than a group of lanes), with
+ * both dispatches. */
 START_TEST(special_values_travel_exactly)
 {
-    enum { N = 64 };
+    enum { N = 69 };
     qsgd_params p = {2, 16, 1};
-    double v[N], q[N];
-    static unsigned char block[4096];
+    int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
+    double tiny = vtype == SPARCML_FLOAT ? FLT_MIN : DBL_MIN, v[N];
+    static unsigned char in[N * 8], q[N * 8], block[4096];
+    size_t vs = sparcml_value_size(vtype);
     qsgd_key key = {1, 0, 0, 0};
     for (int i = 0; i < N; i++) v[i] = 0.5 + i;
     v[3] = NAN;            /* bucket 0: raw */
     v[20] = INFINITY;      /* bucket 1: raw */
     for (int i = 32; i < 48; i++) v[i] = 0; /* bucket 2: zeros */
-    for (int i = 48; i < 64; i++) v[i] = DBL_MIN / 64 * (i - 47); /* bucket 3: max DBL_MIN/4, subnormal: raw */
-    qsgd_encode_block(v, N, SPARCML_DOUBLE, &p, &key, block);
-    qsgd_decode_block(block, N, SPARCML_DOUBLE, &p, q);
-    for (int i = 0; i < 32; i++)
-        ck_assert(memcmp(&q[i], &v[i], 8) == 0);
-    for (int i = 32; i < 48; i++) ck_assert(q[i] == 0);
-    for (int i = 48; i < 64; i++) ck_assert(memcmp(&q[i], &v[i], 8) == 0);
+    for (int i = 48; i < 64; i++) v[i] = tiny / 64 * (i - 47); /* bucket 3: max tiny/4, subnormal: raw */
+    v[68] = -INFINITY;     /* bucket 4: raw */
+    for (int i = 0; i < N; i++) {
+        float f = (float)v[i];
+        memcpy(in + i * vs, vtype == SPARCML_FLOAT ? (const void *)&f : (const void *)&v[i], vs);
+    }
+    stream_force_portable(_i % 2);
+    qsgd_encode_block(in, N, vtype, &p, &key, block);
+    qsgd_decode_block(block, N, vtype, &p, q);
+    stream_force_portable(0);
+    for (int i = 0; i < N; i++)
+        if (i < 32 || i >= 48) ck_assert_msg(memcmp(q + i * vs, in + i * vs, vs) == 0, "value %d", i);
+        else ck_assert_msg(memcmp(q + i * vs, (const double[]){0}, vs) == 0, "value %d", i);
 }
 END_TEST
 
@@ -296,7 +310,7 @@ Suite *qsgd_suite(void)
     tcase_add_loop_test(tc, packing_round_trip, 0, 3);
     tcase_add_loop_test(tc, decode_follows_the_codes, 0, 12);
     tcase_add_loop_test(tc, encode_lanes_match_portable, 0, 6);
-    tcase_add_test(tc, special_values_travel_exactly);
+    tcase_add_loop_test(tc, special_values_travel_exactly, 0, 4);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
     tcase_add_test(tc, message_round_trip);
     tcase_add_loop_test(tc, parts_travel_on_the_grid, 0, 3);
