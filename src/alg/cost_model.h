@@ -48,17 +48,20 @@ typedef struct cost_model {
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
- * which the calibration measures by timing the merge: 0.74-0.78 ns on the
+ * which the calibration measures by timing the merge: 0.75-0.80 ns on the
  * machine of bench/RESULTS.md).  Encoding draws a random number and
- * rounds per value: 2.9-3.0 ns in the kernel benchmark there, 3.9 gamma.
- * Decoding looks codes up in a table of the bucket's levels (0.07-0.14 ns
- * per value for 2 and 4 bits, 8 a step where the CPU has AVX2, 0.4 ns for
- * 8 bits, in cache) and in a call writes the dense result: on the rig
- * (DSAR, d = 0.5, 8 ranks on 2 cores, 2 runs per width) the calls' time
- * less the model's other terms, encoding at 3.9 gamma, leaves 0.45-0.62
- * gamma per decoded value for 2 and 4 bits and 0.77-0.96 for 8 bits. */
-#define COST_QSGD_ENCODE_PER_MERGE 3.9
-#define COST_QSGD_DECODE_PER_MERGE 0.6
+ * rounds per value: 1.11-1.20 ns in the kernel benchmark there (8 values
+ * a step where the CPU has AVX2), 1.5 gamma.  Decoding looks codes up in
+ * a table of the bucket's levels, 0.07-0.14 ns per value for 2 and 4 bits
+ * and 0.4 ns for 8 bits (the table's divisions) in cache, and in a call
+ * writes the dense result: on the rig (DSAR, d = 0.1 and 0.5, 8 ranks on 2
+ * cores, 2 runs each; bench/results/qsgd_price_rig.csv), with encoding
+ * at 1.5 gamma, decoding at 0.3 gamma for 2 and 4 bits and 0.7 for 8
+ * (what those calls need, fitted per width) brings the calls' time within
+ * 0.88-1.16 of their price. */
+#define COST_QSGD_ENCODE_PER_MERGE 1.5
+#define COST_QSGD_DECODE_PER_MERGE 0.3
+#define COST_QSGD_DECODE8_PER_MERGE 0.7
 
 /* Copying an entry, or adding it into a dense sum in place, costs about a
  * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
@@ -78,6 +81,10 @@ int cost_largest_power_of_two(int P);
  * and at the problem's. */
 double cost_union_at(const sparcml_problem *p, double m, double overlap);
 double cost_union_estimate(const sparcml_problem *p, double m);
+
+/* The CPU time of QSGD for `encoded` values encoded and `decoded` decoded,
+ * in merged entries (times gamma: seconds). */
+double cost_qsgd(const sparcml_problem *p, double encoded, double decoded);
 
 /* Bytes on the wire per value: exact, or QSGD bits plus a scale per bucket. */
 double cost_wire_value_bytes(const sparcml_problem *p, int quantized);

@@ -375,8 +375,9 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
                                        + cost_msg_bytes(p, cost_union_estimate(p, p->P), N));
     for (int group = 1; group < p2; group *= 2) {
         double u = rd_round_entries(p, group), send = m->beta * cost_msg_bytes(p, u, N), merge = m->gamma * 2 * u;
+        double quantized = cost_msg_quantized_values(p, u, N);
         t += C * m->alpha + (m->copy_bound ? send + merge : fmax(send, merge) + fmin(send, merge) / C)
-             + m->gamma * (COST_QSGD_ENCODE_PER_MERGE + 2 * COST_QSGD_DECODE_PER_MERGE) * cost_msg_quantized_values(p, u, N);
+             + m->gamma * cost_qsgd(p, quantized, 2 * quantized);
     }
     return t;
 }
