@@ -188,25 +188,25 @@ __attribute__((target("avx2"), always_inline)) static inline uint64_t pack_codes
  * the rest in lanes; a step's codes are one store of constant size into
  * the zeroed codes. */
 #define ENCODE_LANES(NAME, VT, LOAD8)                                                                          \
-    __attribute__((target("avx2"))) static void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,      \
-                                                                   double f, double scale, unsigned s,        \
-                                                                   int bits, uint64_t first, uint64_t kh,     \
-                                                                   unsigned char *codes)                      \
+    __attribute__((target("avx2"))) static void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,     \
+                                                                   double f, double scale, unsigned s,         \
+                                                                   int bits, uint64_t first, uint64_t kh,      \
+                                                                   unsigned char *codes)                       \
     {                                                                                                          \
         const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));                          \
         const level_lanes b = {.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale),                         \
-                               .s = _mm256_set1_pd(s), .si = _mm_set1_epi32((int)s), .has_scale = scale > 0};   \
+                               .s = _mm256_set1_pd(s), .si = _mm_set1_epi32((int)s), .has_scale = scale > 0};  \
         for (uint64_t i = lo; i < hi; i += 8) {                                                                \
             uint64_t word, e = first + i;                                                                      \
             __m256d x0, x1;                                                                                    \
             __m256i sign;                                                                                      \
             unsigned char *at = codes + e * (uint64_t)bits / 8;                                                \
             LOAD8(v + i, &x0, &x1, &sign);                                                                     \
-            word = pack_codes(level_codes(_mm256_and_pd(x0, magnitude), uniform4(kh, e), &b),         \
-                              level_codes(_mm256_and_pd(x1, magnitude), uniform4(kh, e + 4), &b),     \
+            word = pack_codes(level_codes(_mm256_and_pd(x0, magnitude), uniform4(kh, e), &b),                  \
+                              level_codes(_mm256_and_pd(x1, magnitude), uniform4(kh, e + 4), &b),              \
                               sign, bits);                                                                     \
-            if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }                                  \
-            else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }                             \
+            if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }                                 \
+            else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }                            \
             else memcpy(at, &word, 8);                                                                         \
         }                                                                                                      \
         _mm256_zeroupper();                                                                                    \
