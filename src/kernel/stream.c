@@ -621,8 +621,8 @@ __attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_u32
 
 /* 8-byte values: a window with a sum takes the scalar merge.  Folded as
  * above (a permutation per 4 values: twice the shuffles of 4-byte ones),
- * windows with sums measured slower than the portable merge on this CPU,
- * whose 256-bit units run each shuffle as two halves. */
+ * windows with sums measured slower than the portable merge on the
+ * machine of bench/RESULTS.md. */
 __attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_none(__m256i *ko, __m256i *vo,
                                                                                  unsigned pairs)
 {
