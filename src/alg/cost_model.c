@@ -219,15 +219,15 @@ double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, doub
     return fmin(rd, rab);
 }
 
-/* Values QSGD encodes for a message of n entries of a range of d elements
- * (and decodes at the other end): all d when the message travels dense,
- * its n values when sparse values are quantized too, else none. */
 double cost_qsgd(const sparcml_problem *p, double encoded, double decoded)
 {
     double decode = p->qbits == 8 ? COST_QSGD_DECODE8_PER_MERGE : COST_QSGD_DECODE_PER_MERGE;
     return COST_QSGD_ENCODE_PER_MERGE * encoded + decode * decoded;
 }
 
+/* Values QSGD encodes for a message of n entries of a range of d elements
+ * (and decodes at the other end): all d when the message travels dense,
+ * its n values when sparse values are quantized too, else none. */
 double cost_msg_quantized_values(const sparcml_problem *p, double n, double d)
 {
     if (!p->qbits) return 0;
