@@ -364,11 +364,27 @@ typedef struct sparcml_pair_ {
     uint64_t pos;
 } sparcml_pair_;
 
-static inline int sparcml_pair_cmp_(const void *a, const void *b)
+/* pairs[0 .. n) in input order, sorted by index and stably (equal indices
+ * keep their input order): least significant byte first, one counting pass
+ * per byte of dim - 1, between pairs and tmp (a byte every index shares is
+ * skipped).  Returns the array that holds the result. */
+static inline sparcml_pair_ *sparcml_sort_pairs_(sparcml_pair_ *pairs, sparcml_pair_ *tmp, uint64_t n, uint64_t dim)
 {
-    const sparcml_pair_ *x = (const sparcml_pair_ *)a, *y = (const sparcml_pair_ *)b;
-    if (x->index != y->index) return x->index < y->index ? -1 : 1;
-    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+    unsigned shift;
+    for (shift = 0; n > 1 && shift < 64 && (dim - 1) >> shift; shift += 8) {
+        uint64_t count[256] = {0}, sum = 0, i;
+        sparcml_pair_ *t;
+        for (i = 0; i < n; i++) count[pairs[i].index >> shift & 255]++;
+        if (count[pairs[0].index >> shift & 255] == n) continue;
+        for (i = 0; i < 256; i++) {
+            uint64_t c = count[i];
+            count[i] = sum;
+            sum += c;
+        }
+        for (i = 0; i < n; i++) tmp[count[pairs[i].index >> shift & 255]++] = pairs[i];
+        t = pairs, pairs = tmp, tmp = t;
+    }
+    return pairs;
 }
 
 static inline void sparcml_value_add_(int value_type, void *acc, const void *v)
@@ -389,7 +405,7 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
                                             const void *values)
 {
     size_t vs = sparcml_value_size(value_type);
-    sparcml_pair_ *pairs;
+    sparcml_pair_ *pairs, *tmp, *sorted;
     uint64_t *idx;
     char *vals;
     uint64_t i, m = 0;
@@ -398,26 +414,28 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
     for (i = 0; i < n; i++)
         if (indices[i] >= dim) return SPARCML_E_ARG;
     pairs = (sparcml_pair_ *)malloc((n ? n : 1) * sizeof *pairs);
+    tmp = (sparcml_pair_ *)malloc((n ? n : 1) * sizeof *tmp);
     idx = (uint64_t *)malloc((n ? n : 1) * sizeof *idx);
     vals = (char *)malloc((n ? n : 1) * vs);
-    if (!pairs || !idx || !vals) {
-        free(pairs); free(idx); free(vals);
+    if (!pairs || !tmp || !idx || !vals) {
+        free(pairs); free(tmp); free(idx); free(vals);
         return SPARCML_E_NOMEM;
     }
     for (i = 0; i < n; i++) { pairs[i].index = indices[i]; pairs[i].pos = i; }
-    qsort(pairs, n, sizeof *pairs, sparcml_pair_cmp_);
+    sorted = sparcml_sort_pairs_(pairs, tmp, n, dim);
     for (i = 0; i < n; i++) {
-        const char *v = (const char *)values + pairs[i].pos * vs;
-        if (m > 0 && idx[m - 1] == pairs[i].index) {
+        const char *v = (const char *)values + sorted[i].pos * vs;
+        if (m > 0 && idx[m - 1] == sorted[i].index) {
             sparcml_value_add_(value_type, vals + (m - 1) * vs, v);
         } else {
-            idx[m] = pairs[i].index;
-            memcpy(vals + m * vs, v, vs);
+            idx[m] = sorted[i].index;
+            if (vs == 4) memcpy(vals + m * 4, v, 4); /* copies of constant size: no call */
+            else memcpy(vals + m * 8, v, 8);
             m++;
         }
     }
     rc = sparcml_stream_from_sorted(buf, capacity_words, dim, value_type, m, idx, vals);
-    free(pairs); free(idx); free(vals);
+    free(pairs); free(tmp); free(idx); free(vals);
     return rc;
 }
 

@@ -796,6 +796,79 @@ START_TEST(from_pairs_sorts_and_sums_duplicates)
 }
 END_TEST
 
+/* Many pairs with repeated indices, over dimensions of 1 to 6 bytes of
+ * index (the sort's passes, and the bytes every index shares, skipped),
+ * float, double and 64-bit values: the stream holds each distinct index
+ * once, ascending, with its values summed in input order (values of very
+ * different magnitudes, so any other order gives other float bits), as a
+ * reference computes it without sorting the pairs. */
+START_TEST(from_pairs_matches_a_reference)
+{
+    enum { N = 3000, POOL = 50 };
+    static const uint64_t dims[] = {200, 70001, (UINT64_C(1) << 40) + 5};
+    static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT64};
+    static uint64_t idx[N], want_idx[N], pool[POOL], buf[(N * 16 + 64) / 8 + 4096];
+    static char vals[N * 8], want_vals[N * 8];
+    uint64_t dim = dims[_i / 3], m = 0, top = dim - 1;
+    int vtype = vtypes[_i % 3];
+    size_t vs = sparcml_value_size(vtype);
+    sparcml_header h;
+    void *ip, *vp;
+    rng_state = 77 + (uint64_t)_i;
+    for (int j = 0; j < POOL; j++) pool[j] = rnd() % dim;
+    for (int i = 0; i < N; i++) {
+        double x = (double)(rnd() % 5) * (rnd() % 2 ? 1e8 : 1.25) * (rnd() % 2 ? -1 : 1);
+        float f = (float)x;
+        int64_t k = (int64_t)(rnd() % 1000) - 500;
+        idx[i] = i % 2 ? pool[rnd() % POOL] : rnd() % dim;
+        if (i == 7) idx[i] = top; /* the largest index */
+        memcpy(vals + i * vs, vtype == SPARCML_FLOAT ? (void *)&f : vtype == SPARCML_DOUBLE ? (void *)&x : (void *)&k, vs);
+    }
+    /* the reference: the smallest index above the last one taken, again and again */
+    for (uint64_t last = 0, first = 1;; first = 0) {
+        uint64_t next = UINT64_MAX;
+        int found = 0;
+        for (int i = 0; i < N; i++)
+            if ((first || idx[i] > last) && (!found || idx[i] < next)) next = idx[i], found = 1;
+        if (!found) break;
+        want_idx[m] = next;
+        memset(want_vals + m * vs, 0, vs);
+        for (int i = 0, seen = 0; i < N; i++) {
+            if (idx[i] != next) continue;
+            if (!seen++) memcpy(want_vals + m * vs, vals + i * vs, vs);
+            else if (vtype == SPARCML_FLOAT) { float a, b; memcpy(&a, want_vals + m * vs, 4); memcpy(&b, vals + i * vs, 4); a += b; memcpy(want_vals + m * vs, &a, 4); }
+            else if (vtype == SPARCML_DOUBLE) { double a, b; memcpy(&a, want_vals + m * vs, 8); memcpy(&b, vals + i * vs, 8); a += b; memcpy(want_vals + m * vs, &a, 8); }
+            else { int64_t a, b; memcpy(&a, want_vals + m * vs, 8); memcpy(&b, vals + i * vs, 8); a += b; memcpy(want_vals + m * vs, &a, 8); }
+        }
+        last = next;
+        m++;
+    }
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, (MPI_Count)(sizeof buf / 8), dim, vtype, N, idx, vals), SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    if (h.format == SPARCML_DENSE) {
+        ck_assert_uint_eq(dim, 200);
+        for (uint64_t e = 0, j = 0; e < dim; e++) {
+            int held = j < m && want_idx[j] == e;
+            char zero[8] = {0};
+            ck_assert_msg(memcmp((char *)vp + e * vs, held ? want_vals + j * vs : zero, vs) == 0, "element %llu",
+                          (unsigned long long)e);
+            j += (uint64_t)held;
+        }
+        return;
+    }
+    ck_assert_uint_eq(h.nnz, m);
+    for (uint64_t j = 0; j < m; j++) {
+        uint64_t got = 0;
+        memcpy(&got, (char *)ip + j * sparcml_index_width(dim), sparcml_index_width(dim));
+        ck_assert_msg(got == want_idx[j], "entry %llu: index %llu, want %llu", (unsigned long long)j,
+                      (unsigned long long)got, (unsigned long long)want_idx[j]);
+        ck_assert_msg(memcmp((char *)vp + j * vs, want_vals + j * vs, vs) == 0, "entry %llu: value",
+                      (unsigned long long)j);
+    }
+}
+END_TEST
+
 START_TEST(from_dense_picks_the_smaller_format)
 {
     float d[100] = {0};
@@ -1181,6 +1254,7 @@ Suite *stream_suite(void)
     tc = tcase_create("helpers");
     tcase_add_test(tc, from_pairs_sorts_and_sums_duplicates);
     tcase_add_test(tc, from_pairs_writes_dense_when_smaller);
+    tcase_add_loop_test(tc, from_pairs_matches_a_reference, 0, 9);
     tcase_add_test(tc, from_dense_picks_the_smaller_format);
     tcase_add_test(tc, from_dense_against_the_elements);
     tcase_add_test(tc, from_sorted_refuses_bad_indices);
