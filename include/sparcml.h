@@ -405,7 +405,7 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
                                             const void *values)
 {
     size_t vs = sparcml_value_size(value_type);
-    sparcml_pair_ *pairs, *tmp, *sorted;
+    sparcml_pair_ *pairs, *sorted;
     uint64_t *idx;
     char *vals;
     uint64_t i, m = 0;
@@ -413,16 +413,14 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
     for (i = 0; i < n; i++)
         if (indices[i] >= dim) return SPARCML_E_ARG;
-    pairs = (sparcml_pair_ *)malloc((n ? n : 1) * sizeof *pairs);
-    tmp = (sparcml_pair_ *)malloc((n ? n : 1) * sizeof *tmp);
-    idx = (uint64_t *)malloc((n ? n : 1) * sizeof *idx);
-    vals = (char *)malloc((n ? n : 1) * vs);
-    if (!pairs || !tmp || !idx || !vals) {
-        free(pairs); free(tmp); free(idx); free(vals);
-        return SPARCML_E_NOMEM;
-    }
+    /* two arrays of pairs: the sort's; the one it leaves free then holds
+     * the summed indices and values (16 bytes a pair hold 8 and 8) */
+    pairs = (sparcml_pair_ *)malloc((n ? 2 * n : 1) * sizeof *pairs);
+    if (!pairs) return SPARCML_E_NOMEM;
     for (i = 0; i < n; i++) { pairs[i].index = indices[i]; pairs[i].pos = i; }
-    sorted = sparcml_sort_pairs_(pairs, tmp, n, dim);
+    sorted = sparcml_sort_pairs_(pairs, pairs + n, n, dim);
+    idx = (uint64_t *)(void *)(sorted == pairs ? pairs + n : pairs);
+    vals = (char *)(idx + n);
     for (i = 0; i < n; i++) {
         const char *v = (const char *)values + sorted[i].pos * vs;
         if (m > 0 && idx[m - 1] == sorted[i].index) {
@@ -435,7 +433,7 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
         }
     }
     rc = sparcml_stream_from_sorted(buf, capacity_words, dim, value_type, m, idx, vals);
-    free(pairs); free(tmp); free(idx); free(vals);
+    free(pairs);
     return rc;
 }
 
