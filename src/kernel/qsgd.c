@@ -237,28 +237,31 @@ __attribute__((target("avx2"), always_inline)) static inline void load8_f64(cons
 ENCODE_LANES(f32, float, load8_f32)
 ENCODE_LANES(f64, double, load8_f64)
 
-/* The largest |v[i]| for i in [0, n), n a multiple of 4, in lanes of
- * doubles (floats converted exactly), and whether every one is finite
- * (|v| <= the type's largest finite value fails for infinities and NaNs).
- * A maximum does not round, so it is bucket_scale's in any order. */
-__attribute__((target("avx2"))) static double magnitude(const void *v, uint64_t n, int is_float, int *finite)
-{
-    const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)),
-                  largest = _mm256_set1_pd(is_float ? FLT_MAX : DBL_MAX);
-    __m256d m = _mm256_setzero_pd(), ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-    double lane[4], max = 0;
-    for (uint64_t i = 0; i < n; i += 4) {
-        __m256d x = is_float ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)v + i)) : _mm256_loadu_pd((const double *)v + i);
-        __m256d a = _mm256_and_pd(x, magnitude);
-        ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, largest, _CMP_LE_OQ));
-        m = _mm256_max_pd(m, a);
+/* The largest |v[i]| for i in [0, n), n a multiple of the lanes (32
+ * bytes), and whether every one is finite (|v| <= the largest finite value
+ * fails for infinities and NaNs).  A maximum does not round, so it is
+ * bucket_scale's in any order.  PS/PD: the intrinsics' suffix, SIGN: the
+ * value's sign bit alone in a lane. */
+#define MAGNITUDE_LANES(NAME, VT, V256, PS, LANES, VMAX, SIGN)                                                 \
+    __attribute__((target("avx2"))) static VT magnitude_##NAME(const VT *v, uint64_t n, int *finite)           \
+    {                                                                                                          \
+        const V256 magnitude = _mm256_castsi256_##PS(SIGN), largest = _mm256_set1_##PS(VMAX);                  \
+        V256 m = _mm256_setzero_##PS(), ok = _mm256_cmp_##PS(m, m, _CMP_EQ_OQ);                                \
+        VT lane[LANES], max = 0;                                                                               \
+        for (uint64_t i = 0; i < n; i += LANES) {                                                              \
+            V256 a = _mm256_andnot_##PS(magnitude, _mm256_loadu_##PS(v + i));                                  \
+            ok = _mm256_and_##PS(ok, _mm256_cmp_##PS(a, largest, _CMP_LE_OQ));                                \
+            m = _mm256_max_##PS(m, a);                                                                         \
+        }                                                                                                      \
+        *finite = _mm256_movemask_##PS(ok) == (1 << LANES) - 1;                                                \
+        _mm256_storeu_##PS(lane, m);                                                                           \
+        _mm256_zeroupper();                                                                                    \
+        for (int j = 0; j < LANES; j++) max = lane[j] > max ? lane[j] : max;                                   \
+        return max;                                                                                            \
     }
-    *finite = _mm256_movemask_pd(ok) == 0xf;
-    _mm256_storeu_pd(lane, m);
-    _mm256_zeroupper();
-    for (int j = 0; j < 4; j++) max = lane[j] > max ? lane[j] : max;
-    return max;
-}
+
+MAGNITUDE_LANES(f32, float, __m256, ps, 8, FLT_MAX, _mm256_set1_epi32(INT32_MIN))
+MAGNITUDE_LANES(f64, double, __m256d, pd, 4, DBL_MAX, _mm256_set1_epi64x(INT64_MIN))
 
 /* level[code] = scale * code / s for code in [0, n), n a multiple of 4:
  * level_value's double multiply and divide, 4 at a time (the divisions are
@@ -287,7 +290,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #define decode_lanes_f64(v, lo, hi, level, bits, first, codes) ((void)0)
 #define encode_lanes_f32(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
 #define encode_lanes_f64(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
-#define magnitude(v, n, is_float, finite) (*(finite) = 1, 0.0)
+#define magnitude_f32(v, n, finite) (*(finite) = 1, 0.0f)
+#define magnitude_f64(v, n, finite) (*(finite) = 1, 0.0)
 #define levels_f32(level, scale, s, n) ((void)0)
 #define levels_f64(level, scale, s, n) ((void)0)
 #endif
@@ -295,15 +299,15 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
  * the level of a value already on a bucket's grid. */
 #define QSGD_KERNELS(NAME, VT, VMIN)                                              \
-    /* Whole groups of 4 values in lanes where they run. */                 \
+    /* Whole groups of 32 bytes in lanes where they run. */                 \
     static VT bucket_scale_##NAME(const VT *v, uint64_t n)                       \
     {                                                                            \
         VT m = 0;                                                                \
         uint64_t i = 0;                                                          \
         int finite = 1;                                                          \
         if (stream_avx2_runs()) {                                                \
-            i = n / 4 * 4;                                                       \
-            m = (VT)magnitude(v, i, sizeof(VT) == 4, &finite);                   \
+            i = n / (32 / sizeof(VT)) * (32 / sizeof(VT));                       \
+            m = magnitude_##NAME(v, i, &finite);                                 \
             if (!finite) return (VT)-1;                                          \
         }                                                                        \
         for (; i < n; i++) {                                                     \
