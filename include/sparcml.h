@@ -411,10 +411,11 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
     uint64_t i, m = 0;
     int rc;
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
-    for (i = 0; i < n; i++)
-        if (indices[i] >= dim) return SPARCML_E_ARG;
     /* two arrays of pairs: the sort's; the one it leaves free then holds
      * the summed indices and values (16 bytes a pair hold 8 and 8) */
+    if (n > SIZE_MAX / (2 * sizeof *pairs)) return SPARCML_E_NOMEM;
+    for (i = 0; i < n; i++)
+        if (indices[i] >= dim) return SPARCML_E_ARG;
     pairs = (sparcml_pair_ *)malloc((n ? 2 * n : 1) * sizeof *pairs);
     if (!pairs) return SPARCML_E_NOMEM;
     for (i = 0; i < n; i++) { pairs[i].index = indices[i]; pairs[i].pos = i; }
