@@ -108,11 +108,12 @@ static const uint64_t overlap_tenths[] = {0, 1, 5, 10}; /* of each one's indices
 /* Two sparse streams of k entries each at random sorted indices: disjoint,
  * a tenth or half of each one's indices shared, or the same indices.
  * Which of the two owns an unshared index is random (what makes a
- * two-pointer merge mispredict). */
+ * two-pointer merge mispredict).  With 32-bit indices the dimension is
+ * 2^28, as large as the AVX2 merge takes indices as they are. */
 static void make_pair(int vtype, unsigned iw, uint64_t k, enum overlap ov, void *abuf,
                       void *bbuf, sv *a, sv *b, uint64_t seed)
 {
-    uint64_t dim = iw == 8 ? (uint64_t)1 << 40 : (uint64_t)1 << 31;
+    uint64_t dim = iw == 8 ? (uint64_t)1 << 40 : (uint64_t)1 << 28;
     uint64_t rng = seed, shared = k * overlap_tenths[ov] / 10;
     uint64_t total = 2 * k - shared, gap = dim / total;
     uint64_t na = 0, nb = 0, left_a = k - shared, left_b = k - shared;

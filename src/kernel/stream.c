@@ -410,21 +410,29 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * a up to b7 and those of b up to a7 (na and nb, one of them 8) are the
  * next na + nb of the merge; counting them is all that one window waits
  * for from the one before, so windows overlap in the core where a
- * two-pointer merge waits on every entry.  Each entry becomes one 64-bit
- * key, its index above its value if that has 4 bytes (8-byte values
- * travel beside the keys, through the same compare-exchanges and
- * shuffles), and a bitonic network sorts the 16 keys of both windows; the
- * first na + nb go out.  8-byte indices enter the keys as 32-bit offsets
- * from the windows' smallest index; windows whose indices span 2^32 or
- * more take the scalar loop.  An index in both windows leaves the network
- * in two adjacent lanes: with 4-byte values the first gets the sum and the
- * second is squeezed out (vmerge_fold4), without a branch on whether a sum
- * is due once sums are frequent; a window with 8-byte values to sum or a
- * NaN pair takes the scalar loop, and the rest of the input the portable
- * merge once such windows (or wide ones) are frequent.  Two fast paths:
- * windows with the same 8 indices are summed lane by lane (identical
- * indices), and a window that lies wholly below the other is copied (long
- * runs).  A window reads 8 entries of each input and writes up to 16:
+ * two-pointer merge waits on every entry.  A bitonic network sorts the 16
+ * entries of both windows and the first na + nb go out.  Indices enter it
+ * as 32-bit offsets from the windows' smallest index (as they are where
+ * no index of either input reaches 2^28 and they have 4 bytes).  With
+ * 4-byte values the tagged network sorts 32-bit keys, offset << 4 | lane,
+ * and the values follow the tags (vmerge_tagged; offsets below 2^28);
+ * 8-byte values, and windows spanning 2^28 or more, take the keyed
+ * network, 64-bit keys with 4-byte values in them and 8-byte ones beside
+ * them (vmerge_keyed); windows spanning 2^32 or more take the scalar loop.
+ * The choice is made once per merge where it can be (vmerge_mode).  An
+ * index in both
+ * windows leaves the network in two adjacent lanes; with 4-byte values
+ * the first gets the sum and the second is squeezed out (vmerge_fold4),
+ * without a branch on whether a sum is due once sums are frequent.  The
+ * tagged network puts a's entry first, so the sum is a + b to the bit; the
+ * keyed one orders a pair by value, which decides the sum only when both
+ * are NaN: such a window takes the scalar loop, as does one of 8-byte
+ * values with a sum (folded as 4-byte ones, a permutation per 4 values,
+ * they measured slower than the portable merge), and the rest of the input
+ * the portable merge once such windows (or wide ones) are frequent.  Two
+ * fast paths: windows with the same 8 indices are summed lane by lane
+ * (identical indices), and a window that lies wholly below the other is
+ * copied (long runs).  A window reads 8 entries of each input and writes up to 16:
  * VMERGE_ROOM entries left in each keep the stores inside the union. */
 #define VMERGE_ROOM 16
 #define VMERGE_PROBE 64       /* windows between checks of the scalar share */
@@ -434,7 +442,9 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * costs (float merges with 1-5 % of the entries shared measured fastest
  * at 24-32). */
 #define VMERGE_FOLD_MIN 24
-enum { VMERGE_SCALAR = 1, VMERGE_SUMMED = 2 }; /* what a window did */
+/* What a window did, as counts that add up in one word over a probe's
+ * windows (fewer than 256). */
+enum { VMERGE_SCALAR = 1, VMERGE_SUMMED = 1 << 8 };
 
 /* 8 values of a window: 4-byte ones in x[0], 8-byte ones in x[0..2). */
 typedef struct vmerge_vals {
@@ -461,7 +471,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_cex(__m
 
 /* The last two levels of the network, on *x and *y (each a bitonic 4)
  * and their carried values: out each sorted, as *x = [x0 x1 y0 y1] and
- * *y = [x2 x3 y2 y3], the order from which vmerge_network's shuffles take
+ * *y = [x2 x3 y2 y3], the order from which vmerge_keyed's shuffles take
  * indices and values. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_halves(__m256i *x, __m256i *y,
                                                                                     __m256i *vx, __m256i *vy,
@@ -490,12 +500,13 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_keys(__
     *hi = _mm256_unpackhi_epi32(r, k);
 }
 
-/* Merge the windows: 32-bit indices ka and kb and their values va and vb
- * into 16 sorted indices ko[0..2) and values vo.  4-byte values ride in
- * the keys, below the index (vo[0..2)); 8-byte ones (carry) travel beside
- * them in registers of their own, through the same compare-exchanges
- * and shuffles (vo[0..4)). */
-__attribute__((target("avx2"), always_inline)) static inline void vmerge_network(__m256i ka, __m256i kb, vmerge_vals va,
+/* The keyed network: windows of 32-bit offsets ka and kb and their values
+ * va and vb into 16 sorted offsets ko[0..2) and values vo.  Each offset
+ * is a 64-bit key; 4-byte values ride in the keys, below the offset
+ * (vo[0..2)); 8-byte ones (carry) travel beside them in registers of their
+ * own, through the same compare-exchanges and shuffles (vo[0..4)).  Of two
+ * equal offsets it orders the entries by value, not by input. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_keyed(__m256i ka, __m256i kb, vmerge_vals va,
                                                                                 vmerge_vals vb, int carry, __m256i *ko,
                                                                                 __m256i *vo)
 {
@@ -522,6 +533,79 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_network
     } else {
         vo[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r0), _mm256_castsi256_ps(r1), 0x88));
         vo[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(r2), _mm256_castsi256_ps(r3), 0x88));
+    }
+}
+
+/* Windows with 4-byte values sort 32-bit tagged keys, offset << 4 | lane
+ * (a's lanes 0-7, b's 8-15): unsigned minima and maxima of 8 lanes a step,
+ * and an index in both windows leaves with a's entry first.  The values
+ * follow the sorted tags afterwards.  Offsets span less than 2^28; wider
+ * windows take the keyed network, the values riding in its keys. */
+#define VMERGE_TAG_BITS 4
+#define VMERGE_SPAN_TAGGED ((UINT64_C(1) << (32 - VMERGE_TAG_BITS)) - 1)
+#define VMERGE_SPAN_KEYED ((uint64_t)UINT32_MAX)
+
+/* How the windows of a merge of n entries with indices from lo to hi
+ * take them, chosen once per merge: 4-byte indices of which none exceeds
+ * the tagged span as they are (no base, no check per window); all windows
+ * by the keyed network where 16 entries span more than a quarter of the
+ * tagged span on average (many windows would exceed it: a branch per
+ * window that mispredicts); else tagged, from the windows' base. */
+enum { VMERGE_RAW, VMERGE_BASED, VMERGE_KEYED };
+static inline int vmerge_mode(uint64_t lo, uint64_t hi, uint64_t n, unsigned iw)
+{
+    if (iw == 4 && hi <= VMERGE_SPAN_TAGGED) return VMERGE_RAW;
+    return (hi - lo) / n > VMERGE_SPAN_TAGGED / 64 ? VMERGE_KEYED : VMERGE_BASED;
+}
+
+/* Bitonic merge of the ascending 8-lane keys a and b into lo (the 8
+ * smallest) and hi, each ascending. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_tagged(__m256i a, __m256i b, __m256i *lo,
+                                                                                    __m256i *hi)
+{
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+    __m256i l = _mm256_min_epu32(a, b), h = _mm256_max_epu32(a, b); /* each bitonic, l below h */
+    /* distance 4: [l0-3 h0-3] against [l4-7 h4-7] */
+    __m256i x = _mm256_permute2x128_si256(l, h, 0x20), y = _mm256_permute2x128_si256(l, h, 0x31);
+    __m256i m = _mm256_min_epu32(x, y), n = _mm256_max_epu32(x, y);
+    /* distance 2: each 128-bit lane's groups of 4 (m's, n's) */
+    x = _mm256_unpacklo_epi64(m, n);
+    y = _mm256_unpackhi_epi64(m, n);
+    m = _mm256_min_epu32(x, y);
+    n = _mm256_max_epu32(x, y);
+    /* distance 1 */
+    x = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(m), _mm256_castsi256_ps(n), 0x88));
+    y = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(m), _mm256_castsi256_ps(n), 0xDD));
+    m = _mm256_min_epu32(x, y);
+    n = _mm256_max_epu32(x, y);
+    /* back in order: lanes of l's 4 smallest, l's 4 largest, h's, h's */
+    x = _mm256_unpacklo_epi32(m, n);
+    y = _mm256_unpackhi_epi32(m, n);
+    m = _mm256_unpacklo_epi64(x, y);
+    n = _mm256_unpackhi_epi64(x, y);
+    *lo = _mm256_permute2x128_si256(m, n, 0x20);
+    *hi = _mm256_permute2x128_si256(m, n, 0x31);
+}
+
+/* The tagged network: windows with 4-byte values, 32-bit offsets ka and
+ * kb (below 2^28) and their values va and vb into 16 sorted offsets
+ * ko[0..2) and values vo[0..2); of an index in both windows, a's entry
+ * comes first. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_tagged(__m256i ka, __m256i kb, vmerge_vals va,
+                                                                                 vmerge_vals vb, __m256i *ko,
+                                                                                 __m256i *vo)
+{
+    __m256i k[2];
+    ka = _mm256_or_si256(_mm256_slli_epi32(ka, VMERGE_TAG_BITS), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    kb = _mm256_or_si256(_mm256_slli_epi32(kb, VMERGE_TAG_BITS), _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+    vmerge_sort_tagged(ka, kb, &k[0], &k[1]);
+    for (int h = 0; h < 2; h++) {
+        /* the tag's low 3 bits pick the lane, its bit 3 (moved to the top) the window */
+        __m256 from_a = _mm256_permutevar8x32_ps(_mm256_castsi256_ps(va.x[0]), k[h]);
+        __m256 from_b = _mm256_permutevar8x32_ps(_mm256_castsi256_ps(vb.x[0]), k[h]);
+        __m256 of_b = _mm256_castsi256_ps(_mm256_slli_epi32(k[h], 32 - VMERGE_TAG_BITS));
+        vo[h] = _mm256_castps_si256(_mm256_blendv_ps(from_a, from_b, of_b));
+        ko[h] = _mm256_srli_epi32(k[h], VMERGE_TAG_BITS);
     }
 }
 
@@ -563,6 +647,9 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_lane
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
 }
 
+static inline uint64_t vmerge_min(uint64_t x, uint64_t y) { return x < y ? x : y; }
+static inline uint64_t vmerge_max(uint64_t x, uint64_t y) { return x > y ? x : y; }
+
 /* Which of the 16 sorted entries a window keeps: all but lane t + 1 of
  * each pair of lanes t, t + 1 that hold one index (bit t of `pairs`). */
 static inline unsigned vmerge_keep(unsigned pairs) { return ~(pairs << 1) & 0xffff; }
@@ -575,14 +662,28 @@ __attribute__((target("avx2"), always_inline)) static inline unsigned vmerge_nan
     return (unsigned)_mm256_movemask_ps(both);
 }
 
-/* One half of the 4-byte values v and the next lanes' n: the sums where
- * `pairs` (8 bits) says, then the lanes `keep` says to the front. */
+/* Whether a pair of the 16 values vo (bit t of `pairs`: lanes t and
+ * t + 1) holds two NaNs (fp: floats): its sum would depend on which is
+ * a's, which the keyed network does not keep. */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_nan_pairs(const __m256i *vo, unsigned pairs,
+                                                                                 int fp)
+{
+    __m256i nv[2];
+    if (!fp) return 0;
+    vmerge_next(vo, nv);
+    return ((vmerge_nans(vo[0], nv[0]) | vmerge_nans(vo[1], nv[1]) << 8) & pairs) != 0;
+}
+
+/* One half of the 4-byte values v and the next lanes' n: the sums v + n
+ * (v the first operand: see merge_add_f32) where `pairs` (8 bits) says,
+ * then the lanes `keep` says to the front. */
 __attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_fold_lanes(__m256i v, __m256i n,
                                                                                       unsigned pairs, unsigned keep,
                                                                                       int fp)
 {
-    __m256i sum = fp ? _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(v), _mm256_castsi256_ps(n)))
-                     : _mm256_add_epi32(v, n);
+    __m256i sum = v;
+    if (fp) __asm__("vaddps %1, %0, %0" : "+x"(sum) : "x"(n));
+    else sum = _mm256_add_epi32(v, n);
     return vmerge_compact(_mm256_blendv_epi8(v, sum, vmerge_lanes_of(pairs)), keep);
 }
 
@@ -590,44 +691,20 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_fold
  * 16 sorted entries (ko, vo) hold each such index in two adjacent lanes t
  * and t + 1 (bit t of `pairs`).  Lane t gets the sum and lane t + 1 goes:
  * the kept lanes (vmerge_keep) of each half move to its front, where
- * vmerge_put4 expects them; with no pairs, nothing moves.  Which of a pair
- * is a's the network does not keep (it orders a pair by value), and a sum
- * does not depend on it unless both values are NaN (x86 keeps the first
- * operand's payload): then returns 0 and the window takes the scalar
- * merge. */
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold4(__m256i *ko, __m256i *vo, unsigned pairs,
-                                                                             int fp)
+ * vmerge_put4 expects them; with no pairs, nothing moves.  From the tagged
+ * network lane t is a's, so the sum is a + b as the scalar merge adds it,
+ * to the bit (x86 keeps the first operand's payload of two NaNs); from the
+ * keyed one it is too unless both are NaN (vmerge_nan_pairs). */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_fold4(__m256i *ko, __m256i *vo, unsigned pairs,
+                                                                              int fp)
 {
     __m256i nv[2];
     unsigned keep = vmerge_keep(pairs);
     vmerge_next(vo, nv);
-    if (fp && ((vmerge_nans(vo[0], nv[0]) | vmerge_nans(vo[1], nv[1]) << 8) & pairs)) return 0;
     vo[0] = vmerge_fold_lanes(vo[0], nv[0], pairs & 0xff, keep & 0xff, fp);
     vo[1] = vmerge_fold_lanes(vo[1], nv[1], pairs >> 8, keep >> 8, fp);
     ko[0] = vmerge_compact(ko[0], keep & 0xff);
     ko[1] = vmerge_compact(ko[1], keep >> 8);
-    return 1;
-}
-
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_f32(__m256i *ko, __m256i *vo, unsigned pairs)
-{
-    return vmerge_fold4(ko, vo, pairs, 1);
-}
-
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_u32(__m256i *ko, __m256i *vo, unsigned pairs)
-{
-    return vmerge_fold4(ko, vo, pairs, 0);
-}
-
-/* 8-byte values: a window with a sum takes the scalar merge.  Folded as
- * above (a permutation per 4 values: twice the shuffles of 4-byte ones),
- * windows with sums measured slower than the portable merge on the
- * machine of bench/RESULTS.md. */
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_fold_none(__m256i *ko, __m256i *vo,
-                                                                                 unsigned pairs)
-{
-    (void)ko, (void)vo;
-    return !pairs;
 }
 
 /* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
@@ -728,20 +805,27 @@ __attribute__((target("avx2"), always_inline)) static inline int vmerge_same8(vm
     return _mm256_movemask_epi8(e) == -1;
 }
 
-/* The windows' indices as 32-bit offsets from *base, for the network;
- * false when they span more than 32 bits (8-byte indices only).  An
- * offset's low 32 bits are those of index - base, so the 8-byte indices'
- * low halves are subtracted alone. */
-__attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets4(const void *ai, const void *bi,
+/* The windows' indices as 32-bit offsets from *base, the smaller of their
+ * first indices, for the network; false when the largest offset exceeds
+ * `span` (VMERGE_SPAN_TAGGED or VMERGE_SPAN_KEYED, the network's). */
+__attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets4(const void *ai_, const void *bi_,
                                                                                 vmerge_vals ka, vmerge_vals kb,
-                                                                                __m256i *ra, __m256i *rb,
-                                                                                uint64_t *base)
+                                                                                uint64_t span, __m256i *ra,
+                                                                                __m256i *rb, uint64_t *base)
 {
-    (void)ai;
-    (void)bi;
-    *ra = ka.x[0];
-    *rb = kb.x[0];
-    *base = 0;
+    const uint32_t *ai = ai_, *bi = bi_;
+    if (span >= UINT32_MAX) { /* any two 32-bit indices fit: no base */
+        *ra = ka.x[0];
+        *rb = kb.x[0];
+        *base = 0;
+        return 1;
+    }
+    uint32_t lo = ai[0] < bi[0] ? ai[0] : bi[0], hi = ai[7] > bi[7] ? ai[7] : bi[7];
+    if (hi - lo > span) return 0;
+    __m256i b = _mm256_set1_epi32((int)lo);
+    *ra = _mm256_sub_epi32(ka.x[0], b);
+    *rb = _mm256_sub_epi32(kb.x[0], b);
+    *base = lo;
     return 1;
 }
 
@@ -755,12 +839,12 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i vmerge_low_
 
 __attribute__((target("avx2"), always_inline)) static inline int vmerge_offsets8(const void *ai_, const void *bi_,
                                                                                 vmerge_vals ka, vmerge_vals kb,
-                                                                                __m256i *ra, __m256i *rb,
-                                                                                uint64_t *base)
+                                                                                uint64_t span, __m256i *ra,
+                                                                                __m256i *rb, uint64_t *base)
 {
     const uint64_t *ai = ai_, *bi = bi_;
     uint64_t lo = ai[0] < bi[0] ? ai[0] : bi[0], hi = ai[7] > bi[7] ? ai[7] : bi[7];
-    if (hi - lo > UINT32_MAX) return 0;
+    if (hi - lo > span) return 0;
     __m256i b = _mm256_set1_epi32((int)(uint32_t)lo);
     *ra = vmerge_low_halves(ka, b);
     *rb = vmerge_low_halves(kb, b);
@@ -779,7 +863,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(vo
     _mm256_storeu_si256((__m256i *)((uint32_t *)out + __builtin_popcount(keep & 0xff)), vo[1]);
 }
 
-/* 8-byte values are never folded (vmerge_fold_none): keep is 0xffff. */
+/* 8-byte values are never folded (keyed windows): keep is 0xffff. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
                                                                              unsigned keep)
 {
@@ -787,13 +871,13 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(vo
     for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)out + q, vo[q]);
 }
 
-/* The 16 sorted offsets ko[0..2) as indices to out, as vmerge_put4: 4-byte
- * ones are the offsets themselves (base 0). */
+/* The 16 sorted offsets ko[0..2) plus base as indices to out, as
+ * vmerge_put4. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices4(void *out, const __m256i *ko,
                                                                                      uint64_t base, unsigned keep)
 {
-    (void)base;
-    vmerge_put4(out, ko, keep);
+    __m256i b = _mm256_set1_epi32((int)(uint32_t)base), x[2] = {_mm256_add_epi32(ko[0], b), _mm256_add_epi32(ko[1], b)};
+    vmerge_put4(out, x, keep);
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_indices8(void *out, const __m256i *ko,
@@ -810,7 +894,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     }
 }
 
-#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FOLD)                        \
+#define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FP)                          \
     /* Where a window merge stands: the next entries of a, b and out.  */  \
     typedef struct vmerge_cursor_##NAME {                                      \
         const IT *ai, *bi;                                                     \
@@ -835,23 +919,36 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     __attribute__((target("avx2"), always_inline)) static inline unsigned     \
     vmerge_mixed_##NAME(vmerge_cursor_##NAME *c, vmerge_vals ka, vmerge_vals va, \
                         vmerge_vals kb, vmerge_vals vb, uint64_t na, uint64_t nb, \
-                        int fold)                                              \
+                        int fold, int mode)                                    \
     {                                                                          \
         __m256i ra, rb, ko[2], vo[4];                                          \
         uint64_t base;                                                         \
-        if (!vmerge_offsets##IW(c->ai, c->bi, ka, kb, &ra, &rb, &base)) {       \
+        /* 4-byte values take the tagged network unless the offsets span  \
+         * too much for the tags (vmerge_mode), 8-byte values the keyed    \
+         * one.  */                                                         \
+        int keyed = VW == 8 || mode == VMERGE_KEYED                            \
+                    || !vmerge_offsets##IW(c->ai, c->bi, ka, kb,               \
+                                           mode == VMERGE_RAW ? VMERGE_SPAN_KEYED \
+                                                              : VMERGE_SPAN_TAGGED, \
+                                           &ra, &rb, &base);                   \
+        if (keyed && !vmerge_offsets##IW(c->ai, c->bi, ka, kb, VMERGE_SPAN_KEYED, \
+                                         &ra, &rb, &base)) {                   \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return VMERGE_SCALAR;                                              \
         }                                                                      \
-        vmerge_network(ra, rb, va, vb, VW == 8, ko, vo);                       \
+        if (keyed)                                                             \
+            vmerge_keyed(ra, rb, va, vb, VW == 8, ko, vo);                     \
+        else                                                                   \
+            vmerge_tagged(ra, rb, va, vb, ko, vo);                             \
         unsigned pairs = vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1);    \
-        if (!fold && !pairs) { /* the stores' offsets are constants */         \
-            vmerge_put_indices##IW(c->oi, ko, base, 0xffff);                    \
-            vmerge_put##VW(c->ov, vo, 0xffff);                                 \
-        } else if (FOLD(ko, vo, pairs)) {                                      \
+        if (VW == 4 && (fold || pairs) && !(keyed && vmerge_nan_pairs(vo, pairs, FP))) { \
+            vmerge_fold4(ko, vo, pairs, FP);                                   \
             vmerge_put_indices##IW(c->oi, ko, base, vmerge_keep(pairs));        \
             vmerge_put##VW(c->ov, vo, vmerge_keep(pairs));                     \
-        } else {                                                               \
+        } else if (!pairs) { /* the stores' offsets are constants */           \
+            vmerge_put_indices##IW(c->oi, ko, base, 0xffff);                    \
+            vmerge_put##VW(c->ov, vo, 0xffff);                                 \
+        } else { /* a sum of 8-byte values, or of two NaNs keyed */             \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return VMERGE_SCALAR;                                              \
         }                                                                      \
@@ -861,7 +958,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     }                                                                          \
     /* One window at c, folding as vmerge_mixed; returns what it did.  */   \
     __attribute__((target("avx2"), always_inline)) static inline unsigned     \
-    vmerge_window_##NAME(vmerge_cursor_##NAME *c, int fold)                    \
+    vmerge_window_##NAME(vmerge_cursor_##NAME *c, int fold, int mode)          \
     {                                                                          \
         vmerge_vals ka = vmerge_load##IW(c->ai), kb = vmerge_load##IW(c->bi);  \
         vmerge_vals va = vmerge_load##VW(c->av), vb = vmerge_load##VW(c->bv);  \
@@ -888,7 +985,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
             c->oi += 8;                                                        \
             c->ov += 8;                                                        \
         } else {                                                               \
-            did = vmerge_mixed_##NAME(c, ka, va, kb, vb, na, nb, fold);        \
+            did = vmerge_mixed_##NAME(c, ka, va, kb, vb, na, nb, fold, mode);  \
         }                                                                      \
         c->ai += na;                                                           \
         c->av += na;                                                           \
@@ -896,9 +993,35 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         c->bv += nb;                                                           \
         return did;                                                            \
     }                                                                          \
-    /* Windows while there is room and the scalar merge is rarely due; the \
-     * rest by `rest`.  Each probe decides whether the next windows fold   \
-     * without a branch (sums frequent: the branch would mispredict).  */  \
+    /* Windows at c while there is room before aend and bend and the     \
+     * scalar merge is rarely due.  Each probe decides whether the next    \
+     * windows fold without a branch (sums frequent: the branch would      \
+     * mispredict).  */                                                    \
+    __attribute__((target("avx2"), always_inline)) static inline void         \
+    vmerge_windows_##NAME(vmerge_cursor_##NAME *cp, const IT *aend,            \
+                          const IT *bend, int mode)                            \
+    {                                                                          \
+        vmerge_cursor_##NAME c = *cp; /* in registers */                        \
+        unsigned tally = 0, windows = 0;                                       \
+        int fold = 0;                                                          \
+        for (;;) {                                                             \
+            /* windows that each take at most 8 of an input and leave it  \
+             * VMERGE_ROOM, up to the next probe: no checks between them */ \
+            uint64_t left = vmerge_min(aend - c.ai, bend - c.bi);             \
+            if (left < VMERGE_ROOM) break;                                     \
+            unsigned n = (unsigned)vmerge_min((left - VMERGE_ROOM) / 8 + 1,    \
+                                              VMERGE_PROBE - windows);         \
+            windows += n;                                                      \
+            while (n--) tally += vmerge_window_##NAME(&c, fold, mode);         \
+            if (windows < VMERGE_PROBE) continue;                              \
+            if ((tally & 0xff) > VMERGE_SCALAR_MAX) break;                     \
+            fold = tally >> 8 > VMERGE_FOLD_MIN;                               \
+            tally = windows = 0;                                               \
+        }                                                                      \
+        *cp = c;                                                               \
+    }                                                                          \
+    /* The windows, each mode of vmerge_mode a loop of its own, the rest \
+     * by `rest`.  */                                                      \
     __attribute__((target("avx2"))) static uint64_t vmerge_##NAME(            \
         const void *ai, const void *av, uint64_t an, const void *bi,           \
         const void *bv, uint64_t bn, void *oi, void *ov, merge_fn rest)        \
@@ -906,17 +1029,16 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         vmerge_cursor_##NAME c = {.ai = ai, .bi = bi, .av = av, .bv = bv,      \
                                   .oi = oi, .ov = ov};                         \
         const IT *aend = c.ai + an, *bend = c.bi + bn;                         \
-        unsigned scalar = 0, summed = 0, windows = 0;                          \
-        int fold = 0;                                                          \
-        while (aend - c.ai >= VMERGE_ROOM && bend - c.bi >= VMERGE_ROOM) {     \
-            unsigned did = vmerge_window_##NAME(&c, fold);                     \
-            scalar += did == VMERGE_SCALAR;                                    \
-            summed += did == VMERGE_SUMMED;                                    \
-            if (++windows < VMERGE_PROBE) continue;                            \
-            if (scalar > VMERGE_SCALAR_MAX) break;                             \
-            fold = summed > VMERGE_FOLD_MIN;                                   \
-            scalar = summed = windows = 0;                                     \
-        }                                                                      \
+        int mode = an && bn ? vmerge_mode(vmerge_min(c.ai[0], c.bi[0]),        \
+                                          vmerge_max(aend[-1], bend[-1]),      \
+                                          an + bn, IW)                         \
+                            : VMERGE_KEYED;                                    \
+        if (mode == VMERGE_RAW)                                                \
+            vmerge_windows_##NAME(&c, aend, bend, VMERGE_RAW);                 \
+        else if (mode == VMERGE_BASED)                                         \
+            vmerge_windows_##NAME(&c, aend, bend, VMERGE_BASED);               \
+        else                                                                   \
+            vmerge_windows_##NAME(&c, aend, bend, VMERGE_KEYED);               \
         _mm256_zeroupper(); /* see stream_lines */                             \
         return (uint64_t)(c.oi - (IT *)oi)                                     \
                + rest(c.ai, c.av, (uint64_t)(aend - c.ai), c.bi, c.bv,         \
@@ -937,14 +1059,14 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         return vmerge_##NAME(ai, av, an, bi, bv, bn, oi, ov, merge_scalar_##NAME); \
     }
 
-VMERGE_KERNELS(f32_i32, float, uint32_t, 4, 4, vmerge_add_f32, vmerge_fold_f32)
-VMERGE_KERNELS(f32_i64, float, uint64_t, 4, 8, vmerge_add_f32, vmerge_fold_f32)
-VMERGE_KERNELS(f64_i32, double, uint32_t, 8, 4, vmerge_add_f64, vmerge_fold_none)
-VMERGE_KERNELS(f64_i64, double, uint64_t, 8, 8, vmerge_add_f64, vmerge_fold_none)
-VMERGE_KERNELS(u32_i32, uint32_t, uint32_t, 4, 4, vmerge_add_u32, vmerge_fold_u32)
-VMERGE_KERNELS(u32_i64, uint32_t, uint64_t, 4, 8, vmerge_add_u32, vmerge_fold_u32)
-VMERGE_KERNELS(u64_i32, uint64_t, uint32_t, 8, 4, vmerge_add_u64, vmerge_fold_none)
-VMERGE_KERNELS(u64_i64, uint64_t, uint64_t, 8, 8, vmerge_add_u64, vmerge_fold_none)
+VMERGE_KERNELS(f32_i32, float, uint32_t, 4, 4, vmerge_add_f32, 1)
+VMERGE_KERNELS(f32_i64, float, uint64_t, 4, 8, vmerge_add_f32, 1)
+VMERGE_KERNELS(f64_i32, double, uint32_t, 8, 4, vmerge_add_f64, 1)
+VMERGE_KERNELS(f64_i64, double, uint64_t, 8, 8, vmerge_add_f64, 1)
+VMERGE_KERNELS(u32_i32, uint32_t, uint32_t, 4, 4, vmerge_add_u32, 0)
+VMERGE_KERNELS(u32_i64, uint32_t, uint64_t, 4, 8, vmerge_add_u32, 0)
+VMERGE_KERNELS(u64_i32, uint64_t, uint32_t, 8, 4, vmerge_add_u64, 0)
+VMERGE_KERNELS(u64_i64, uint64_t, uint64_t, 8, 8, vmerge_add_u64, 0)
 
 typedef struct vmerge {
     merge_fn merge, merge_exact;

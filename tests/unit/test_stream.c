@@ -308,6 +308,7 @@ enum pair_layout {
     P_A_EMPTY,
     P_B_EMPTY,
     P_GAPS,       /* disjoint, one gap in 16 up to top / 4n (beyond 2^32 with 64-bit indices) */
+    P_GAPS_HALF,  /* those gaps, a third of the indices in both */
     P_COUNT
 };
 
@@ -321,11 +322,13 @@ static void pair_indices(int l, uint64_t n, uint64_t top, uint64_t *ia, uint64_t
     *na = *nb = 0;
     while (*na < wa || *nb < wb) {
         int to_a, to_b, r = (int)(rnd() % 3);
-        x += l == P_GAPS && rnd() % 16 == 0 ? 1 + rnd() % (top / (4 * n + 4)) : 1 + rnd() % 2;
+        int gaps = l == P_GAPS || l == P_GAPS_HALF;
+        x += gaps && rnd() % 16 == 0 ? 1 + rnd() % (top / (4 * n + 4)) : 1 + rnd() % 2;
         if (run == 0) { run = 1 + rnd() % 20; side = !side; }
         run--;
         switch (l) {
-        case P_HALF: to_a = r != 1; to_b = r != 0; break;
+        case P_HALF:
+        case P_GAPS_HALF: to_a = r != 1; to_b = r != 0; break;
         case P_IDENTICAL: to_a = to_b = 1; break;
         case P_A_BELOW: to_a = *na < wa; to_b = !to_a; break;
         case P_FEW_SHARED: to_a = rnd() % 50 == 0 || r == 0; to_b = !to_a || rnd() % 50 == 0; break;
@@ -397,20 +400,50 @@ static void check_pair(int l, uint64_t n, uint64_t dim, int vtype, uint64_t *ia,
 }
 
 /* Every layout and length, each value type and index width (indices up
- * to the largest of each: the AVX2 merge flips their top bit), on both
- * paths (stream_force_portable). */
+ * to the largest of each: the AVX2 merge flips their top bit; with 32-bit
+ * ones also up to 2^28 - 1, the largest the AVX2 merge takes as they are,
+ * and a little beyond), on both paths (stream_force_portable). */
 START_TEST(merge_add_layouts_both_paths)
 {
     static const uint64_t ns[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 127, 200, 1000};
+    static const uint64_t narrow[] = {UINT64_C(1) << 28, (UINT64_C(1) << 28) + 512, UINT64_C(1) << 32};
     int vtype = _i % 4 + 1, wide = _i / 4 % 2; /* 8-15: the portable path */
-    uint64_t dim = wide ? SPARCML_MAX_DIM : UINT64_C(1) << 32, *ia = malloc(1001 * 8), *ib = malloc(1001 * 8);
+    uint64_t *ia = malloc(1001 * 8), *ib = malloc(1001 * 8);
     stream_force_portable(_i / 8);
     rng_state = 3131 + (uint64_t)_i % 8;
-    for (int l = 0; l < P_COUNT; l++)
-        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) check_pair(l, ns[k], dim, vtype, ia, ib);
+    for (size_t d = 0; d < (wide ? 1 : sizeof narrow / sizeof narrow[0]); d++)
+        for (int l = 0; l < P_COUNT; l++)
+            for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+                check_pair(l, ns[k], wide ? SPARCML_MAX_DIM : narrow[d], vtype, ia, ib);
     stream_force_portable(0);
     free(ia);
     free(ib);
+}
+END_TEST
+
+/* Windows of 4-byte values whose indices span just less than 2^28 (the
+ * tagged network's), exactly 2^28 and more (the keyed network's): a's
+ * even indices from 0, b's odd ones, the first windows' last at s and
+ * s + 1; enough entries that the merge takes its windows tagged. */
+START_TEST(merge_add_window_spans)
+{
+    int vtype = _i % 2 ? SPARCML_INT32 : SPARCML_FLOAT;
+    uint64_t dim = UINT64_C(1) << 32, ia[200], ib[200];
+    char abuf[4096], bbuf[4096], out[8192], what[64];
+    stream_force_portable(_i / 2);
+    for (uint64_t s = (UINT64_C(1) << 28) - 3; s <= (UINT64_C(1) << 28) + 1; s++) {
+        for (uint64_t k = 0; k < 200; k++) {
+            ia[k] = k < 7 ? 2 * k : s + 2 * (k - 7);
+            ib[k] = ia[k] + 1;
+        }
+        sv a = list_stream(abuf, dim, vtype, ia, 200, 1), b = list_stream(bbuf, dim, vtype, ib, 200, 1);
+        for (int order = 0; order < 2; order++) {
+            sv r = stream_merge_add(order ? &b : &a, order ? &a : &b, out);
+            snprintf(what, sizeof what, "span %llu order %d", (unsigned long long)(s + 1), order);
+            assert_merge_is_reference(order ? &b : &a, order ? &a : &b, &r, what);
+        }
+    }
+    stream_force_portable(0);
 }
 END_TEST
 
@@ -1235,6 +1268,7 @@ Suite *stream_suite(void)
     /* Every layout and length on both paths. */
     tc = tcase_create("merge layouts");
     tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
+    tcase_add_loop_test(tc, merge_add_window_spans, 0, 4);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
