@@ -1455,6 +1455,8 @@ static merge_fn merge_for(const kernels *k, const sv *a, int exact)
 #ifdef STREAM_X86
     const vmerge *v = &vmerge_table[a->vtype][a->iw == 8];
     if (v->merge && stream_avx2_runs()) return exact ? v->merge_exact : v->merge;
+#else
+    (void)a;
 #endif
     return exact ? k->merge_exact : k->merge;
 }
