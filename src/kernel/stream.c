@@ -420,20 +420,20 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * network, 64-bit keys with 4-byte values in them and 8-byte ones beside
  * them (vmerge_keyed); windows spanning 2^32 or more take the scalar loop.
  * The choice is made once per merge where it can be (vmerge_mode).  An
- * index in both
- * windows leaves the network in two adjacent lanes; with 4-byte values
- * the first gets the sum and the second is squeezed out (vmerge_fold4),
- * without a branch on whether a sum is due once sums are frequent.  The
- * tagged network puts a's entry first, so the sum is a + b to the bit; the
- * keyed one orders a pair by value, which decides the sum only when both
- * are NaN: such a window takes the scalar loop, as does one of 8-byte
- * values with a sum (folded as 4-byte ones, a permutation per 4 values,
- * they measured slower than the portable merge), and the rest of the input
- * the portable merge once such windows (or wide ones) are frequent.  Two
- * fast paths: windows with the same 8 indices are summed lane by lane
- * (identical indices), and a window that lies wholly below the other is
- * copied (long runs).  A window reads 8 entries of each input and writes up to 16:
- * VMERGE_ROOM entries left in each keep the stores inside the union. */
+ * index in both windows leaves the network in two adjacent lanes; with
+ * 4-byte values the first gets the sum and the second is squeezed out
+ * (vmerge_fold4), without a branch on whether a sum is due once sums are
+ * frequent.  The tagged network puts a's entry first, so the sum is a + b
+ * to the bit; the keyed one orders a pair by value, which decides the sum
+ * only when both are NaN: such a window takes the scalar loop, as does one
+ * of 8-byte values with a sum (folded as 4-byte ones, a permutation per 4
+ * values, they measured slower than the portable merge), and the rest of
+ * the input the portable merge once such windows (or wide ones) are
+ * frequent.  Two fast paths: windows with the same 8 indices are summed
+ * lane by lane (identical indices), and a window that lies wholly below
+ * the other is copied (long runs).  A window reads 8 entries of each input
+ * and writes up to 16: VMERGE_ROOM entries left in each keep the stores
+ * inside the union. */
 #define VMERGE_ROOM 16
 #define VMERGE_PROBE 64       /* windows between checks of the scalar share */
 #define VMERGE_SCALAR_MAX 16  /* windows taking the scalar merge per probe before giving up */
@@ -1032,7 +1032,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         int mode = an && bn ? vmerge_mode(vmerge_min(c.ai[0], c.bi[0]),        \
                                           vmerge_max(aend[-1], bend[-1]),      \
                                           an + bn, IW)                         \
-                            : VMERGE_KEYED;                                    \
+                            : VMERGE_KEYED; /* no windows run */               \
         if (mode == VMERGE_RAW)                                                \
             vmerge_windows_##NAME(&c, aend, bend, VMERGE_RAW);                 \
         else if (mode == VMERGE_BASED)                                         \
