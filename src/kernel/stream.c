@@ -925,7 +925,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         uint64_t base;                                                         \
         /* 4-byte values take the tagged network unless the offsets span  \
          * too much for the tags (vmerge_mode), 8-byte values the keyed    \
-         * one.  */                                                         \
+         * one.  Raw windows ask for the keyed span: 32-bit indices take    \
+         * it as they are, and the merge has seen that all are below 2^28. */ \
         int keyed = VW == 8 || mode == VMERGE_KEYED                            \
                     || !vmerge_offsets##IW(c->ai, c->bi, ka, kb,               \
                                            mode == VMERGE_RAW ? VMERGE_SPAN_KEYED \
