@@ -17,13 +17,43 @@ static uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Uniform in [0, 1) for element i of the message named by key: element i
- * of the splitmix64 sequence seeded with the key's hash (one mix per value;
- * a pure function of (key, i), so any rank that encodes a message draws
- * the same numbers). */
-static double uniform(uint64_t keyhash, uint64_t i)
+/* A bucket's key: element `first` (the bucket's first value) of the
+ * splitmix64 sequence seeded with the message key's hash. */
+static uint64_t bucket_key(uint64_t keyhash, uint64_t first) { return mix(keyhash + first * SPLITMIX_STEP); }
+
+#define WEYL32 0x9e3779b9u /* 2^32 / golden ratio, odd: i * WEYL32 is a bijection */
+#define HASH32_M1 0x7feb352d
+#define HASH32_M2 0x846ca68bu
+
+/* A 32-bit integer hash of full avalanche built of shifts, xors and 32-bit
+ * multiplies, so that 8 lanes of AVX2 compute it (a 64-bit mix per value,
+ * without 64-bit multiplies in lanes, took most of the encoder's time). */
+static uint32_t hash32(uint32_t x)
 {
-    return (double)(mix(keyhash + i * SPLITMIX_STEP) >> 11) * 0x1.0p-53;
+    x = (x ^ (x >> 16)) * HASH32_M1;
+    x = (x ^ (x >> 15)) * HASH32_M2;
+    return x ^ (x >> 16);
+}
+
+/* The 32-bit random number of value i of the bucket keyed bk (i < 2^32: a
+ * bucket holds at most 2^24): a pure function of (message key, bucket, i),
+ * so any rank that encodes a message draws the same numbers. */
+static uint32_t draw(uint64_t bk, uint64_t i)
+{
+    return hash32((uint32_t)bk + (uint32_t)i * WEYL32) ^ (uint32_t)(bk >> 32);
+}
+
+/* Whether value i's random number, uniform on a grid in [0, 1), is below
+ * frac in [0, 1): for float values its 24 high bits (a float's precision)
+ * against frac * 2^24, for doubles all 32 against frac (u = r * 2^-32).
+ * Either rounds a probability up by less than one step of its grid. */
+static int draw_below_f32(uint64_t bk, uint64_t i, float frac)
+{
+    return (float)(draw(bk, i) >> 8) < frac * 0x1p24f;
+}
+static int draw_below_f64(uint64_t bk, uint64_t i, double frac)
+{
+    return (double)draw(bk, i) * 0x1p-32 < frac;
 }
 
 static uint64_t key_hash(const qsgd_key *k)
@@ -142,100 +172,131 @@ __attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t
     _mm256_zeroupper();
 }
 
-/* What level_codes needs of a bucket, in lanes. */
-typedef struct level_lanes {
-    __m256d f, scale, s;
-    __m128i si;
-    int has_scale;
-} level_lanes;
-
-/* The level codes of 4 magnitudes a, lane by lane as encode_codes_*
- * computes them (the same double operations, so the same codes): x = a f,
- * or s for the bucket's largest; l its integer part, rounded up where the
- * value's random number u is below x - l, at most s. */
-__attribute__((target("avx2"), always_inline)) static inline __m128i level_codes(__m256d a, __m256d u,
-                                                                                 const level_lanes *b)
+/* The random numbers of 8 values i .. i + 7 of a bucket, as draw()
+ * computes them: ctr holds (uint32_t)bk + i * WEYL32 in each lane, high
+ * the key's high half. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i draw_lanes(__m256i ctr, __m256i high)
 {
-    __m256d x = _mm256_mul_pd(a, b->f);
-    if (b->has_scale) x = _mm256_blendv_pd(x, b->s, _mm256_cmp_pd(a, b->scale, _CMP_EQ_OQ));
-    __m128i l = _mm256_cvttpd_epi32(x);
-    __m256i up = _mm256_castpd_si256(_mm256_cmp_pd(u, _mm256_sub_pd(x, _mm256_cvtepi32_pd(l)), _CMP_LT_OQ));
-    __m128i up32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(up, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
-    return _mm_sub_epi32(_mm_min_epi32(l, b->si), _mm_and_si128(up32, _mm_cmplt_epi32(l, b->si)));
+    __m256i x = _mm256_mullo_epi32(_mm256_xor_si256(ctr, _mm256_srli_epi32(ctr, 16)), _mm256_set1_epi32(HASH32_M1));
+    x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 15)), _mm256_set1_epi32((int)HASH32_M2));
+    return _mm256_xor_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), high);
 }
 
-/* uniform() of values e .. e + 3, in a register (built from registers:
- * four stores and a wider load of them would not forward). */
-__attribute__((target("avx2"), always_inline)) static inline __m256d uniform4(uint64_t kh, uint64_t e)
+/* draw_lanes' counter for values lo .. lo + 7 of the bucket keyed bk. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i draw_counter(uint64_t bk, uint64_t lo)
 {
-    return _mm256_setr_pd(uniform(kh, e), uniform(kh, e + 1), uniform(kh, e + 2), uniform(kh, e + 3));
+    return _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)bk + (uint32_t)lo * WEYL32)),
+                            _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)WEYL32)));
 }
 
-/* Codes of 8 values (levels in two registers, sign bits as lanes of 0 or
- * 1) packed as they lie in the codes: value j at bit j * bits. */
-__attribute__((target("avx2"), always_inline)) static inline uint64_t pack_codes(__m128i l0, __m128i l1, __m256i sign,
-                                                                                 int bits)
+/* Codes of 8 values (levels and sign bits, 0 or 1, as lanes) packed as they
+ * lie in the codes: value j at bit j * bits. */
+__attribute__((target("avx2"), always_inline)) static inline uint64_t pack_codes(__m256i level, __m256i sign, int bits)
 {
-    __m256i c = _mm256_or_si256(_mm256_set_m128i(l1, l0), _mm256_slli_epi32(sign, bits - 1));
+    __m256i c = _mm256_or_si256(level, _mm256_slli_epi32(sign, bits - 1));
     c = _mm256_sllv_epi32(c, _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 0, bits, 2 * bits, 3 * bits));
     c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(1, 0, 3, 2)));
     c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
     return (uint32_t)_mm256_extract_epi32(c, 0) | (uint64_t)(uint32_t)_mm256_extract_epi32(c, 4) << 4 * bits;
 }
 
-/* Values [lo, hi) of a bucket, a multiple of 8 from a byte of codes on
- * (first + lo a multiple of 8), 8 a step: the random numbers one by one,
- * the rest in lanes; a step's codes are one store of constant size into
- * the zeroed codes. */
-#define ENCODE_LANES(NAME, VT, LOAD8)                                                                          \
-    __attribute__((target("avx2"))) static void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,     \
-                                                                   double f, double scale, unsigned s,         \
-                                                                   int bits, uint64_t first, uint64_t kh,      \
-                                                                   unsigned char *codes)                       \
-    {                                                                                                          \
-        const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));                          \
-        const level_lanes b = {.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale),                         \
-                               .s = _mm256_set1_pd(s), .si = _mm_set1_epi32((int)s), .has_scale = scale > 0};  \
-        for (uint64_t i = lo; i < hi; i += 8) {                                                                \
-            uint64_t word, e = first + i;                                                                      \
-            __m256d x0, x1;                                                                                    \
-            __m256i sign;                                                                                      \
-            unsigned char *at = codes + e * (uint64_t)bits / 8;                                                \
-            LOAD8(v + i, &x0, &x1, &sign);                                                                     \
-            word = pack_codes(level_codes(_mm256_and_pd(x0, magnitude), uniform4(kh, e), &b),                  \
-                              level_codes(_mm256_and_pd(x1, magnitude), uniform4(kh, e + 4), &b),              \
-                              sign, bits);                                                                     \
-            if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }                                 \
-            else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }                            \
-            else memcpy(at, &word, 8);                                                                         \
-        }                                                                                                      \
-        _mm256_zeroupper();                                                                                    \
+/* One store of constant size: the codes of 8 values. */
+static inline void store_codes(unsigned char *at, uint64_t word, int bits)
+{
+    if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }
+    else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }
+    else memcpy(at, &word, 8);
+}
+
+/* The level: l = the integer part of x, at most s, plus one where `up`
+ * (all ones) and l < s. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i round_level(__m256i l, __m256i up, __m256i si)
+{
+    return _mm256_sub_epi32(_mm256_min_epi32(l, si), _mm256_and_si256(up, _mm256_cmpgt_epi32(si, l)));
+}
+
+/* Values [lo, hi) of a float bucket, a multiple of 8 from a byte of codes
+ * on (first + lo a multiple of 8), 8 a step in lanes as encode_codes_f32
+ * computes them (the same float operations, so the same codes); a step's
+ * codes are one store of constant size into the zeroed codes. */
+__attribute__((target("avx2"))) static void encode_lanes_f32(const float *v, uint64_t lo, uint64_t hi, float f,
+                                                             float scale, unsigned s, int bits, uint64_t first,
+                                                             uint64_t bk, unsigned char *codes)
+{
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MAX)), fv = _mm256_set1_ps(f),
+                 sc = _mm256_set1_ps(scale), sf = _mm256_set1_ps((float)s), grid = _mm256_set1_ps(0x1p24f);
+    const __m256i si = _mm256_set1_epi32((int)s), high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
+                  step = _mm256_set1_epi32((int)(8 * WEYL32));
+    __m256i ctr = draw_counter(bk, lo);
+    for (uint64_t i = lo; i < hi; i += 8, ctr = _mm256_add_epi32(ctr, step)) {
+        __m256 v8 = _mm256_loadu_ps(v + i), a = _mm256_and_ps(v8, magnitude), x = _mm256_mul_ps(a, fv);
+        if (scale > 0) x = _mm256_blendv_ps(x, sf, _mm256_cmp_ps(a, sc, _CMP_EQ_OQ));
+        __m256i l = _mm256_cvttps_epi32(x);
+        __m256 frac = _mm256_sub_ps(x, _mm256_cvtepi32_ps(l));
+        __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(draw_lanes(ctr, high), 8));
+        __m256i up = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_mul_ps(frac, grid), _CMP_LT_OQ));
+        store_codes(codes + (first + i) * (uint64_t)bits / 8,
+                    pack_codes(round_level(l, up, si), _mm256_srli_epi32(_mm256_castps_si256(v8), 31), bits), bits);
     }
-
-/* 8 values as two registers of doubles, and their sign bits. */
-__attribute__((target("avx2"), always_inline)) static inline void load8_f32(const float *v, __m256d *x0, __m256d *x1,
-                                                                            __m256i *sign)
-{
-    __m256 x = _mm256_loadu_ps(v);
-    *x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
-    *x1 = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
-    *sign = _mm256_srli_epi32(_mm256_castps_si256(x), 31);
+    _mm256_zeroupper();
 }
 
-__attribute__((target("avx2"), always_inline)) static inline void load8_f64(const double *v, __m256d *x0, __m256d *x1,
-                                                                            __m256i *sign)
+/* 4 lanes of 32-bit random numbers r as doubles r * 2^-32: r - 2^31
+ * converts exactly as a signed integer, and scaling and adding one half
+ * are exact, so these are encode_codes_f64's numbers. */
+__attribute__((target("avx2"), always_inline)) static inline __m256d unit_interval(__m128i r)
 {
-    const __m256i high = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-    *x0 = _mm256_loadu_pd(v);
-    *x1 = _mm256_loadu_pd(v + 4);
-    *sign = _mm256_srli_epi32(
-        _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(*x1), high)),
-                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(*x0), high))),
-        31);
+    __m256d x = _mm256_cvtepi32_pd(_mm_xor_si128(r, _mm_set1_epi32(INT32_MIN)));
+    return _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(0x1p-32)), _mm256_set1_pd(0.5));
 }
 
-ENCODE_LANES(f32, float, load8_f32)
-ENCODE_LANES(f64, double, load8_f64)
+/* What level_f64 needs of a bucket, in lanes. */
+typedef struct level_lanes {
+    __m256d f, scale, s;
+    int has_scale;
+} level_lanes;
+
+/* The integer parts of x = a f (or s for the bucket's largest a), and
+ * whether u is below their fractional parts, for 4 magnitudes. */
+__attribute__((target("avx2"), always_inline)) static inline __m128i level_f64(__m256d a, __m256d u,
+                                                                               const level_lanes *b, __m128i *up)
+{
+    __m256d x = _mm256_mul_pd(a, b->f);
+    if (b->has_scale) x = _mm256_blendv_pd(x, b->s, _mm256_cmp_pd(a, b->scale, _CMP_EQ_OQ));
+    __m128i l = _mm256_cvttpd_epi32(x);
+    __m256i below = _mm256_castpd_si256(_mm256_cmp_pd(u, _mm256_sub_pd(x, _mm256_cvtepi32_pd(l)), _CMP_LT_OQ));
+    *up = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(below, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+    return l;
+}
+
+/* As encode_lanes_f32 for doubles, in double precision (encode_codes_f64's
+ * operations), 4 values a register. */
+__attribute__((target("avx2"))) static void encode_lanes_f64(const double *v, uint64_t lo, uint64_t hi, double f,
+                                                             double scale, unsigned s, int bits, uint64_t first,
+                                                             uint64_t bk, unsigned char *codes)
+{
+    const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    const level_lanes b = {.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale), .s = _mm256_set1_pd(s),
+                           .has_scale = scale > 0};
+    const __m256i si = _mm256_set1_epi32((int)s), high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
+                  step = _mm256_set1_epi32((int)(8 * WEYL32)), odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    __m256i ctr = draw_counter(bk, lo);
+    for (uint64_t i = lo; i < hi; i += 8, ctr = _mm256_add_epi32(ctr, step)) {
+        __m256d x0 = _mm256_loadu_pd(v + i), x1 = _mm256_loadu_pd(v + i + 4);
+        __m256i r = draw_lanes(ctr, high);
+        __m128i up0, up1;
+        __m128i l0 = level_f64(_mm256_and_pd(x0, magnitude), unit_interval(_mm256_castsi256_si128(r)), &b, &up0);
+        __m128i l1 = level_f64(_mm256_and_pd(x1, magnitude), unit_interval(_mm256_extracti128_si256(r, 1)), &b, &up1);
+        __m256i sign = _mm256_set_m128i(
+            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x1), odd)),
+            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x0), odd)));
+        store_codes(codes + (first + i) * (uint64_t)bits / 8,
+                    pack_codes(round_level(_mm256_set_m128i(l1, l0), _mm256_set_m128i(up1, up0), si),
+                               _mm256_srli_epi32(sign, 31), bits),
+                    bits);
+    }
+    _mm256_zeroupper();
+}
 
 /* The largest |v[i]| for i in [0, n), n a multiple of the lanes (32
  * bytes), and whether every one is finite (|v| <= the largest finite value
@@ -288,8 +349,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #else
 #define decode_lanes_f32(v, lo, hi, level, bits, first, codes) ((void)0)
 #define decode_lanes_f64(v, lo, hi, level, bits, first, codes) ((void)0)
-#define encode_lanes_f32(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
-#define encode_lanes_f64(v, lo, hi, f, scale, s, bits, first, kh, codes) ((void)0)
+#define encode_lanes_f32(v, lo, hi, f, scale, s, bits, first, bk, codes) ((void)0)
+#define encode_lanes_f64(v, lo, hi, f, scale, s, bits, first, bk, codes) ((void)0)
 #define magnitude_f32(v, n, finite) (*(finite) = 1, 0.0f)
 #define magnitude_f64(v, n, finite) (*(finite) = 1, 0.0)
 #define levels_f32(level, scale, s, n) ((void)0)
@@ -297,8 +358,9 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #endif
 
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
- * the level of a value already on a bucket's grid. */
-#define QSGD_KERNELS(NAME, VT, VMIN)                                              \
+ * the level of a value already on a bucket's grid.  A bucket whose scale is
+ * below SCALE_MIN travels raw: then s / scale (s < 2^7) is finite. */
+#define QSGD_KERNELS(NAME, VT, SCALE_MIN)                                            \
     /* Whole groups of 32 bytes in lanes where they run. */                 \
     static VT bucket_scale_##NAME(const VT *v, uint64_t n)                       \
     {                                                                            \
@@ -314,43 +376,45 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
             if (!isfinite(v[i])) return (VT)-1;                                  \
             if (fabs(v[i]) > m) m = (VT)fabs(v[i]);                              \
         }                                                                        \
-        return m > 0 && m < VMIN ? (VT)-1 : m;                                   \
+        return m > 0 && m < SCALE_MIN ? (VT)-1 : m;                              \
     }                                                                            \
     static VT level_value_##NAME(VT scale, unsigned s, unsigned code, unsigned sign) \
     {                                                                            \
         double m = (double)scale * (double)(code & (sign - 1)) / s;              \
         return (VT)(code & sign ? -m : m);                                       \
     }                                                                            \
-    /* Values [lo, hi) of a bucket: x = |v| / scale * s as one multiply  \
-     * (f = s / scale); the bucket's largest |v| is level s exactly,       \
-     * whatever the factor's rounding (an all-zero bucket, scale 0, stays  \
-     * at level 0). */                                                    \
+    /* Values [lo, hi) of a bucket, in the value type's precision: x =     \
+     * |v| / scale * s as one multiply (f = s / scale); the bucket's largest \
+     * |v| is level s exactly, whatever the factor's rounding (an all-zero  \
+     * bucket, scale 0, stays at level 0). */                               \
     static void encode_codes_##NAME(const VT *v, uint64_t lo, uint64_t hi,      \
-                                    double f, VT scale, unsigned s, int bits,    \
-                                    uint64_t first, uint64_t kh,                 \
+                                    VT f, VT scale, unsigned s, int bits,        \
+                                    uint64_t first, uint64_t bk,                 \
                                     unsigned char *codes)                        \
     {                                                                            \
         for (uint64_t i = lo; i < hi; i++) {                                     \
-            double a = fabs((double)v[i]);                                       \
-            double x = scale > 0 && a == (double)scale ? s : a * f;              \
+            VT a = (VT)fabs(v[i]);                                               \
+            VT x = scale > 0 && a == scale ? (VT)s : a * f;                      \
             unsigned l = (unsigned)x;                                            \
             /* branch-free: the comparison is a coin toss per value */          \
-            unsigned up = (l < s) & (uniform(kh, first + i) < x - l);            \
+            unsigned up = (l < s) & draw_below_##NAME(bk, i, x - (VT)l);         \
             l = (l < s ? l : s) + up;                                            \
             put_code(codes, first + i, bits, l | (signbit(v[i]) ? 1u << (bits - 1) : 0)); \
         }                                                                        \
     }                                                                            \
-    /* Whole groups of 8 values by lanes where they run (the same codes). */ \
+    /* Whole groups of 8 values by lanes where they run (the same codes); \
+     * scale is at least SCALE_MIN, so f is finite. */                      \
     static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
                                      int bits, uint64_t first, uint64_t kh,      \
                                      unsigned char *codes)                       \
     {                                                                            \
-        double f = scale > 0 ? (double)s / (double)scale : 0;                    \
+        VT f = scale > 0 ? (VT)s / scale : 0;                                    \
         uint64_t lo = (8 - first % 8) % 8 < n ? (8 - first % 8) % 8 : n, hi = lo; \
+        uint64_t bk = bucket_key(kh, first);                                     \
         if (stream_avx2_runs()) hi = lo + (n - lo) / 8 * 8;                      \
-        encode_codes_##NAME(v, 0, lo, f, scale, s, bits, first, kh, codes);      \
-        encode_lanes_##NAME(v, lo, hi, f, (double)scale, s, bits, first, kh, codes); \
-        encode_codes_##NAME(v, hi, n, f, scale, s, bits, first, kh, codes);      \
+        encode_codes_##NAME(v, 0, lo, f, scale, s, bits, first, bk, codes);      \
+        encode_lanes_##NAME(v, lo, hi, f, scale, s, bits, first, bk, codes);     \
+        encode_codes_##NAME(v, hi, n, f, scale, s, bits, first, bk, codes);      \
     }                                                                            \
     /* 0 when a value is not scale * l / s for any level l. */                   \
     static int regrid_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
@@ -478,8 +542,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 
 #define SPARCML_VT_f32 SPARCML_FLOAT
 #define SPARCML_VT_f64 SPARCML_DOUBLE
-QSGD_KERNELS(f32, float, FLT_MIN)
-QSGD_KERNELS(f64, double, DBL_MIN)
+QSGD_KERNELS(f32, float, 0x1p-120f)
+QSGD_KERNELS(f64, double, 0x1p-1000)
 
 uint64_t qsgd_encode_block(const void *vals, uint64_t n, int vtype, const qsgd_params *p,
                            const qsgd_key *key, void *out)

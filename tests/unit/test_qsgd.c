@@ -217,6 +217,42 @@ START_TEST(special_values_travel_exactly)
 }
 END_TEST
 
+/* Tiny scales, 8 bits (s = 127), float and double, both dispatches: a
+ * bucket whose scale is so small that s / scale would overflow the value
+ * type (float 2^-124, double 2^-1020) travels raw, bit for bit; a bucket of
+ * scale 2^-119 (float) or 2^-999 (double), just above, is quantized: each
+ * value decodes to one of the two levels around it. */
+START_TEST(tiny_scales_travel_raw_or_quantized)
+{
+    enum { N = 32 };
+    qsgd_params p = {8, 16, 1};
+    int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
+    double raw_scale = vtype == SPARCML_FLOAT ? 0x1p-124 : 0x1p-1020;
+    double quantized_scale = vtype == SPARCML_FLOAT ? 0x1p-119 : 0x1p-999, v[N];
+    static unsigned char in[N * 8], q[N * 8], block[4096];
+    size_t vs = sparcml_value_size(vtype);
+    qsgd_key key = {1, 0, 0, 0};
+    for (int i = 0; i < N; i++) v[i] = (i < 16 ? raw_scale : quantized_scale) * (i % 16 + 1) / 16 * (i % 3 ? 1 : -1);
+    for (int i = 0; i < N; i++) {
+        float f = (float)v[i];
+        memcpy(in + i * vs, vtype == SPARCML_FLOAT ? (const void *)&f : (const void *)&v[i], vs);
+    }
+    stream_force_portable(_i % 2);
+    qsgd_encode_block(in, N, vtype, &p, &key, block);
+    qsgd_decode_block(block, N, vtype, &p, q);
+    stream_force_portable(0);
+    for (int i = 0; i < 16; i++) ck_assert_msg(memcmp(q + i * vs, in + i * vs, vs) == 0, "raw value %d", i);
+    for (int i = 16; i < N; i++) {
+        float f;
+        double d;
+        memcpy(vtype == SPARCML_FLOAT ? (void *)&f : (void *)&d, q + i * vs, vs);
+        double got = vtype == SPARCML_FLOAT ? f : d, step = quantized_scale / 127;
+        ck_assert_msg(isfinite(got) && fabs(got - v[i]) <= step * (1 + 1e-6) && got * v[i] >= 0,
+                      "value %d: %g from %g", i, got, v[i]);
+    }
+}
+END_TEST
+
 START_TEST(same_key_same_bits_other_key_other_bits)
 {
     enum { N = 256 };
@@ -311,6 +347,7 @@ Suite *qsgd_suite(void)
     tcase_add_loop_test(tc, decode_follows_the_codes, 0, 12);
     tcase_add_loop_test(tc, encode_lanes_match_portable, 0, 6);
     tcase_add_loop_test(tc, special_values_travel_exactly, 0, 4);
+    tcase_add_loop_test(tc, tiny_scales_travel_raw_or_quantized, 0, 4);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
     tcase_add_test(tc, message_round_trip);
     tcase_add_loop_test(tc, parts_travel_on_the_grid, 0, 3);
