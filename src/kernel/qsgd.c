@@ -189,23 +189,40 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i draw_counte
                             _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)WEYL32)));
 }
 
-/* Codes of 8 values (levels and sign bits, 0 or 1, as lanes) packed as they
- * lie in the codes: value j at bit j * bits. */
-__attribute__((target("avx2"), always_inline)) static inline uint64_t pack_codes(__m256i level, __m256i sign, int bits)
+/* Codes of 8 values (lanes below 2^bits) packed as they lie in the codes,
+ * value j at bit j * bits, and stored (one store of constant size). */
+__attribute__((target("avx2"), always_inline)) static inline void store_codes8(unsigned char *at, __m256i c, int bits)
 {
-    __m256i c = _mm256_or_si256(level, _mm256_slli_epi32(sign, bits - 1));
+    uint64_t word;
     c = _mm256_sllv_epi32(c, _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 0, bits, 2 * bits, 3 * bits));
     c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(1, 0, 3, 2)));
     c = _mm256_or_si256(c, _mm256_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
-    return (uint32_t)_mm256_extract_epi32(c, 0) | (uint64_t)(uint32_t)_mm256_extract_epi32(c, 4) << 4 * bits;
-}
-
-/* One store of constant size: the codes of 8 values. */
-static inline void store_codes(unsigned char *at, uint64_t word, int bits)
-{
+    word = (uint32_t)_mm256_extract_epi32(c, 0) | (uint64_t)(uint32_t)_mm256_extract_epi32(c, 4) << 4 * bits;
     if (bits == 2) { uint16_t w = (uint16_t)word; memcpy(at, &w, 2); }
     else if (bits == 4) { uint32_t w = (uint32_t)word; memcpy(at, &w, 4); }
     else memcpy(at, &word, 8);
+}
+
+/* The codes of 32 values, 8 a register, packed and stored: narrowed to
+ * bytes in value order, then pairs of 4-bit codes (c + 16 c') or quads of
+ * 2-bit codes folded by multiply-adds of constant weights. */
+__attribute__((target("avx2"), always_inline)) static inline void store_codes32(unsigned char *at, __m256i c0, __m256i c1,
+                                                                                __m256i c2, __m256i c3, int bits)
+{
+    const __m256i even_odd = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    b = _mm256_permutevar8x32_epi32(b, even_odd);
+    if (bits == 8) {
+        _mm256_storeu_si256((__m256i *)(void *)at, b);
+    } else if (bits == 4) {
+        b = _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x1001)); /* bytes 1, 16 */
+        b = _mm256_permute4x64_epi64(_mm256_packus_epi16(b, b), _MM_SHUFFLE(3, 1, 2, 0));
+        _mm_storeu_si128((__m128i *)(void *)at, _mm256_castsi256_si128(b));
+    } else {
+        b = _mm256_madd_epi16(_mm256_maddubs_epi16(b, _mm256_set1_epi16(0x0401)), _mm256_set1_epi32(0x00100001));
+        b = _mm256_packus_epi16(_mm256_packus_epi32(b, b), b);
+        _mm_storel_epi64((__m128i *)(void *)at, _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, even_odd)));
+    }
 }
 
 /* The level: l = the integer part of x, at most s, plus one where `up`
@@ -215,30 +232,38 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i round_level
     return _mm256_sub_epi32(_mm256_min_epi32(l, si), _mm256_and_si256(up, _mm256_cmpgt_epi32(si, l)));
 }
 
-/* Values [lo, hi) of a float bucket, a multiple of 8 from a byte of codes
- * on (first + lo a multiple of 8), 8 a step in lanes as encode_codes_f32
- * computes them (the same float operations, so the same codes); a step's
- * codes are one store of constant size into the zeroed codes. */
-__attribute__((target("avx2"))) static void encode_lanes_f32(const float *v, uint64_t lo, uint64_t hi, float f,
-                                                             float scale, unsigned s, int bits, uint64_t first,
-                                                             uint64_t bk, unsigned char *codes)
+/* What codes8_f32 needs of a bucket, in lanes. */
+typedef struct bucket_f32 {
+    __m256 f, scale, s, grid, magnitude;
+    __m256i si, high, step;
+    int has_scale, sign_at;
+} bucket_f32;
+
+__attribute__((target("avx2"), always_inline)) static inline bucket_f32 bucket_lanes_f32(float f, float scale,
+                                                                                         unsigned s, int bits,
+                                                                                         uint64_t bk)
 {
-    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MAX)), fv = _mm256_set1_ps(f),
-                 sc = _mm256_set1_ps(scale), sf = _mm256_set1_ps((float)s), grid = _mm256_set1_ps(0x1p24f);
-    const __m256i si = _mm256_set1_epi32((int)s), high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
-                  step = _mm256_set1_epi32((int)(8 * WEYL32));
-    __m256i ctr = draw_counter(bk, lo);
-    for (uint64_t i = lo; i < hi; i += 8, ctr = _mm256_add_epi32(ctr, step)) {
-        __m256 v8 = _mm256_loadu_ps(v + i), a = _mm256_and_ps(v8, magnitude), x = _mm256_mul_ps(a, fv);
-        if (scale > 0) x = _mm256_blendv_ps(x, sf, _mm256_cmp_ps(a, sc, _CMP_EQ_OQ));
-        __m256i l = _mm256_cvttps_epi32(x);
-        __m256 frac = _mm256_sub_ps(x, _mm256_cvtepi32_ps(l));
-        __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(draw_lanes(ctr, high), 8));
-        __m256i up = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_mul_ps(frac, grid), _CMP_LT_OQ));
-        store_codes(codes + (first + i) * (uint64_t)bits / 8,
-                    pack_codes(round_level(l, up, si), _mm256_srli_epi32(_mm256_castps_si256(v8), 31), bits), bits);
-    }
-    _mm256_zeroupper();
+    return (bucket_f32){.f = _mm256_set1_ps(f), .scale = _mm256_set1_ps(scale), .s = _mm256_set1_ps((float)s),
+                        .grid = _mm256_set1_ps(0x1p24f),
+                        .magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MAX)),
+                        .si = _mm256_set1_epi32((int)s), .high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
+                        .step = _mm256_set1_epi32((int)(8 * WEYL32)), .has_scale = scale > 0, .sign_at = bits - 1};
+}
+
+/* The codes of 8 floats as encode_codes_f32 computes them (the same float
+ * operations, so the same codes); ctr moves on to the next 8. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i codes8_f32(const float *v, __m256i *ctr,
+                                                                                const bucket_f32 *b)
+{
+    __m256 v8 = _mm256_loadu_ps(v), a = _mm256_and_ps(v8, b->magnitude), x = _mm256_mul_ps(a, b->f);
+    if (b->has_scale) x = _mm256_blendv_ps(x, b->s, _mm256_cmp_ps(a, b->scale, _CMP_EQ_OQ));
+    __m256i l = _mm256_cvttps_epi32(x);
+    __m256 frac = _mm256_sub_ps(x, _mm256_cvtepi32_ps(l));
+    __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(draw_lanes(*ctr, b->high), 8));
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_mul_ps(frac, b->grid), _CMP_LT_OQ));
+    *ctr = _mm256_add_epi32(*ctr, b->step);
+    return _mm256_or_si256(round_level(l, up, b->si),
+                           _mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(v8), 31), b->sign_at));
 }
 
 /* 4 lanes of 32-bit random numbers r as doubles r * 2^-32: r - 2^31
@@ -250,16 +275,28 @@ __attribute__((target("avx2"), always_inline)) static inline __m256d unit_interv
     return _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(0x1p-32)), _mm256_set1_pd(0.5));
 }
 
-/* What level_f64 needs of a bucket, in lanes. */
-typedef struct level_lanes {
-    __m256d f, scale, s;
-    int has_scale;
-} level_lanes;
+/* What codes8_f64 needs of a bucket, in lanes. */
+typedef struct bucket_f64 {
+    __m256d f, scale, s, magnitude;
+    __m256i si, high, step, odd;
+    int has_scale, sign_at;
+} bucket_f64;
+
+__attribute__((target("avx2"), always_inline)) static inline bucket_f64 bucket_lanes_f64(double f, double scale,
+                                                                                         unsigned s, int bits,
+                                                                                         uint64_t bk)
+{
+    return (bucket_f64){.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale), .s = _mm256_set1_pd(s),
+                        .magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)),
+                        .si = _mm256_set1_epi32((int)s), .high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
+                        .step = _mm256_set1_epi32((int)(8 * WEYL32)), .odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7),
+                        .has_scale = scale > 0, .sign_at = bits - 1};
+}
 
 /* The integer parts of x = a f (or s for the bucket's largest a), and
  * whether u is below their fractional parts, for 4 magnitudes. */
 __attribute__((target("avx2"), always_inline)) static inline __m128i level_f64(__m256d a, __m256d u,
-                                                                               const level_lanes *b, __m128i *up)
+                                                                               const bucket_f64 *b, __m128i *up)
 {
     __m256d x = _mm256_mul_pd(a, b->f);
     if (b->has_scale) x = _mm256_blendv_pd(x, b->s, _mm256_cmp_pd(a, b->scale, _CMP_EQ_OQ));
@@ -269,34 +306,47 @@ __attribute__((target("avx2"), always_inline)) static inline __m128i level_f64(_
     return l;
 }
 
-/* As encode_lanes_f32 for doubles, in double precision (encode_codes_f64's
+/* As codes8_f32 for doubles, in double precision (encode_codes_f64's
  * operations), 4 values a register. */
-__attribute__((target("avx2"))) static void encode_lanes_f64(const double *v, uint64_t lo, uint64_t hi, double f,
-                                                             double scale, unsigned s, int bits, uint64_t first,
-                                                             uint64_t bk, unsigned char *codes)
+__attribute__((target("avx2"), always_inline)) static inline __m256i codes8_f64(const double *v, __m256i *ctr,
+                                                                                const bucket_f64 *b)
 {
-    const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
-    const level_lanes b = {.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale), .s = _mm256_set1_pd(s),
-                           .has_scale = scale > 0};
-    const __m256i si = _mm256_set1_epi32((int)s), high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
-                  step = _mm256_set1_epi32((int)(8 * WEYL32)), odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-    __m256i ctr = draw_counter(bk, lo);
-    for (uint64_t i = lo; i < hi; i += 8, ctr = _mm256_add_epi32(ctr, step)) {
-        __m256d x0 = _mm256_loadu_pd(v + i), x1 = _mm256_loadu_pd(v + i + 4);
-        __m256i r = draw_lanes(ctr, high);
-        __m128i up0, up1;
-        __m128i l0 = level_f64(_mm256_and_pd(x0, magnitude), unit_interval(_mm256_castsi256_si128(r)), &b, &up0);
-        __m128i l1 = level_f64(_mm256_and_pd(x1, magnitude), unit_interval(_mm256_extracti128_si256(r, 1)), &b, &up1);
-        __m256i sign = _mm256_set_m128i(
-            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x1), odd)),
-            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x0), odd)));
-        store_codes(codes + (first + i) * (uint64_t)bits / 8,
-                    pack_codes(round_level(_mm256_set_m128i(l1, l0), _mm256_set_m128i(up1, up0), si),
-                               _mm256_srli_epi32(sign, 31), bits),
-                    bits);
-    }
-    _mm256_zeroupper();
+    __m256d x0 = _mm256_loadu_pd(v), x1 = _mm256_loadu_pd(v + 4);
+    __m256i r = draw_lanes(*ctr, b->high);
+    __m128i up0, up1;
+    __m128i l0 = level_f64(_mm256_and_pd(x0, b->magnitude), unit_interval(_mm256_castsi256_si128(r)), b, &up0);
+    __m128i l1 = level_f64(_mm256_and_pd(x1, b->magnitude), unit_interval(_mm256_extracti128_si256(r, 1)), b, &up1);
+    __m256i sign = _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x1), b->odd)),
+                                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x0), b->odd)));
+    *ctr = _mm256_add_epi32(*ctr, b->step);
+    return _mm256_or_si256(round_level(_mm256_set_m128i(l1, l0), _mm256_set_m128i(up1, up0), b->si),
+                           _mm256_slli_epi32(_mm256_srli_epi32(sign, 31), b->sign_at));
 }
+
+/* Values [lo, hi) of a bucket, a multiple of 8 from a byte of codes on
+ * (first + lo a multiple of 8), in lanes, their random numbers too: 32 a
+ * step, then 8, into the zeroed codes. */
+#define ENCODE_LANES(NAME, VT)                                                                                 \
+    __attribute__((target("avx2"))) static void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,     \
+                                                                   VT f, VT scale, unsigned s, int bits,       \
+                                                                   uint64_t first, uint64_t bk,                \
+                                                                   unsigned char *codes)                       \
+    {                                                                                                          \
+        const bucket_##NAME b = bucket_lanes_##NAME(f, scale, s, bits, bk);                                    \
+        __m256i ctr = draw_counter(bk, lo);                                                                    \
+        uint64_t i = lo;                                                                                       \
+        for (; i + 32 <= hi; i += 32) {                                                                        \
+            __m256i c0 = codes8_##NAME(v + i, &ctr, &b), c1 = codes8_##NAME(v + i + 8, &ctr, &b);              \
+            __m256i c2 = codes8_##NAME(v + i + 16, &ctr, &b), c3 = codes8_##NAME(v + i + 24, &ctr, &b);        \
+            store_codes32(codes + (first + i) * (uint64_t)bits / 8, c0, c1, c2, c3, bits);                     \
+        }                                                                                                      \
+        for (; i < hi; i += 8)                                                                                 \
+            store_codes8(codes + (first + i) * (uint64_t)bits / 8, codes8_##NAME(v + i, &ctr, &b), bits);      \
+        _mm256_zeroupper();                                                                                    \
+    }
+
+ENCODE_LANES(f32, float)
+ENCODE_LANES(f64, double)
 
 /* The largest |v[i]| for i in [0, n), n a multiple of the lanes (32
  * bytes), and whether every one is finite (|v| <= the largest finite value

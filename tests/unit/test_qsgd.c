@@ -154,33 +154,39 @@ END_TEST
 
 /* The encoder's AVX2 loop draws the codes its portable loop draws, bit for
  * bit, at every width, float and double: buckets starting inside a byte of
- * codes and a group of 8 (B = 301), a bucket of zeros and signed zeros, a
+ * codes and a group of 8 (B = 301), buckets whose lanes end 24 values after the
+ * last group of 32 (B = 283), a bucket of zeros and signed zeros, a
  * bucket's largest magnitude alone in a lane, another's at every lane (it
  * is level s exactly). */
 START_TEST(encode_lanes_match_portable)
 {
-    enum { N = 1000, B = 301 };
+    enum { N = 1000 };
+    static const uint32_t buckets[] = {301, 283};
     static unsigned char lanes[1 << 14], portable[1 << 14];
-    qsgd_params p = {bit_settings[_i % 3], B, 5};
-    qsgd_key key = {5, 1, 2, 3};
     int vtype = _i / 3 ? SPARCML_DOUBLE : SPARCML_FLOAT;
-    double v[N];
-    float vf[N];
-    uint64_t n_lanes, n_portable;
-    fixed_vector(vf, N);
-    for (int i = 0; i < N; i++) v[i] = vf[i] * (1 + i % 3 * 1e-9); /* doubles off the float grid */
-    v[40] = vf[40] = 7; /* the first bucket's maximum, alone in the first lane of a group */
-    for (int i = 0; i < 8; i++) v[B + 5 * i] = vf[B + 5 * i] = 6; /* the second bucket's maximum, lane by lane */
-    for (int i = 2 * B; i < 3 * B; i++) v[i] = vf[i] = i % 2 ? 0.0f : -0.0f; /* scale 0 */
-    const void *in = vtype == SPARCML_FLOAT ? (const void *)vf : (const void *)v;
-    n_lanes = qsgd_encode_block(in, N, vtype, &p, &key, lanes);
-    stream_force_portable(1);
-    n_portable = qsgd_encode_block(in, N, vtype, &p, &key, portable);
-    stream_force_portable(0);
-    ck_assert_uint_eq(n_lanes, n_portable);
-    for (uint64_t i = 0; i < n_lanes; i++)
-        ck_assert_msg(lanes[i] == portable[i], "bits %d, %s: byte %llu: %#x, portable %#x", p.bits,
-                      vtype == SPARCML_FLOAT ? "float" : "double", (unsigned long long)i, lanes[i], portable[i]);
+    for (int k = 0; k < 2; k++) {
+        uint32_t B = buckets[k];
+        qsgd_params p = {bit_settings[_i % 3], B, 5};
+        qsgd_key key = {5, 1, 2, 3};
+        double v[N];
+        float vf[N];
+        uint64_t n_lanes, n_portable;
+        fixed_vector(vf, N);
+        for (int i = 0; i < N; i++) v[i] = vf[i] * (1 + i % 3 * 1e-9); /* doubles off the float grid */
+        v[40] = vf[40] = 7; /* the first bucket's maximum, alone in the first lane of a group */
+        for (uint32_t i = 0; i < 8; i++) v[B + 5 * i] = vf[B + 5 * i] = 6; /* the second's, lane by lane */
+        for (uint32_t i = 2 * B; i < 3 * B; i++) v[i] = vf[i] = i % 2 ? 0.0f : -0.0f; /* scale 0 */
+        const void *in = vtype == SPARCML_FLOAT ? (const void *)vf : (const void *)v;
+        n_lanes = qsgd_encode_block(in, N, vtype, &p, &key, lanes);
+        stream_force_portable(1);
+        n_portable = qsgd_encode_block(in, N, vtype, &p, &key, portable);
+        stream_force_portable(0);
+        ck_assert_uint_eq(n_lanes, n_portable);
+        for (uint64_t i = 0; i < n_lanes; i++)
+            ck_assert_msg(lanes[i] == portable[i], "bits %d, %s, B %u: byte %llu: %#x, portable %#x", p.bits,
+                          vtype == SPARCML_FLOAT ? "float" : "double", B, (unsigned long long)i, lanes[i],
+                          portable[i]);
+    }
 }
 END_TEST
 
