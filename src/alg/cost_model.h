@@ -48,19 +48,20 @@ typedef struct cost_model {
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
- * which the calibration measures by timing the merge: 0.61-0.62 ns on the
+ * which the calibration measures by timing the merge: 0.61-0.66 ns on the
  * machine of bench/RESULTS.md).  Encoding draws a random number and
- * rounds per value: 1.11-1.20 ns in the kernel benchmark there (8 values
- * a step where the CPU has AVX2), 1.85 gamma.  Decoding looks codes up in
- * a table of the bucket's levels, 0.07-0.14 ns per value for 2 and 4 bits
- * and 0.4 ns for 8 bits (the table's divisions) in cache, and in a call
- * writes the dense result: on the rig (DSAR, d = 0.1 and 0.5, 8 ranks on 2
- * cores, 2 runs each; bench/results/qsgd_price_rig.csv), encoding at
- * 1.13 ns, decoding at 0.23 ns for 2 and 4 bits and 0.53 ns for 8 (what
- * those calls need, fitted per width) brings the calls' time within
- * 0.88-1.16 of their price: at the calibrated merge's 0.61 ns, 1.85, 0.37
- * and 0.86 gamma. */
-#define COST_QSGD_ENCODE_PER_MERGE 1.85
+ * rounds per value: 0.38-0.41 ns per float in the kernel benchmark there
+ * (8 values a step where the CPU has AVX2), 0.65 gamma (doubles take
+ * twice that; gamma is a float merge and so are these prices).  Decoding
+ * looks codes up in a table of the bucket's levels, 0.08-0.14 ns per value
+ * for 2 and 4 bits and 0.4 ns for 8 bits (the table's divisions) in cache,
+ * and in a call writes the dense result: on the rig (DSAR, d = 0.1 and
+ * 0.5, 8 ranks on 2 cores; bench/results/qsgd_price_rig.csv), decoding at
+ * 0.23 ns for 2 and 4 bits and 0.53 ns for 8 (what those calls need,
+ * fitted per width) brings the calls' time within 0.88-1.16 of their
+ * price: at the calibrated merge's 0.61 ns, 0.37 and 0.86 gamma.  With the
+ * encoding price above the same calls take 0.95-1.13 of it. */
+#define COST_QSGD_ENCODE_PER_MERGE 0.65
 #define COST_QSGD_DECODE_PER_MERGE 0.37
 #define COST_QSGD_DECODE8_PER_MERGE 0.86
 

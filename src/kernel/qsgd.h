@@ -8,11 +8,16 @@
  * sign * scale * l / s, where l is floor(|v| / scale * s) or one more,
  * the latter with probability equal to the fractional part: E[Q(v)] = v.
  *
+ * Float buckets compute the level in float, doubles in double; the random
+ * number a value is compared with lies on a grid of 2^-24 (float) or 2^-32
+ * (double), so E[Q(v)] = v to within that and the value type's rounding.
+ *
  * Exact buckets: a bucket holding a NaN or an infinity, or whose scale is
- * subnormal, travels raw (bit for bit).  An all-zero bucket has scale 0 and
- * decodes to zeros.  Random numbers come from a counter-based hash of
- * (seed, rank, call number, message, element position): reproducible, and
- * no generator state is shared between threads.
+ * below 2^-120 (float) or 2^-1000 (double), travels raw (bit for bit).  An
+ * all-zero bucket has scale 0 and decodes to zeros.  Random numbers come
+ * from a counter-based hash of (seed, rank, call number, message, bucket,
+ * element position): reproducible, and no generator state is shared
+ * between threads.
  *
  * Message layout (an internal stream whose header format has QSGD_FLAG set
  * and whose reserved field holds bits | bucket << 8 | phase << 40): the
