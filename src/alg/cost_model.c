@@ -219,10 +219,9 @@ double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, doub
     return fmin(rd, rab);
 }
 
-double cost_qsgd(const sparcml_problem *p, double encoded, double decoded)
+double cost_qsgd(double encoded, double decoded)
 {
-    double decode = p->qbits == 8 ? COST_QSGD_DECODE8_PER_MERGE : COST_QSGD_DECODE_PER_MERGE;
-    return COST_QSGD_ENCODE_PER_MERGE * encoded + decode * decoded;
+    return COST_QSGD_ENCODE_PER_MERGE * encoded + COST_QSGD_DECODE_PER_MERGE * decoded;
 }
 
 /* Values QSGD encodes for a message of n entries of a range of d elements

@@ -53,17 +53,14 @@ typedef struct cost_model {
  * rounds per value: 0.38-0.41 ns per float in the kernel benchmark there
  * (8 values a step where the CPU has AVX2), 0.65 gamma (doubles take
  * twice that; gamma is a float merge and so are these prices).  Decoding
- * looks codes up in a table of the bucket's levels, 0.08-0.14 ns per value
- * for 2 and 4 bits and 0.4 ns for 8 bits (the table's divisions) in cache,
- * and in a call writes the dense result: on the rig (DSAR, d = 0.1 and
- * 0.5, 8 ranks on 2 cores; bench/results/qsgd_price_rig.csv), decoding at
- * 0.23 ns for 2 and 4 bits and 0.53 ns for 8 (what those calls need,
- * fitted per width) brings the calls' time within 0.88-1.16 of their
- * price: at the calibrated merge's 0.61 ns, 0.37 and 0.86 gamma.  With the
- * encoding price above the same calls take 0.95-1.13 of it. */
+ * multiplies a level by the bucket's step, or looks it up, 0.08-0.10 ns
+ * per float in cache at every width, and in a call writes the dense
+ * result: on the rig (DSAR, d = 0.1 and 0.5, 8 ranks on 2 cores;
+ * bench/results/qsgd_price_rig.csv) 0.23 ns is what the calls need (0.37
+ * gamma of the merge at 0.61 ns); with these prices calls take 0.8-1.1 of
+ * their price. */
 #define COST_QSGD_ENCODE_PER_MERGE 0.65
 #define COST_QSGD_DECODE_PER_MERGE 0.37
-#define COST_QSGD_DECODE8_PER_MERGE 0.86
 
 /* Copying an entry, or adding it into a dense sum in place, costs about a
  * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
@@ -86,7 +83,7 @@ double cost_union_estimate(const sparcml_problem *p, double m);
 
 /* The CPU time of QSGD for `encoded` values encoded and `decoded` decoded,
  * in merged entries (times gamma: seconds). */
-double cost_qsgd(const sparcml_problem *p, double encoded, double decoded);
+double cost_qsgd(double encoded, double decoded);
 
 /* Bytes on the wire per value: exact, or QSGD bits plus a scale per bucket. */
 double cost_wire_value_bytes(const sparcml_problem *p, int quantized);

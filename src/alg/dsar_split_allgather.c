@@ -136,7 +136,7 @@ double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     double quantized = p->qbits ? N / P : 0;
     double unions = cost_format_uncertain(p) ? cost_ceil_log2(p->P) * m->alpha : 0;
     return split_reduce_scatter_cost(m, p) + cost_split_gather(m, p, D) + unions
-           + m->gamma * cost_qsgd(p, quantized, P * quantized);
+           + m->gamma * cost_qsgd(quantized, P * quantized);
 }
 
 /* Besides the split phases' pools: with QSGD the owner's dense slice, its

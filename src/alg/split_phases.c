@@ -354,7 +354,7 @@ double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
     }
     double packed = COST_COPY_PER_MERGE * (double)p->k_max;
     return (P - 1) * (m->alpha + m->beta * part) + m->gamma * (packed + merged)
-           + m->gamma * cost_qsgd(p, (P - 1) * quantized, (P - 1) * quantized);
+           + m->gamma * cost_qsgd((P - 1) * quantized, (P - 1) * quantized);
 }
 
 /* --- scratch (alg/scratch.h) ------------------------------------------- */

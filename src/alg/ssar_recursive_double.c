@@ -377,7 +377,7 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
         double u = rd_round_entries(p, group), send = m->beta * cost_msg_bytes(p, u, N), merge = m->gamma * 2 * u;
         double quantized = cost_msg_quantized_values(p, u, N);
         t += C * m->alpha + (m->copy_bound ? send + merge : fmax(send, merge) + fmin(send, merge) / C)
-             + m->gamma * cost_qsgd(p, quantized, 2 * quantized);
+             + m->gamma * cost_qsgd(quantized, 2 * quantized);
     }
     return t;
 }

@@ -57,7 +57,7 @@ double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
     double quantized = cost_msg_quantized_values(p, u / P, N / P);
     return split_reduce_scatter_cost(m, p) + cost_ceil_log2(p->P) * m->alpha
            + cost_split_gather(m, p, gathered) + COST_COPY_PER_MERGE * m->gamma * (u / P + u)
-           + m->gamma * cost_qsgd(p, quantized, P * quantized);
+           + m->gamma * cost_qsgd(quantized, P * quantized);
 }
 
 void ssar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)

@@ -131,15 +131,42 @@ __attribute__((target("avx2"), always_inline)) static inline __m256 lookup16(__m
 /* v[i] for i in [lo, hi), a multiple of 8 codes of 2 or 4 bits starting
  * at a byte (first + lo a multiple of 8), 8 values a step, through the
  * table of the bucket's levels: the same entries, so the same bits. */
-__attribute__((target("avx2"))) static void decode_lanes_f32(float *v, uint64_t lo, uint64_t hi, const float *level,
-                                                             int bits, uint64_t first, const unsigned char *codes)
+__attribute__((target("avx2"), always_inline)) static inline void decode_steps_f32(float *v, uint64_t lo, uint64_t hi,
+                                                                                __m256 low, __m256 high, int bits,
+                                                                                uint64_t first,
+                                                                                const unsigned char *codes)
 {
-    const __m256 low = _mm256_loadu_ps(level), high = _mm256_loadu_ps(level + 8);
     const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
                                     : _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     for (uint64_t i = lo; i < hi; i += 8)
         _mm256_storeu_ps(v + i, lookup16(low, high, step_codes(codes, first, i, bits, shift), bits));
+}
+
+/* The loop once per width, so that its shifts and masks are constants. */
+__attribute__((target("avx2"))) static void decode_lanes_f32(float *v, uint64_t lo, uint64_t hi, const float *level,
+                                                             int bits, uint64_t first, const unsigned char *codes)
+{
+    const __m256 low = _mm256_loadu_ps(level), high = _mm256_loadu_ps(level + 8);
+    if (bits == 4) decode_steps_f32(v, lo, hi, low, high, 4, first, codes);
+    else decode_steps_f32(v, lo, hi, low, high, 2, first, codes);
     _mm256_zeroupper(); /* as stream.c's AVX2 loops */
+}
+
+/* decode_lanes_f64's loop for one width: half[0] and [1] are the table's
+ * low halves, half[2] and [3] its high halves. */
+__attribute__((target("avx2"), always_inline)) static inline void decode_steps_f64(double *v, uint64_t lo, uint64_t hi,
+                                                                                const __m256 *half, int bits,
+                                                                                uint64_t first,
+                                                                                const unsigned char *codes)
+{
+    const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 16, 20, 8, 12, 24, 28)
+                                    : _mm256_setr_epi32(0, 2, 8, 10, 4, 6, 12, 14);
+    for (uint64_t i = lo; i < hi; i += 8) {
+        __m256i c = step_codes(codes, first, i, bits, shift);
+        __m256 l = lookup16(half[0], half[1], c, bits), h = lookup16(half[2], half[3], c, bits);
+        _mm256_storeu_pd(v + i, _mm256_castps_pd(_mm256_unpacklo_ps(l, h)));
+        _mm256_storeu_pd(v + i + 4, _mm256_castps_pd(_mm256_unpackhi_ps(l, h)));
+    }
 }
 
 /* As decode_lanes_f32 for doubles: the table's low and high 32-bit halves
@@ -159,16 +186,10 @@ __attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t
         memcpy(&half_of[0][i], &part[0], 4);
         memcpy(&half_of[1][i], &part[1], 4);
     }
-    const __m256 lo_low = _mm256_loadu_ps(half_of[0]), lo_high = _mm256_loadu_ps(half_of[0] + 8),
-                 hi_low = _mm256_loadu_ps(half_of[1]), hi_high = _mm256_loadu_ps(half_of[1] + 8);
-    const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 16, 20, 8, 12, 24, 28)
-                                    : _mm256_setr_epi32(0, 2, 8, 10, 4, 6, 12, 14);
-    for (uint64_t i = lo; i < hi; i += 8) {
-        __m256i c = step_codes(codes, first, i, bits, shift);
-        __m256 l = lookup16(lo_low, lo_high, c, bits), h = lookup16(hi_low, hi_high, c, bits);
-        _mm256_storeu_pd(v + i, _mm256_castps_pd(_mm256_unpacklo_ps(l, h)));
-        _mm256_storeu_pd(v + i + 4, _mm256_castps_pd(_mm256_unpackhi_ps(l, h)));
-    }
+    const __m256 half[4] = {_mm256_loadu_ps(half_of[0]), _mm256_loadu_ps(half_of[0] + 8),
+                            _mm256_loadu_ps(half_of[1]), _mm256_loadu_ps(half_of[1] + 8)};
+    if (bits == 4) decode_steps_f64(v, lo, hi, half, 4, first, codes);
+    else decode_steps_f64(v, lo, hi, half, 2, first, codes);
     _mm256_zeroupper();
 }
 
@@ -374,25 +395,38 @@ ENCODE_LANES(f64, double)
 MAGNITUDE_LANES(f32, float, __m256, ps, 8, FLT_MAX, _mm256_set1_epi32(INT32_MIN))
 MAGNITUDE_LANES(f64, double, __m256d, pd, 4, DBL_MAX, _mm256_set1_epi64x(INT64_MIN))
 
-/* level[code] = scale * code / s for code in [0, n), n a multiple of 4:
- * level_value's double multiply and divide, 4 at a time (the divisions are
- * most of an 8-bit table's cost), rounded to the value type as it does. */
-__attribute__((target("avx2"))) static void levels_f32(float *level, float scale, unsigned s, unsigned n)
+/* v[i] for i in [lo, hi), a multiple of 8, from 8-bit codes c[i], 8 a
+ * step as level_value_f32 computes them: l * step, or scale where l = s,
+ * the sign bit moved to the float's. */
+__attribute__((target("avx2"))) static void decode8_lanes_f32(float *v, uint64_t lo, uint64_t hi, float scale,
+                                                              float step, unsigned s, const unsigned char *c)
 {
-    const __m256d sc = _mm256_set1_pd((double)scale), sd = _mm256_set1_pd((double)s);
-    for (unsigned code = 0; code < n; code += 4) {
-        __m256d c = _mm256_setr_pd(code, code + 1, code + 2, code + 3);
-        _mm_storeu_ps(level + code, _mm256_cvtpd_ps(_mm256_div_pd(_mm256_mul_pd(sc, c), sd)));
+    const __m256i low7 = _mm256_set1_epi32(0x7f), si = _mm256_set1_epi32((int)s), top = _mm256_set1_epi32(INT32_MIN);
+    const __m256 stepv = _mm256_set1_ps(step), scalev = _mm256_set1_ps(scale);
+    for (uint64_t i = lo; i < hi; i += 8) {
+        __m256i code = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(c + i)));
+        __m256i l = _mm256_and_si256(code, low7);
+        __m256 m = _mm256_blendv_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(l), stepv), scalev,
+                                    _mm256_castsi256_ps(_mm256_cmpeq_epi32(l, si)));
+        _mm256_storeu_ps(v + i, _mm256_xor_ps(m, _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(code, 24), top))));
     }
     _mm256_zeroupper();
 }
 
-__attribute__((target("avx2"))) static void levels_f64(double *level, double scale, unsigned s, unsigned n)
+/* As decode8_lanes_f32 for doubles, 4 a step. */
+__attribute__((target("avx2"))) static void decode8_lanes_f64(double *v, uint64_t lo, uint64_t hi, double scale,
+                                                              double step, unsigned s, const unsigned char *c)
 {
-    const __m256d sc = _mm256_set1_pd(scale), sd = _mm256_set1_pd((double)s);
-    for (unsigned code = 0; code < n; code += 4) {
-        __m256d c = _mm256_setr_pd(code, code + 1, code + 2, code + 3);
-        _mm256_storeu_pd(level + code, _mm256_div_pd(_mm256_mul_pd(sc, c), sd));
+    const __m128i low7 = _mm_set1_epi32(0x7f), si = _mm_set1_epi32((int)s);
+    const __m256d stepv = _mm256_set1_pd(step), scalev = _mm256_set1_pd(scale);
+    for (uint64_t i = lo; i < hi; i += 4) {
+        uint32_t word;
+        memcpy(&word, c + i, 4);
+        __m128i code = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)word)), l = _mm_and_si128(code, low7);
+        __m256d m = _mm256_blendv_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(l), stepv), scalev,
+                                     _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpeq_epi32(l, si))));
+        __m256i sign = _mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm_srli_epi32(code, 7)), 63);
+        _mm256_storeu_pd(v + i, _mm256_xor_pd(m, _mm256_castsi256_pd(sign)));
     }
     _mm256_zeroupper();
 }
@@ -403,8 +437,8 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
 #define encode_lanes_f64(v, lo, hi, f, scale, s, bits, first, bk, codes) ((void)0)
 #define magnitude_f32(v, n, finite) (*(finite) = 1, 0.0f)
 #define magnitude_f64(v, n, finite) (*(finite) = 1, 0.0)
-#define levels_f32(level, scale, s, n) ((void)0)
-#define levels_f64(level, scale, s, n) ((void)0)
+#define decode8_lanes_f32(v, lo, hi, scale, step, s, c) ((void)0)
+#define decode8_lanes_f64(v, lo, hi, scale, step, s, c) ((void)0)
 #endif
 
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
@@ -428,10 +462,14 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
         }                                                                        \
         return m > 0 && m < SCALE_MIN ? (VT)-1 : m;                              \
     }                                                                            \
-    static VT level_value_##NAME(VT scale, unsigned s, unsigned code, unsigned sign) \
+    /* A code's value: level l of the bucket's grid, l * step (step = scale \
+     * / s, one division per bucket; level s is the scale itself, exactly), \
+     * negated where the sign bit is set. */                               \
+    static VT level_value_##NAME(VT scale, VT step, unsigned s, unsigned code, unsigned sign) \
     {                                                                            \
-        double m = (double)scale * (double)(code & (sign - 1)) / s;              \
-        return (VT)(code & sign ? -m : m);                                       \
+        unsigned l = code & (sign - 1);                                          \
+        VT m = l == s ? scale : (VT)l * step;                                    \
+        return code & sign ? -m : m;                                             \
     }                                                                            \
     /* Values [lo, hi) of a bucket, in the value type's precision: x =     \
      * |v| / scale * s as one multiply (f = s / scale); the bucket's largest \
@@ -466,15 +504,16 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
         encode_lanes_##NAME(v, lo, hi, f, scale, s, bits, first, bk, codes);     \
         encode_codes_##NAME(v, hi, n, f, scale, s, bits, first, bk, codes);      \
     }                                                                            \
-    /* 0 when a value is not scale * l / s for any level l. */                   \
+    /* 0 when a value is not on the bucket's grid (level_value of no code). */ \
     static int regrid_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
                                     int bits, uint64_t first, unsigned char *codes) \
     {                                                                            \
         unsigned sign = 1u << (bits - 1);                                        \
+        VT step = scale / (VT)s;                                                 \
         for (uint64_t i = 0; i < n; i++) {                                       \
             double x = scale > 0 ? fabs((double)v[i]) / (double)scale * s : 0;   \
             unsigned code = (x < s ? (unsigned)lround(x) : s) | (signbit(v[i]) ? sign : 0); \
-            VT back = level_value_##NAME(scale, s, code, sign);                  \
+            VT back = level_value_##NAME(scale, step, s, code, sign);            \
             if (memcmp(&back, &v[i], sizeof back) != 0) return 0;                \
             put_code(codes, first + i, bits, code);                              \
         }                                                                        \
@@ -507,40 +546,34 @@ __attribute__((target("avx2"))) static void levels_f64(double *level, double sca
         }                                                                        \
         for (; i < hi; i++) v[i] = level[get_code(codes, first + i, bits)];      \
     }                                                                            \
-    /* A bucket with more values than there are codes decodes through a     \
-     * table of every code's value: one division per code instead of one per \
-     * value, by the same function, so to the same bits; codes of 2 and 4   \
-     * bits take whole groups of 8 by lanes where they run. */               \
+    /* v[i] for i in [lo, hi) from 8-bit codes c[i], one by one. */         \
+    static void decode8_codes_##NAME(VT *v, uint64_t lo, uint64_t hi, VT scale,  \
+                                     VT step, unsigned s, const unsigned char *c) \
+    {                                                                            \
+        for (uint64_t i = lo; i < hi; i++) v[i] = level_value_##NAME(scale, step, s, c[i], 128); \
+    }                                                                            \
+    /* 8-bit codes decode by level_value, 2- and 4-bit codes through a table \
+     * of its values; whole groups of 8 by lanes where they run (the same   \
+     * bits). */                                                             \
     static void decode_bucket_##NAME(VT *v, uint64_t n, VT scale, unsigned s,    \
                                      int bits, uint64_t first,                   \
                                      const unsigned char *codes)                 \
     {                                                                            \
-        unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);               \
-        VT level[256];                                                           \
-        uint64_t lo, hi;                                                         \
-        if (n <= mask) {                                                         \
-            for (uint64_t i = 0; i < n; i++)                                     \
-                v[i] = level_value_##NAME(scale, s, get_code(codes, first + i, bits), sign); \
-            return;                                                              \
-        }                                                                        \
-        if (sign % 4 == 0 && stream_avx2_runs()) /* levels_*: 8 or more */     \
-            levels_##NAME(level, scale, s, sign);                                \
-        else                                                                     \
-            for (unsigned code = 0; code < sign; code++)                         \
-                level[code] = level_value_##NAME(scale, s, code, sign);          \
-        /* the negative half by negation: exact, so level_value's bits */   \
-        for (unsigned code = 0; code < sign; code++) level[code | sign] = -level[code]; \
+        unsigned sign = 1u << (bits - 1);                                        \
+        VT step = scale / (VT)s, level[16];                                      \
+        uint64_t lo = (8 - first % 8) % 8 < n ? (8 - first % 8) % 8 : n, hi = lo; \
+        if (stream_avx2_runs()) hi = lo + (n - lo) / 8 * 8;                      \
         if (bits == 8) {                                                         \
-            for (uint64_t i = 0; i < n; i++) v[i] = level[codes[first + i]];     \
+            decode8_codes_##NAME(v, 0, lo, scale, step, s, codes + first);       \
+            decode8_lanes_##NAME(v, lo, hi, scale, step, s, codes + first);      \
+            decode8_codes_##NAME(v, hi, n, scale, step, s, codes + first);       \
             return;                                                              \
         }                                                                        \
-        if (!stream_avx2_runs()) {                                               \
-            decode_codes_##NAME(v, 0, n, level, bits, first, codes);             \
-            return;                                                              \
+        for (unsigned code = 0; code < sign; code++) { /* negation is exact */  \
+            level[code] = level_value_##NAME(scale, step, s, code, sign);        \
+            level[code | sign] = -level[code];                                   \
         }                                                                        \
         if (bits == 2) memset(level + 4, 0, 12 * sizeof(VT)); /* loaded, unused */ \
-        lo = (8 - first % 8) % 8 < n ? (8 - first % 8) % 8 : n;                  \
-        hi = lo + (n - lo) / 8 * 8;                                              \
         decode_codes_##NAME(v, 0, lo, level, bits, first, codes);                \
         decode_lanes_##NAME(v, lo, hi, level, bits, first, codes);              \
         decode_codes_##NAME(v, hi, n, level, bits, first, codes);                \

@@ -5,8 +5,9 @@
  * largest |v|, in the value type) and one code of `bits` bits per value:
  * 1 sign bit and bits-1 bits of level l in [0, s], s = 2^(bits-1) - 1
  * (bits 2 -> s = 1, 4 -> 7, 8 -> 127).  A value decodes to
- * sign * scale * l / s, where l is floor(|v| / scale * s) or one more,
- * the latter with probability equal to the fractional part: E[Q(v)] = v.
+ * sign * scale * l / s (l * (scale / s) in the value type; level s is the
+ * scale exactly), where l is floor(|v| / scale * s) or one more, the latter
+ * with probability equal to the fractional part: E[Q(v)] = v.
  *
  * Float buckets compute the level in float, doubles in double; the random
  * number a value is compared with lies on a grid of 2^-24 (float) or 2^-32

@@ -104,13 +104,12 @@ START_TEST(packing_round_trip)
 }
 END_TEST
 
-/* Every decoded value is sign * scale * l / s of its code, read from the
- * block by the layout of qsgd.h (scales, then codes in little-endian bit
- * order), with buckets longer than the code table (the decoder's table
- * path at every width, float and double, its AVX2 loops and its portable
- * ones, buckets starting inside a byte of codes and a group of 8); each
- * bucket's largest |v| comes back exactly as a float (a double's scale * s
- * / s may round). */
+/* Every decoded value is sign * l * (scale / s) of its code in the value
+ * type (level s: the scale), read from the block by the layout of qsgd.h
+ * (scales, then codes in little-endian bit order), at every width, float
+ * and double, by the AVX2 loops and the portable ones, buckets starting
+ * inside a byte of codes and a group of 8; each bucket's largest |v| comes
+ * back exactly. */
 START_TEST(decode_follows_the_codes)
 {
     enum { N = 1000, B = 301, NB = (N + B - 1) / B }; /* buckets start inside a byte and a group of 8 */
@@ -135,9 +134,11 @@ START_TEST(decode_follows_the_codes)
         else memcpy(&f, block + b * vs, vs), scales[b] = f;
     }
     for (int i = 0; i < N; i++) {
-        unsigned code = (codes[(uint64_t)i * p.bits / 8] >> ((uint64_t)i * p.bits % 8)) & mask;
-        double m = scales[i / B] * (double)(code & (sign - 1)) / s, want = code & sign ? -m : m, got;
-        float wantf = (float)want, gotf;
+        unsigned code = (codes[(uint64_t)i * p.bits / 8] >> ((uint64_t)i * p.bits % 8)) & mask, l = code & (sign - 1);
+        /* level l is l * (scale / s) in the value type, level s the scale */
+        float scalef = (float)scales[i / B], mf = l == s ? scalef : (float)l * (scalef / (float)s), gotf;
+        double m = l == s ? scales[i / B] : l * (scales[i / B] / s), want = code & sign ? -m : m, got;
+        float wantf = code & sign ? -mf : mf;
         if (vtype == SPARCML_FLOAT) {
             memcpy(&gotf, (const char *)q + i * vs, vs);
             ck_assert_msg(memcmp(&gotf, &wantf, sizeof wantf) == 0, "bits %d value %d: %a, code %u gives %a",
@@ -147,6 +148,7 @@ START_TEST(decode_follows_the_codes)
             got = q[i];
             ck_assert_msg(memcmp(&got, &want, sizeof want) == 0, "bits %d double value %d: %a, code %u gives %a",
                           p.bits, i, got, code, want);
+            if (fabs(v[i]) == scales[i / B]) ck_assert_msg(got == v[i], "double value %d: the maximum", i);
         }
     }
 }
