@@ -58,7 +58,7 @@ mkdir -p "$work"
 cp "$top/build/src/.libs/libsparcml.so" "$work/libsparcml.so"
 mpicc.mpich -O2 -std=c11 "$top/bench/sparcml_bench.c" -o "$work/sparcml_bench" -lm
 # The rig's measured parameters (bench/results/rig_alpha_beta.txt; gamma:
-# bench_sweep.sh's BENCH_GAMMA).
+# bench_sweep.sh's BENCH_GAMMA, the value its tables ran with).
 rig() { sed -n "s/^$1=//p" "$top/bench/results/rig_alpha_beta.txt"; }
 alpha=$(rig alpha_us) beta=$(rig beta_ns_per_byte) acoll=$(rig alpha_collective_us)
 model=(SPARCML_ALPHA_US="$acoll" SPARCML_BETA_NS_PER_BYTE="$beta" SPARCML_GAMMA_NS_PER_ENTRY=17

@@ -60,8 +60,12 @@
 #     8 ranks on 2 cores a message waits for its receiver to be scheduled,
 #     ~100 us on the rig, not the 18 us of a ping-pong with the other ranks
 #     idle; the Lemma 5.1 bounds keep the ping-pong alpha) and gamma
-#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17), measured with
-#     the ranks sharing cores, so given per core with
+#     (SPARCML_GAMMA_NS_PER_ENTRY=$BENCH_GAMMA, default 17, the value the
+#     tables of bench/RESULTS.md ran with; the merge costs 2-3 ns per entry
+#     in place, and with BENCH_GAMMA=2.5 auto chooses the same at every
+#     point of the rig's density and P sweeps,
+#     bench/results/rig_r18_gamma_in_situ.txt),
+#     measured with the ranks sharing cores, so given per core with
 #     SPARCML_RANKS_PER_CORE=8/cores (model_env); "auto (def.)" runs get neither and the library
 #     scales its defaults by the ranks per core it detects: the merge cost
 #     per entry of a rank where 8 ranks share 2 cores, measured on the rig
