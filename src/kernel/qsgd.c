@@ -22,12 +22,12 @@ static uint64_t mix(uint64_t z)
 static uint64_t bucket_key(uint64_t keyhash, uint64_t first) { return mix(keyhash + first * SPLITMIX_STEP); }
 
 #define WEYL32 0x9e3779b9u /* 2^32 / golden ratio, odd: i * WEYL32 is a bijection */
-#define HASH32_M1 0x7feb352d
+#define HASH32_M1 0x7feb352du
 #define HASH32_M2 0x846ca68bu
 
-/* A 32-bit integer hash of full avalanche built of shifts, xors and 32-bit
- * multiplies, so that 8 lanes of AVX2 compute it (a 64-bit mix per value,
- * without 64-bit multiplies in lanes, took most of the encoder's time). */
+/* A 32-bit integer hash of good avalanche built of shifts, xors and 32-bit
+ * multiplies, so that 8 lanes of AVX2 compute it (AVX2 has no 64-bit
+ * multiply in lanes, which a 64-bit mix per value would need). */
 static uint32_t hash32(uint32_t x)
 {
     x = (x ^ (x >> 16)) * HASH32_M1;
@@ -37,10 +37,12 @@ static uint32_t hash32(uint32_t x)
 
 /* The 32-bit random number of value i of the bucket keyed bk (i < 2^32: a
  * bucket holds at most 2^24): a pure function of (message key, bucket, i),
- * so any rank that encodes a message draws the same numbers. */
+ * so any rank that encodes a message draws the same numbers.  The key's
+ * high half enters the hash, so that buckets whose low halves lie close on
+ * the Weyl sequence still draw unrelated numbers. */
 static uint32_t draw(uint64_t bk, uint64_t i)
 {
-    return hash32((uint32_t)bk + (uint32_t)i * WEYL32) ^ (uint32_t)(bk >> 32);
+    return hash32(((uint32_t)bk + (uint32_t)i * WEYL32) ^ (uint32_t)(bk >> 32));
 }
 
 /* Whether value i's random number, uniform on a grid in [0, 1), is below
@@ -198,9 +200,10 @@ __attribute__((target("avx2"))) static void decode_lanes_f64(double *v, uint64_t
  * the key's high half. */
 __attribute__((target("avx2"), always_inline)) static inline __m256i draw_lanes(__m256i ctr, __m256i high)
 {
-    __m256i x = _mm256_mullo_epi32(_mm256_xor_si256(ctr, _mm256_srli_epi32(ctr, 16)), _mm256_set1_epi32(HASH32_M1));
+    __m256i x = _mm256_xor_si256(ctr, high);
+    x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), _mm256_set1_epi32((int)HASH32_M1));
     x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 15)), _mm256_set1_epi32((int)HASH32_M2));
-    return _mm256_xor_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), high);
+    return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
 }
 
 /* draw_lanes' counter for values lo .. lo + 7 of the bucket keyed bk. */
@@ -443,7 +446,9 @@ __attribute__((target("avx2"))) static void decode8_lanes_f64(double *v, uint64_
 
 /* Per value type: scale of a bucket (or -1: send it raw), the codes, and
  * the level of a value already on a bucket's grid.  A bucket whose scale is
- * below SCALE_MIN travels raw: then s / scale (s < 2^7) is finite. */
+ * below SCALE_MIN travels raw, so that for the others s / scale (s < 2^7)
+ * is finite and scale / s a normal number (a subnormal step would decode
+ * to zeros where the program flushes them). */
 #define QSGD_KERNELS(NAME, VT, SCALE_MIN)                                            \
     /* Whole groups of 32 bytes in lanes where they run. */                 \
     static VT bucket_scale_##NAME(const VT *v, uint64_t n)                       \
@@ -491,7 +496,7 @@ __attribute__((target("avx2"))) static void decode8_lanes_f64(double *v, uint64_
         }                                                                        \
     }                                                                            \
     /* Whole groups of 8 values by lanes where they run (the same codes); \
-     * scale is at least SCALE_MIN, so f is finite. */                      \
+     * scale is 0 or at least SCALE_MIN, so f is finite. */                 \
     static void encode_bucket_##NAME(const VT *v, uint64_t n, VT scale, unsigned s, \
                                      int bits, uint64_t first, uint64_t kh,      \
                                      unsigned char *codes)                       \
@@ -625,7 +630,7 @@ __attribute__((target("avx2"))) static void decode8_lanes_f64(double *v, uint64_
 
 #define SPARCML_VT_f32 SPARCML_FLOAT
 #define SPARCML_VT_f64 SPARCML_DOUBLE
-QSGD_KERNELS(f32, float, 0x1p-120f)
+QSGD_KERNELS(f32, float, 0x1p-119f)
 QSGD_KERNELS(f64, double, 0x1p-1000)
 
 uint64_t qsgd_encode_block(const void *vals, uint64_t n, int vtype, const qsgd_params *p,

@@ -14,7 +14,7 @@
  * (double), so E[Q(v)] = v to within that and the value type's rounding.
  *
  * Exact buckets: a bucket holding a NaN or an infinity, or whose scale is
- * below 2^-120 (float) or 2^-1000 (double), travels raw (bit for bit).  An
+ * below 2^-119 (float) or 2^-1000 (double), travels raw (bit for bit).  An
  * all-zero bucket has scale 0 and decodes to zeros.  Random numbers come
  * from a counter-based hash of (seed, rank, call number, message, bucket,
  * element position): reproducible, and no generator state is shared

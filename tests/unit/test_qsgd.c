@@ -17,13 +17,18 @@ static void fixed_vector(float *v, int n)
     for (int i = 0; i < n; i++) v[i] = (float)(sin(i * 1.7 + 0.3) * (1 + i % 5));
 }
 
-static uint64_t encode_decode(const float *v, float *out, int n, const qsgd_params *p, uint64_t call)
+static uint64_t encode_decode_as(int vtype, const void *v, void *out, int n, const qsgd_params *p, uint64_t call)
 {
     static unsigned char block[1 << 16];
-    qsgd_key key = {p->seed, 3, call, 9};
-    uint64_t bytes = qsgd_encode_block(v, (uint64_t)n, SPARCML_FLOAT, p, &key, block);
-    qsgd_decode_block(block, (uint64_t)n, SPARCML_FLOAT, p, out);
+    qsgd_key key = {.seed = p->seed, .rank = 3, .call = call, .message = 9};
+    uint64_t bytes = qsgd_encode_block(v, (uint64_t)n, vtype, p, &key, block);
+    qsgd_decode_block(block, (uint64_t)n, vtype, p, out);
     return bytes;
+}
+
+static uint64_t encode_decode(const float *v, float *out, int n, const qsgd_params *p, uint64_t call)
+{
+    return encode_decode_as(SPARCML_FLOAT, v, out, n, p, call);
 }
 
 /* E[Q(v)] = v.  For one element, Q(v) takes two values scale*l/s and
@@ -31,24 +36,30 @@ static uint64_t encode_decode(const float *v, float *out, int n, const qsgd_para
  * independent draws has standard deviation at most scale / (2 s sqrt(T)).
  * We allow 5 of those (a false alarm has probability < 1e-6 per element),
  * plus float rounding.  A biased rounding (e.g. to nearest) misses by up to
- * scale / (2 s): 50 to 100 times this tolerance at T = 10000. */
+ * scale / (2 s): 50 to 100 times this tolerance at T = 10000.  Float
+ * buckets of 16 (groups of 8 in lanes) and of 40 (a group of 32), double
+ * buckets of 40 (values off the float grid). */
 START_TEST(unbiased)
 {
     enum { N = 64, T = 10000 };
-    qsgd_params p = {bit_settings[_i], 16, 7};
+    static const uint32_t buckets[] = {16, 40, 40};
+    int vtype = _i / 3 == 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
+    qsgd_params p = {.bits = bit_settings[_i % 3], .bucket = buckets[_i / 3], .seed = 7};
     float v[N], q[N];
-    double mean[N] = {0}, scale[N / 16] = {0};
+    double vd[N], qd[N], mean[N] = {0}, scale[N] = {0};
     unsigned s = qsgd_levels(p.bits);
     fixed_vector(v, N);
-    for (int i = 0; i < N; i++) scale[i / 16] = fmax(scale[i / 16], fabs(v[i]));
+    for (int i = 0; i < N; i++) vd[i] = vtype == SPARCML_FLOAT ? v[i] : v[i] * (1 + i % 3 * 1e-9);
+    for (int i = 0; i < N; i++) scale[i / p.bucket] = fmax(scale[i / p.bucket], fabs(vd[i]));
     for (uint64_t t = 0; t < T; t++) {
-        encode_decode(v, q, N, &p, t);
-        for (int i = 0; i < N; i++) mean[i] += q[i];
+        if (vtype == SPARCML_FLOAT) encode_decode(v, q, N, &p, t);
+        else encode_decode_as(SPARCML_DOUBLE, vd, qd, N, &p, t);
+        for (int i = 0; i < N; i++) mean[i] += vtype == SPARCML_FLOAT ? q[i] : qd[i];
     }
     for (int i = 0; i < N; i++) {
-        double tol = 5 * scale[i / 16] / (2.0 * s * sqrt((double)T)) + 1e-5 * scale[i / 16];
-        ck_assert_msg(fabs(mean[i] / T - v[i]) <= tol, "bits %d element %d: mean %g, v %g, tol %g",
-                      p.bits, i, mean[i] / T, (double)v[i], tol);
+        double sc = scale[i / p.bucket], tol = 5 * sc / (2.0 * s * sqrt((double)T)) + 1e-5 * sc;
+        ck_assert_msg(fabs(mean[i] / T - vd[i]) <= tol, "bits %d, %s, B %u, element %d: mean %g, v %g, tol %g",
+                      p.bits, vtype == SPARCML_FLOAT ? "float" : "double", p.bucket, i, mean[i] / T, vd[i], tol);
     }
 }
 END_TEST
@@ -61,7 +72,7 @@ END_TEST
 START_TEST(variance_within_bound)
 {
     enum { N = 512, B = 128, T = 2000 };
-    qsgd_params p = {bit_settings[_i], B, 11};
+    qsgd_params p = {.bits = bit_settings[_i], .bucket = B, .seed = 11};
     float v[N], q[N];
     double err[N / B] = {0}, norm2[N / B] = {0};
     unsigned s = qsgd_levels(p.bits);
@@ -86,7 +97,7 @@ END_TEST
 START_TEST(packing_round_trip)
 {
     enum { N = 1000 };
-    qsgd_params p = {bit_settings[_i], 100, 1};
+    qsgd_params p = {.bits = bit_settings[_i], .bucket = 100, .seed = 1};
     float v[N], q[N];
     unsigned s = qsgd_levels(p.bits);
     uint64_t bytes;
@@ -114,8 +125,8 @@ START_TEST(decode_follows_the_codes)
 {
     enum { N = 1000, B = 301, NB = (N + B - 1) / B }; /* buckets start inside a byte and a group of 8 */
     static unsigned char block[1 << 16];
-    qsgd_params p = {bit_settings[_i % 3], B, 5};
-    qsgd_key key = {5, 1, 2, 3};
+    qsgd_params p = {.bits = bit_settings[_i % 3], .bucket = B, .seed = 5};
+    qsgd_key key = {.seed = 5, .rank = 1, .call = 2, .message = 3};
     unsigned s = qsgd_levels(p.bits), mask = (1u << p.bits) - 1, sign = 1u << (p.bits - 1);
     int vtype = _i / 6 ? SPARCML_DOUBLE : SPARCML_FLOAT;
     size_t vs = sparcml_value_size(vtype);
@@ -168,8 +179,8 @@ START_TEST(encode_lanes_match_portable)
     int vtype = _i / 3 ? SPARCML_DOUBLE : SPARCML_FLOAT;
     for (int k = 0; k < 2; k++) {
         uint32_t B = buckets[k];
-        qsgd_params p = {bit_settings[_i % 3], B, 5};
-        qsgd_key key = {5, 1, 2, 3};
+        qsgd_params p = {.bits = bit_settings[_i % 3], .bucket = B, .seed = 5};
+        qsgd_key key = {.seed = 5, .rank = 1, .call = 2, .message = 3};
         double v[N];
         float vf[N];
         uint64_t n_lanes, n_portable;
@@ -199,12 +210,12 @@ END_TEST
 START_TEST(special_values_travel_exactly)
 {
     enum { N = 69 };
-    qsgd_params p = {2, 16, 1};
+    qsgd_params p = {.bits = 2, .bucket = 16, .seed = 1};
     int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
     double tiny = vtype == SPARCML_FLOAT ? FLT_MIN : DBL_MIN, v[N];
     static unsigned char in[N * 8], q[N * 8], block[4096];
     size_t vs = sparcml_value_size(vtype);
-    qsgd_key key = {1, 0, 0, 0};
+    qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
     for (int i = 0; i < N; i++) v[i] = 0.5 + i;
     v[3] = NAN;            /* bucket 0: raw */
     v[20] = INFINITY;      /* bucket 1: raw */
@@ -226,20 +237,20 @@ START_TEST(special_values_travel_exactly)
 END_TEST
 
 /* Tiny scales, 8 bits (s = 127), float and double, both dispatches: a
- * bucket whose scale is so small that s / scale would overflow the value
- * type (float 2^-124, double 2^-1020) travels raw, bit for bit; a bucket of
- * scale 2^-119 (float) or 2^-999 (double), just above, is quantized: each
- * value decodes to one of the two levels around it. */
+ * bucket whose scale lies just below the smallest quantized one (float
+ * 2^-119, double 2^-1000; s / scale could overflow below them, or scale / s
+ * be subnormal) travels raw, bit for bit; a bucket of exactly that scale
+ * is quantized: each value decodes to one of the two levels around it. */
 START_TEST(tiny_scales_travel_raw_or_quantized)
 {
     enum { N = 32 };
-    qsgd_params p = {8, 16, 1};
+    qsgd_params p = {.bits = 8, .bucket = 16, .seed = 1};
     int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
-    double raw_scale = vtype == SPARCML_FLOAT ? 0x1p-124 : 0x1p-1020;
-    double quantized_scale = vtype == SPARCML_FLOAT ? 0x1p-119 : 0x1p-999, v[N];
+    double raw_scale = vtype == SPARCML_FLOAT ? 0x1.fffffep-120 : 0x1.fffffffffffffp-1001;
+    double quantized_scale = vtype == SPARCML_FLOAT ? 0x1p-119 : 0x1p-1000, v[N];
     static unsigned char in[N * 8], q[N * 8], block[4096];
     size_t vs = sparcml_value_size(vtype);
-    qsgd_key key = {1, 0, 0, 0};
+    qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
     for (int i = 0; i < N; i++) v[i] = (i < 16 ? raw_scale : quantized_scale) * (i % 16 + 1) / 16 * (i % 3 ? 1 : -1);
     for (int i = 0; i < N; i++) {
         float f = (float)v[i];
@@ -264,7 +275,7 @@ END_TEST
 START_TEST(same_key_same_bits_other_key_other_bits)
 {
     enum { N = 256 };
-    qsgd_params p = {4, 64, 5};
+    qsgd_params p = {.bits = 4, .bucket = 64, .seed = 5};
     float v[N], a[N], b[N], c[N];
     fixed_vector(v, N);
     encode_decode(v, a, N, &p, 1);
@@ -275,14 +286,37 @@ START_TEST(same_key_same_bits_other_key_other_bits)
 }
 END_TEST
 
+/* Buckets draw unrelated numbers: a message of 8 identical buckets of 64
+ * values (4 bits, levels with fractional parts) gets 8 different code
+ * blocks, by lanes and by the portable loop. */
+START_TEST(buckets_draw_their_own_numbers)
+{
+    enum { B = 64, NB = 8, N = B * NB };
+    qsgd_params p = {.bits = 4, .bucket = B, .seed = 2};
+    qsgd_key key = {.seed = 2, .rank = 1, .call = 7, .message = 0};
+    static unsigned char block[1 << 14];
+    float v[N];
+    fixed_vector(v, B);
+    for (int i = B; i < N; i++) v[i] = v[i % B];
+    stream_force_portable(_i);
+    qsgd_encode_block(v, N, SPARCML_FLOAT, &p, &key, block);
+    stream_force_portable(0);
+    const unsigned char *codes = block + sparcml_round8(NB * sizeof(float));
+    for (int a = 0; a < NB; a++)
+        for (int b = a + 1; b < NB; b++)
+            ck_assert_msg(memcmp(codes + a * B / 2, codes + b * B / 2, B / 2) != 0, "buckets %d and %d: the same codes",
+                          a, b);
+}
+END_TEST
+
 START_TEST(message_round_trip)
 {
     uint64_t idx[] = {2, 5, 11, 40};
     float vals[] = {1, -2, 3, -4}, back[64];
     char buf[256] __attribute__((aligned(8))), msg[512] __attribute__((aligned(8)));
     char out[512] __attribute__((aligned(8)));
-    qsgd_params p = {8, 512, 3};
-    qsgd_key key = {3, 1, 2, 3};
+    qsgd_params p = {.bits = 8, .bucket = 512, .seed = 3};
+    qsgd_key key = {.seed = 3, .rank = 1, .call = 2, .message = 3};
     sv s, d;
     sparcml_stream_from_sorted(buf, 32, 64, SPARCML_FLOAT, 4, idx, vals);
     s = stream_view(buf);
@@ -309,8 +343,8 @@ START_TEST(parts_travel_on_the_grid)
     enum { N = 100, DIM = 1000 };
     static const uint64_t cuts[] = {0, 5, 16, 17, 40, 63, 64, 99, 100};
     enum { PARTS = sizeof cuts / sizeof cuts[0] - 1 };
-    qsgd_params p = {bit_settings[_i], 16, 11};
-    qsgd_key key = {11, 2, 3, 4};
+    qsgd_params p = {.bits = bit_settings[_i], .bucket = 16, .seed = 11};
+    qsgd_key key = {.seed = 11, .rank = 2, .call = 3, .message = 4};
     float v[N], q[N], back[N];
     static unsigned char block[1 << 14], msg[1 << 14], part[1 << 14], dec[1 << 14];
     uint64_t total = 0;
@@ -349,7 +383,7 @@ Suite *qsgd_suite(void)
 {
     Suite *s = suite_create("qsgd");
     TCase *tc = tcase_create("quantizer");
-    tcase_add_loop_test(tc, unbiased, 0, 3);
+    tcase_add_loop_test(tc, unbiased, 0, 9);
     tcase_add_loop_test(tc, variance_within_bound, 0, 3);
     tcase_add_loop_test(tc, packing_round_trip, 0, 3);
     tcase_add_loop_test(tc, decode_follows_the_codes, 0, 12);
@@ -357,6 +391,7 @@ Suite *qsgd_suite(void)
     tcase_add_loop_test(tc, special_values_travel_exactly, 0, 4);
     tcase_add_loop_test(tc, tiny_scales_travel_raw_or_quantized, 0, 4);
     tcase_add_test(tc, same_key_same_bits_other_key_other_bits);
+    tcase_add_loop_test(tc, buckets_draw_their_own_numbers, 0, 2);
     tcase_add_test(tc, message_round_trip);
     tcase_add_loop_test(tc, parts_travel_on_the_grid, 0, 3);
     tcase_set_timeout(tc, 120);
