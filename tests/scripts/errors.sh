@@ -9,12 +9,8 @@
 # data riding on its reduce-scatter.
 . "$(dirname "$0")/common.sh"
 TIMEOUT=120
-# Open MPI gives the strings of added error codes back (sparcml(7), ERRORS);
-# MPICH 4.0.2 does not, and the library returns the bare class there.
-strings=EXPECT_ERROR_STRINGS=
-case $MPIEXEC in *openmpi*) strings=EXPECT_ERROR_STRINGS=1 ;; esac
 for p in 1 2 3 4 5 8; do
-    run_mpi "$p" "$with_shim" $strings -- "$TESTBIN/sparse_errors"
+    run_mpi "$p" "$with_shim" $error_strings -- "$TESTBIN/sparse_errors"
     rc=$?
     check "malformed inputs, P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
     check "malformed inputs, P=$p: each error has a one-line message" \
@@ -28,7 +24,7 @@ for p in 1 2 3 4 5 8; do
         "ssar_split_allgather 1 0"; do
         read -r alg pig chunks <<<"$run"
         run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg SPARCML_STATS=1 SPARCML_PIPELINE_CHUNKS=$chunks \
-            SPARCML_PIGGYBACK=$pig $strings -- "$TESTBIN/sparse_errors"
+            SPARCML_PIGGYBACK=$pig $error_strings -- "$TESTBIN/sparse_errors"
         rc=$?
         check "malformed inputs, $alg, SPARCML_PIPELINE_CHUNKS=$chunks, SPARCML_PIGGYBACK=$pig, P=$p: $(grep sparse_errors: "$out")" \
             '[ "$rc" -eq 0 ]'

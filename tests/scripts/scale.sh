@@ -35,7 +35,7 @@ for p in ${SCALE_RANKS:-16 31}; do
             '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
     done
     t0=$SECONDS
-    run_mpi "$p" "$with_shim" -- "$TESTBIN/sparse_errors"
+    run_mpi "$p" "$with_shim" $error_strings -- "$TESTBIN/sparse_errors"
     rc=$?
     check "malformed inputs, P=$p ($((SECONDS - t0)) s): $(tail -1 "$out")" '[ "$rc" -eq 0 ]'
     # With the bad index on every rank, every rank says so.
