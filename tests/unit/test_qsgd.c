@@ -203,6 +203,24 @@ START_TEST(encode_lanes_match_portable)
 }
 END_TEST
 
+/* v[0 .. n) in the value type into in, encoded and decoded into q by the
+ * portable loops or by lanes where they run. */
+static void round_trip_as(int vtype, const double *v, int n, const qsgd_params *p, int portable, unsigned char *in,
+                          unsigned char *q)
+{
+    static unsigned char block[4096];
+    size_t vs = sparcml_value_size(vtype);
+    qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
+    for (int i = 0; i < n; i++) {
+        float f = (float)v[i];
+        memcpy(in + i * vs, vtype == SPARCML_FLOAT ? (const void *)&f : (const void *)&v[i], vs);
+    }
+    stream_force_portable(portable);
+    qsgd_encode_block(in, (uint64_t)n, vtype, p, &key, block);
+    qsgd_decode_block(block, (uint64_t)n, vtype, p, q);
+    stream_force_portable(0);
+}
+
 /* Non-finite and subnormal-scaled buckets travel raw, zeros as zeros,
  * float and double, the scale found by lanes (bucket 0's NaN, bucket 1's
  * infinity) or one by one (bucket 4, shorter than a group of lanes), with
@@ -213,23 +231,15 @@ START_TEST(special_values_travel_exactly)
     qsgd_params p = {.bits = 2, .bucket = 16, .seed = 1};
     int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
     double tiny = vtype == SPARCML_FLOAT ? FLT_MIN : DBL_MIN, v[N];
-    static unsigned char in[N * 8], q[N * 8], block[4096];
+    static unsigned char in[N * 8], q[N * 8];
     size_t vs = sparcml_value_size(vtype);
-    qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
     for (int i = 0; i < N; i++) v[i] = 0.5 + i;
     v[3] = NAN;            /* bucket 0: raw */
     v[20] = INFINITY;      /* bucket 1: raw */
     for (int i = 32; i < 48; i++) v[i] = 0; /* bucket 2: zeros */
     for (int i = 48; i < 64; i++) v[i] = tiny / 64 * (i - 47); /* bucket 3: max tiny/4, subnormal: raw */
     v[68] = -INFINITY;     /* bucket 4: raw */
-    for (int i = 0; i < N; i++) {
-        float f = (float)v[i];
-        memcpy(in + i * vs, vtype == SPARCML_FLOAT ? (const void *)&f : (const void *)&v[i], vs);
-    }
-    stream_force_portable(_i % 2);
-    qsgd_encode_block(in, N, vtype, &p, &key, block);
-    qsgd_decode_block(block, N, vtype, &p, q);
-    stream_force_portable(0);
+    round_trip_as(vtype, v, N, &p, _i % 2, in, q);
     for (int i = 0; i < N; i++)
         if (i < 32 || i >= 48) ck_assert_msg(memcmp(q + i * vs, in + i * vs, vs) == 0, "value %d", i);
         else ck_assert_msg(memcmp(q + i * vs, (const double[]){0}, vs) == 0, "value %d", i);
@@ -248,18 +258,10 @@ START_TEST(tiny_scales_travel_raw_or_quantized)
     int vtype = _i / 2 ? SPARCML_DOUBLE : SPARCML_FLOAT;
     double raw_scale = vtype == SPARCML_FLOAT ? 0x1.fffffep-120 : 0x1.fffffffffffffp-1001;
     double quantized_scale = vtype == SPARCML_FLOAT ? 0x1p-119 : 0x1p-1000, v[N];
-    static unsigned char in[N * 8], q[N * 8], block[4096];
+    static unsigned char in[N * 8], q[N * 8];
     size_t vs = sparcml_value_size(vtype);
-    qsgd_key key = {.seed = 1, .rank = 0, .call = 0, .message = 0};
     for (int i = 0; i < N; i++) v[i] = (i < 16 ? raw_scale : quantized_scale) * (i % 16 + 1) / 16 * (i % 3 ? 1 : -1);
-    for (int i = 0; i < N; i++) {
-        float f = (float)v[i];
-        memcpy(in + i * vs, vtype == SPARCML_FLOAT ? (const void *)&f : (const void *)&v[i], vs);
-    }
-    stream_force_portable(_i % 2);
-    qsgd_encode_block(in, N, vtype, &p, &key, block);
-    qsgd_decode_block(block, N, vtype, &p, q);
-    stream_force_portable(0);
+    round_trip_as(vtype, v, N, &p, _i % 2, in, q);
     for (int i = 0; i < 16; i++) ck_assert_msg(memcmp(q + i * vs, in + i * vs, vs) == 0, "raw value %d", i);
     for (int i = 16; i < N; i++) {
         float f;
