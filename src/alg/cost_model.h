@@ -53,7 +53,7 @@ typedef struct cost_model {
  * rounds per value: 0.38-0.41 ns per float in the kernel benchmark there
  * (8 values a step where the CPU has AVX2), 0.65 gamma (doubles take
  * twice that; gamma is a float merge and so are these prices).  Decoding
- * multiplies a level by the bucket's step, or looks it up, 0.08-0.10 ns
+ * multiplies a level by the bucket's step, or looks it up, 0.06-0.09 ns
  * per float in cache at every width, and in a call writes the dense
  * result: on the rig (DSAR, d = 0.1 and 0.5, 8 ranks on 2 cores;
  * bench/results/qsgd_price_rig.csv) 0.23 ns is what the calls need (0.37
