@@ -244,7 +244,8 @@ __attribute__((target("avx2"), always_inline)) static inline void store_codes32(
         _mm_storeu_si128((__m128i *)(void *)at, _mm256_castsi256_si128(b));
     } else {
         b = _mm256_madd_epi16(_mm256_maddubs_epi16(b, _mm256_set1_epi16(0x0401)), _mm256_set1_epi32(0x00100001));
-        b = _mm256_packus_epi16(_mm256_packus_epi32(b, b), b);
+        b = _mm256_packus_epi32(b, b);
+        b = _mm256_packus_epi16(b, b);
         _mm_storel_epi64((__m128i *)(void *)at, _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, even_odd)));
     }
 }
@@ -259,7 +260,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i round_level
 /* What codes8_f32 needs of a bucket, in lanes. */
 typedef struct bucket_f32 {
     __m256 f, scale, s, grid, magnitude;
-    __m256i si, high, step;
+    __m256i si, high, ctr_step; /* ctr_step: draw_lanes' counter, 8 values on */
     int has_scale, sign_at;
 } bucket_f32;
 
@@ -271,7 +272,7 @@ __attribute__((target("avx2"), always_inline)) static inline bucket_f32 bucket_l
                         .grid = _mm256_set1_ps(0x1p24f),
                         .magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MAX)),
                         .si = _mm256_set1_epi32((int)s), .high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
-                        .step = _mm256_set1_epi32((int)(8 * WEYL32)), .has_scale = scale > 0, .sign_at = bits - 1};
+                        .ctr_step = _mm256_set1_epi32((int)(8 * WEYL32)), .has_scale = scale > 0, .sign_at = bits - 1};
 }
 
 /* The codes of 8 floats as encode_codes_f32 computes them (the same float
@@ -285,7 +286,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i codes8_f32(
     __m256 frac = _mm256_sub_ps(x, _mm256_cvtepi32_ps(l));
     __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(draw_lanes(*ctr, b->high), 8));
     __m256i up = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_mul_ps(frac, b->grid), _CMP_LT_OQ));
-    *ctr = _mm256_add_epi32(*ctr, b->step);
+    *ctr = _mm256_add_epi32(*ctr, b->ctr_step);
     return _mm256_or_si256(round_level(l, up, b->si),
                            _mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(v8), 31), b->sign_at));
 }
@@ -302,7 +303,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256d unit_interv
 /* What codes8_f64 needs of a bucket, in lanes. */
 typedef struct bucket_f64 {
     __m256d f, scale, s, magnitude;
-    __m256i si, high, step, odd;
+    __m256i si, high, ctr_step, odd;
     int has_scale, sign_at;
 } bucket_f64;
 
@@ -313,7 +314,7 @@ __attribute__((target("avx2"), always_inline)) static inline bucket_f64 bucket_l
     return (bucket_f64){.f = _mm256_set1_pd(f), .scale = _mm256_set1_pd(scale), .s = _mm256_set1_pd(s),
                         .magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)),
                         .si = _mm256_set1_epi32((int)s), .high = _mm256_set1_epi32((int)(uint32_t)(bk >> 32)),
-                        .step = _mm256_set1_epi32((int)(8 * WEYL32)), .odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7),
+                        .ctr_step = _mm256_set1_epi32((int)(8 * WEYL32)), .odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7),
                         .has_scale = scale > 0, .sign_at = bits - 1};
 }
 
@@ -342,7 +343,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i codes8_f64(
     __m128i l1 = level_f64(_mm256_and_pd(x1, b->magnitude), unit_interval(_mm256_extracti128_si256(r, 1)), b, &up1);
     __m256i sign = _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x1), b->odd)),
                                     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(x0), b->odd)));
-    *ctr = _mm256_add_epi32(*ctr, b->step);
+    *ctr = _mm256_add_epi32(*ctr, b->ctr_step);
     return _mm256_or_si256(round_level(_mm256_set_m128i(l1, l0), _mm256_set_m128i(up1, up0), b->si),
                            _mm256_slli_epi32(_mm256_srli_epi32(sign, 31), b->sign_at));
 }
@@ -555,7 +556,7 @@ __attribute__((target("avx2"))) static void decode8_lanes_f64(double *v, uint64_
     static void decode8_codes_##NAME(VT *v, uint64_t lo, uint64_t hi, VT scale,  \
                                      VT step, unsigned s, const unsigned char *c) \
     {                                                                            \
-        for (uint64_t i = lo; i < hi; i++) v[i] = level_value_##NAME(scale, step, s, c[i], 128); \
+        for (uint64_t i = lo; i < hi; i++) v[i] = level_value_##NAME(scale, step, s, c[i], 1u << 7); \
     }                                                                            \
     /* 8-bit codes decode by level_value, 2- and 4-bit codes through a table \
      * of its values; whole groups of 8 by lanes where they run (the same   \
