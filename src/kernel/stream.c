@@ -413,12 +413,12 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * two-pointer merge waits on every entry.  A bitonic network sorts the 16
  * entries of both windows and the first na + nb go out.  Indices enter it
  * as 32-bit offsets from the windows' smallest index (as they are where
- * no index of either input reaches 2^28 and they have 4 bytes).  With
- * 4-byte values the tagged network sorts 32-bit keys, offset << 4 | lane,
- * and the values follow the tags (vmerge_tagged; offsets below 2^28);
- * 8-byte values, and windows spanning 2^28 or more, take the keyed
- * network, 64-bit keys with 4-byte values in them and 8-byte ones beside
- * them (vmerge_keyed); windows spanning 2^32 or more take the scalar loop.
+ * no index of either input reaches 2^28 and they have 4 bytes).  The
+ * tagged network sorts 32-bit keys, offset << 4 | lane, and the values
+ * follow the tags (vmerge_tagged, vmerge_follow8; offsets below 2^28);
+ * windows spanning 2^28 or more take the keyed network, 64-bit keys with
+ * 4-byte values in them and 8-byte ones beside them (vmerge_keyed);
+ * windows spanning 2^32 or more take the scalar loop.
  * The choice is made once per merge where it can be (vmerge_mode).  An
  * index in both windows leaves the network in two adjacent lanes; with
  * 4-byte values the first gets the sum and the second is squeezed out
@@ -426,8 +426,9 @@ static const kernels *kernels_for(int vtype, unsigned iw)
  * frequent.  The tagged network puts a's entry first, so the sum is a + b
  * to the bit; the keyed one orders a pair by value, which decides the sum
  * only when both are NaN: such a window takes the scalar loop, as does one
- * of 8-byte values with a sum (folded as 4-byte ones, a permutation per 4
- * values, they measured slower than the portable merge), and the rest of
+ * of 8-byte values with a sum (folded in the tags, each value fetched for
+ * both lanes of its pair, they measured slower than the portable merge:
+ * 8-byte values move twice the dwords of 4-byte ones), and the rest of
  * the input the portable merge once such windows (or wide ones) are
  * frequent.  Two fast paths: windows with the same 8 indices are summed
  * lane by lane (identical indices), and a window that lies wholly below
@@ -587,25 +588,36 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_ta
     *hi = _mm256_permute2x128_si256(m, n, 0x31);
 }
 
-/* The tagged network: windows with 4-byte values, 32-bit offsets ka and
- * kb (below 2^28) and their values va and vb into 16 sorted offsets
- * ko[0..2) and values vo[0..2); of an index in both windows, a's entry
+/* The 16 tags of windows of offsets ka and kb (below 2^28), offset << 4
+ * | a_tags (a's lanes; b's: the same plus 8), sorted into k[0..2) and
+ * their offsets into ko[0..2); of an index in both windows, a's entry
  * comes first. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_sort_tags(__m256i ka, __m256i kb,
+                                                                                  __m256i a_tags, __m256i *k,
+                                                                                  __m256i *ko)
+{
+    ka = _mm256_or_si256(_mm256_slli_epi32(ka, VMERGE_TAG_BITS), a_tags);
+    kb = _mm256_or_si256(_mm256_slli_epi32(kb, VMERGE_TAG_BITS), _mm256_add_epi32(a_tags, _mm256_set1_epi32(8)));
+    vmerge_sort_tagged(ka, kb, &k[0], &k[1]);
+    ko[0] = _mm256_srli_epi32(k[0], VMERGE_TAG_BITS);
+    ko[1] = _mm256_srli_epi32(k[1], VMERGE_TAG_BITS);
+}
+
+/* The tagged network for 4-byte values: windows of 32-bit offsets ka and
+ * kb (below 2^28) and their values va and vb into 16 sorted offsets
+ * ko[0..2) and values vo[0..2). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_tagged(__m256i ka, __m256i kb, vmerge_vals va,
                                                                                  vmerge_vals vb, __m256i *ko,
                                                                                  __m256i *vo)
 {
     __m256i k[2];
-    ka = _mm256_or_si256(_mm256_slli_epi32(ka, VMERGE_TAG_BITS), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    kb = _mm256_or_si256(_mm256_slli_epi32(kb, VMERGE_TAG_BITS), _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
-    vmerge_sort_tagged(ka, kb, &k[0], &k[1]);
+    vmerge_sort_tags(ka, kb, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), k, ko);
     for (int h = 0; h < 2; h++) {
         /* the tag's low 3 bits pick the lane, its bit 3 (moved to the top) the window */
         __m256 from_a = _mm256_permutevar8x32_ps(_mm256_castsi256_ps(va.x[0]), k[h]);
         __m256 from_b = _mm256_permutevar8x32_ps(_mm256_castsi256_ps(vb.x[0]), k[h]);
         __m256 of_b = _mm256_castsi256_ps(_mm256_slli_epi32(k[h], 32 - VMERGE_TAG_BITS));
         vo[h] = _mm256_castps_si256(_mm256_blendv_ps(from_a, from_b, of_b));
-        ko[h] = _mm256_srli_epi32(k[h], VMERGE_TAG_BITS);
     }
 }
 
@@ -705,6 +717,39 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_fold4(_
     vo[1] = vmerge_fold_lanes(vo[1], nv[1], pairs >> 8, keep >> 8, fp);
     ko[0] = vmerge_compact(ko[0], keep & 0xff);
     ko[1] = vmerge_compact(ko[1], keep >> 8);
+}
+
+/* 8-byte values in the tagged network.  A window's 8 values split into
+ * a plane of their low dwords and one of their high dwords (one shuffle
+ * each, which puts value d at dword d with its bits 1 and 2 swapped: those
+ * are a's tags, VMERGE_TAGS8, so a tag's low 3 bits pick its dword); a
+ * tag's value is then two dword permutations and a blend per plane, as a
+ * 4-byte value's, interleaved back. */
+#define VMERGE_TAGS8 _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7)
+
+/* planes[0..4): a's low and high dwords, b's low and high dwords. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_planes8(vmerge_vals va, vmerge_vals vb,
+                                                                                __m256 *planes)
+{
+    __m256 a0 = _mm256_castsi256_ps(va.x[0]), a1 = _mm256_castsi256_ps(va.x[1]);
+    __m256 b0 = _mm256_castsi256_ps(vb.x[0]), b1 = _mm256_castsi256_ps(vb.x[1]);
+    planes[0] = _mm256_shuffle_ps(a0, a1, 0x88);
+    planes[1] = _mm256_shuffle_ps(a0, a1, 0xDD);
+    planes[2] = _mm256_shuffle_ps(b0, b1, 0x88);
+    planes[3] = _mm256_shuffle_ps(b0, b1, 0xDD);
+}
+
+/* The values of the 8 tags t, in order, to out[0..2).  The tags are taken
+ * in the order in which unpacking the planes' picks puts values back. */
+__attribute__((target("avx2"), always_inline)) static inline void vmerge_follow8(__m256i t, const __m256 *planes,
+                                                                                __m256i *out)
+{
+    __m256i u = _mm256_permutevar8x32_epi32(t, VMERGE_TAGS8);
+    __m256 of_b = _mm256_castsi256_ps(_mm256_slli_epi32(u, 32 - VMERGE_TAG_BITS));
+    __m256 lo = _mm256_blendv_ps(_mm256_permutevar8x32_ps(planes[0], u), _mm256_permutevar8x32_ps(planes[2], u), of_b);
+    __m256 hi = _mm256_blendv_ps(_mm256_permutevar8x32_ps(planes[1], u), _mm256_permutevar8x32_ps(planes[3], u), of_b);
+    out[0] = _mm256_castps_si256(_mm256_unpacklo_ps(lo, hi));
+    out[1] = _mm256_castps_si256(_mm256_unpackhi_ps(lo, hi));
 }
 
 /* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
@@ -863,7 +908,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(vo
     _mm256_storeu_si256((__m256i *)((uint32_t *)out + __builtin_popcount(keep & 0xff)), vo[1]);
 }
 
-/* 8-byte values are never folded (keyed windows): keep is 0xffff. */
+/* 8-byte values are never folded: keep is 0xffff. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
                                                                              unsigned keep)
 {
@@ -912,6 +957,29 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         c->oi += n;                                                            \
         c->ov += n;                                                            \
     }                                                                          \
+    /* The windows at c by the tagged network for 8-byte values, their     \
+     * offsets ra and rb from base: as vmerge_mixed. */                     \
+    __attribute__((target("avx2"), always_inline)) static inline unsigned     \
+    vmerge_tagged8_##NAME(vmerge_cursor_##NAME *c, __m256i ra, __m256i rb,     \
+                          vmerge_vals va, vmerge_vals vb, uint64_t na,         \
+                          uint64_t nb, uint64_t base)                          \
+    {                                                                          \
+        __m256i k[2], ko[2], vo[4];                                            \
+        __m256 planes[4];                                                      \
+        vmerge_sort_tags(ra, rb, VMERGE_TAGS8, k, ko);                         \
+        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+            vmerge_scalar_##NAME(c, na, nb);                                   \
+            return VMERGE_SCALAR;                                              \
+        }                                                                      \
+        vmerge_planes8(va, vb, planes);                                        \
+        vmerge_follow8(k[0], planes, vo);                                      \
+        vmerge_follow8(k[1], planes, vo + 2);                                  \
+        vmerge_put_indices##IW(c->oi, ko, base, 0xffff);                        \
+        vmerge_put8(c->ov, vo, 0xffff);                                        \
+        c->oi += na + nb;                                                      \
+        c->ov += na + nb;                                                      \
+        return 0;                                                              \
+    }                                                                          \
     /* The windows at c when neither lies below the other: the network, or \
      * the scalar merge when a sum is not folded (FOLD) or the indices span \
      * more than 32 bits.  With `fold`, FOLD runs whether or not a sum is  \
@@ -923,11 +991,11 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
     {                                                                          \
         __m256i ra, rb, ko[2], vo[4];                                          \
         uint64_t base;                                                         \
-        /* 4-byte values take the tagged network unless the offsets span  \
-         * too much for the tags (vmerge_mode), 8-byte values the keyed    \
-         * one.  Raw windows ask for the keyed span: 32-bit indices take    \
-         * it as they are, and the merge has seen that all are below 2^28. */ \
-        int keyed = VW == 8 || mode == VMERGE_KEYED                            \
+        /* The tagged network unless the offsets span too much for the     \
+         * tags (vmerge_mode).  Raw windows ask for the keyed span: 32-bit  \
+         * indices take it as they are, and the merge has seen that all    \
+         * are below 2^28. */                                                \
+        int keyed = mode == VMERGE_KEYED                                       \
                     || !vmerge_offsets##IW(c->ai, c->bi, ka, kb,               \
                                            mode == VMERGE_RAW ? VMERGE_SPAN_KEYED \
                                                               : VMERGE_SPAN_TAGGED, \
@@ -937,6 +1005,8 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return VMERGE_SCALAR;                                              \
         }                                                                      \
+        if (VW == 8 && !keyed)                                                 \
+            return vmerge_tagged8_##NAME(c, ra, rb, va, vb, na, nb, base);     \
         if (keyed)                                                             \
             vmerge_keyed(ra, rb, va, vb, VW == 8, ko, vo);                     \
         else                                                                   \
@@ -949,7 +1019,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         } else if (!pairs) { /* the stores' offsets are constants */           \
             vmerge_put_indices##IW(c->oi, ko, base, 0xffff);                    \
             vmerge_put##VW(c->ov, vo, 0xffff);                                 \
-        } else { /* a sum of 8-byte values, or of two NaNs keyed */             \
+        } else { /* a sum keyed: of 8-byte values, or of two NaNs */           \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return VMERGE_SCALAR;                                              \
         }                                                                      \

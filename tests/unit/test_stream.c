@@ -421,16 +421,16 @@ START_TEST(merge_add_layouts_both_paths)
 }
 END_TEST
 
-/* Windows of 4-byte values whose indices span just less than 2^28 (the
- * tagged network's), exactly 2^28 and more (the keyed network's): a's
+/* Windows whose indices span just less than 2^28 (the tagged network's),
+ * exactly 2^28 and more (the keyed network's), of every value type: a's
  * even indices from 0, b's odd ones, the first windows' last at s and
  * s + 1; enough entries that the merge takes its windows tagged. */
 START_TEST(merge_add_window_spans)
 {
-    int vtype = _i % 2 ? SPARCML_INT32 : SPARCML_FLOAT;
+    int vtype = _i % 4 + 1; /* 4-7: the portable path */
     uint64_t dim = UINT64_C(1) << 32, ia[200], ib[200];
     char abuf[4096], bbuf[4096], out[8192], what[64];
-    stream_force_portable(_i / 2);
+    stream_force_portable(_i / 4);
     for (uint64_t s = (UINT64_C(1) << 28) - 3; s <= (UINT64_C(1) << 28) + 1; s++) {
         for (uint64_t k = 0; k < 200; k++) {
             ia[k] = k < 7 ? 2 * k : s + 2 * (k - 7);
@@ -1268,7 +1268,7 @@ Suite *stream_suite(void)
     /* Every layout and length on both paths. */
     tc = tcase_create("merge layouts");
     tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
-    tcase_add_loop_test(tc, merge_add_window_spans, 0, 4);
+    tcase_add_loop_test(tc, merge_add_window_spans, 0, 8);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
