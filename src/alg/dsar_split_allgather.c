@@ -22,9 +22,9 @@
  *   doubling or ring; about beta (P-1)/P D either way, plus their rounds'
  *   alpha), plus ceil(log2 P) alpha for the union sizes when the result's
  *   format is not certain.
- * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts and
- *   sums; the result in recvbuf; with QSGD the dense slice, encoded and
- *   gathered.
+ * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts,
+ *   sums and pending sums (a dense slice at most); the result in recvbuf;
+ *   with QSGD the dense slice, encoded and gathered.
  * Rounds: P-1 point-to-point, then the allgather of the union sizes when
  *   the format is not certain, then the gather: one allgatherv, or the
  *   library's ceil(log2 P) or P - 1 rounds. */

@@ -5,10 +5,10 @@
  * range r.  Every rank sends the part of its stream in range r to rank r
  * (each part is a stream of its own: sparse or dense, whichever is smaller,
  * QSGD-quantized by its sender when enabled) and sums what it receives for
- * its own range.  Each owner adds the parts in an order of its own that
- * is fixed (its own part, then rank r-1's, r-2's, ...), so the sum -- and
- * with it the final result -- does not depend on message arrival order:
- * runs are reproducible.
+ * its own range.  Each owner takes the parts in an order of its own that
+ * is fixed (its own part, then rank r-1's, r-2's, ...) and sums them in a
+ * fixed tree (sum_part), so the sum -- and with it the final result --
+ * does not depend on message arrival order: runs are reproducible.
  *
  * Allgather of the reduced slices: each owner's slice is one message
  * (split_gather.c gathers them), assembled in rank order into recvbuf. */
@@ -102,18 +102,20 @@ static uint64_t *presence_start(sparcml_call *c, uint64_t dim)
     return present;
 }
 
-/* sum (in pool *sum_pool, or -1: our own part in the send pool) += part.
- * A sparse sum's indices are the union of the parts so far.  A dense sum
- * carries *present, the union's bitmap, or NULL once a dense part (every
- * index) came in: its zeros cannot say which indices were supplied. */
-static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present, const sv *part)
+/* sum (in pool *sum_pool, or -1: our own part in the send pool) += part
+ * (in pool part_pool; -1: not an accumulator's).  A merge writes into
+ * the accumulator neither operand is in.  A sparse sum's indices are the
+ * union of the parts so far.  A dense sum carries *present, the union's
+ * bitmap, or NULL once a dense part (every index) came in: its zeros
+ * cannot say which indices were supplied. */
+static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present, const sv *part, int part_pool)
 {
     if (sum->dense) {
         /* Our own part is never sent, so it may be summed into in place too. */
         stream_accumulate(sum, part, 0);
     } else {
         sv before = *sum;
-        int out_pool = *sum_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
+        int out_pool = *sum_pool != POOL_ACC0 && part_pool != POOL_ACC0 ? POOL_ACC0 : POOL_ACC1;
         void *out = ctx_buffer(c->ctx, out_pool, stream_merge_bound(sum, part));
         if (!out) return CALL_NOMEM(c);
         *sum = stream_merge_add(sum, part, out);
@@ -127,6 +129,126 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
     if (part->dense) *present = NULL;
     else if (sum->dense && *present) stream_mark_present(part, *present);
     return MPI_SUCCESS;
+}
+
+/* The owner's sums.  Adding each part into one growing sum would merge
+ * the sum's entries once per part: P/2 times the slice's union when the
+ * parts are disjoint.  The owner keeps sums of 1, 2, 4, ... parts
+ * instead, as a binary counter of the parts in: a part merges with the
+ * pending sums of the counter's carry, the smallest first, so an entry
+ * is merged once per level, about log2(P) times.  A sum that comes out
+ * dense, a dense part, or pending sums that would outgrow one dense slice
+ * (or the pool) end that: every pending sum is folded into one, and the
+ * rest of the parts are added into it one by one (`sequential`). */
+
+/* The most bytes the pending sums of a slice of d values may take: the
+ * slice dense, and a header and padding per level. */
+static uint64_t levels_slack(int P)
+{
+    uint64_t levels = 1;
+    while ((UINT64_C(1) << levels) <= (uint64_t)P) levels++;
+    return levels * (SPARCML_HEADER_BYTES + 16);
+}
+
+static uint64_t levels_cap(uint64_t d, int vtype, int P)
+{
+    return sparcml_dense_bytes(d, vtype) + levels_slack(P);
+}
+
+/* The pending sum on top, popped: the next push goes where it lay. */
+static sv level_pop(split_state *st, const sparcml_ctx *ctx)
+{
+    const char *top = st->level[--st->depth], *arena = ctx->pool[POOL_LEVELS];
+    if (top >= arena && top < arena + ctx->pool_bytes[POOL_LEVELS]) st->levels_used = (uint64_t)(top - arena);
+    return stream_view(top);
+}
+
+/* cur (in pool *cur_pool) += the `count` pending sums on top, each the
+ * first operand; once cur is dense, every pending sum goes into it and
+ * the sums turn sequential. */
+static int fold_levels(sparcml_call *c, split_state *st, int count, sv *cur, int *cur_pool)
+{
+    int rc = MPI_SUCCESS;
+    while (count-- > 0 && !cur->dense && rc == MPI_SUCCESS) {
+        sv older = level_pop(st, c->ctx);
+        int older_pool = POOL_LEVELS;
+        rc = add_part(c, &older, &older_pool, &st->present, cur, *cur_pool);
+        *cur = older;
+        *cur_pool = older_pool;
+    }
+    if (!cur->dense || rc != MPI_SUCCESS) return rc;
+    while (st->depth > 0 && rc == MPI_SUCCESS) {
+        sv older = level_pop(st, c->ctx);
+        rc = add_part(c, cur, cur_pool, &st->present, &older, POOL_LEVELS);
+    }
+    st->sum = *cur;
+    st->sum_pool = *cur_pool;
+    st->sequential = 1;
+    return rc;
+}
+
+/* Every pending sum into cur, which becomes the sequential sum. */
+static int go_sequential(sparcml_call *c, split_state *st, sv cur, int cur_pool)
+{
+    int rc = fold_levels(c, st, st->depth, &cur, &cur_pool);
+    st->sum = cur;
+    st->sum_pool = cur_pool;
+    st->sequential = 1;
+    return rc;
+}
+
+/* cur (a merged sum in cur_pool, or the part just in) as a pending sum,
+ * copied where it can stay; `own`: our own part, which stays in the send
+ * pool as it is. */
+static int level_push(sparcml_call *c, split_state *st, sv cur, int cur_pool, int own)
+{
+    sparcml_ctx *ctx = c->ctx;
+    uint64_t bytes = sparcml_round8(stream_bytes(&cur)), cap = levels_cap(cur.dim, cur.vtype, ctx->size);
+    if (cap > ctx->pool_bytes[POOL_LEVELS]) cap = ctx->pool_bytes[POOL_LEVELS];
+    if (!own && st->levels_used + bytes > cap) return go_sequential(c, st, cur, cur_pool);
+    if (!own) {
+        cur = stream_copy(&cur, (char *)ctx->pool[POOL_LEVELS] + st->levels_used);
+        st->levels_used += bytes;
+    }
+    st->level[st->depth++] = cur.base;
+    st->pushed++;
+    return MPI_SUCCESS;
+}
+
+/* The part of this step into the owner's sums. */
+static int sum_part(sparcml_call *c, split_state *st)
+{
+    sv cur = st->part;
+    int cur_pool = -1, own = st->step == 0, rc;
+    if (st->sequential) return add_part(c, &st->sum, &st->sum_pool, &st->present, &cur, -1);
+    if (cur.dense) { /* every index: the pending sums into one, this part into it */
+        if (st->depth == 0) { /* our own part */
+            st->sum = cur;
+            st->sequential = 1;
+            return MPI_SUCCESS;
+        }
+        sv folded = level_pop(st, c->ctx);
+        rc = go_sequential(c, st, folded, POOL_LEVELS);
+        return rc == MPI_SUCCESS ? add_part(c, &st->sum, &st->sum_pool, &st->present, &cur, -1) : rc;
+    }
+    /* the carry: one merge per trailing one of the parts pushed */
+    rc = fold_levels(c, st, __builtin_ctzll(~st->pushed), &cur, &cur_pool);
+    if (rc != MPI_SUCCESS || st->sequential) return rc;
+    return level_push(c, st, cur, cur_pool, own);
+}
+
+/* The owner's sum once every part is in. */
+static int sum_parts(sparcml_call *c, split_state *st)
+{
+    sv cur;
+    int cur_pool = POOL_LEVELS;
+    if (st->absent) {
+        st->sum = sv_absent();
+        return MPI_SUCCESS;
+    }
+    if (st->sequential) return MPI_SUCCESS;
+    cur = level_pop(st, c->ctx);
+    return go_sequential(c, st, cur, cur_pool);
 }
 
 /* Reduce-scatter steps: parts are received and added one per round: our
@@ -162,13 +284,12 @@ static int rs_part_in(sched *s)
 {
     split_state *st = sched_state(s);
     int rc = MPI_SUCCESS;
-    /* Our own part comes first: it stays in the send pool as the sum.  An
-     * absent part (a rank whose data stayed back while the agreement rode
-     * on the parts) leaves the sum absent: the records tell every rank
-     * that this reduce-scatter does not count. */
-    if (sv_is_absent(&st->part) || (st->step > 0 && sv_is_absent(&st->sum))) st->sum = sv_absent();
-    else if (st->step > 0) rc = add_part(s->c, &st->sum, &st->sum_pool, &st->present, &st->part);
-    else st->sum = st->part;
+    /* Our own part comes first: it stays in the send pool.  An absent part
+     * (a rank whose data stayed back while the agreement rode on the
+     * parts) leaves the sum absent: the records tell every rank that this
+     * reduce-scatter does not count. */
+    if (sv_is_absent(&st->part)) st->absent = 1;
+    else if (!st->absent) rc = sum_part(s->c, st);
     st->step++;
     return rc == MPI_SUCCESS ? rs_next_part(s) : rc;
 }
@@ -182,6 +303,8 @@ static int rs_next_part(sched *s)
     int P = c->ctx->size, src = (c->ctx->rank - st->step + P) % P;
     if (st->step == P) {
         split_slice *mine = &st->mine;
+        int rc = sum_parts(c, st);
+        if (rc != MPI_SUCCESS) return rc;
         mine->sum = st->sum;
         mine->present = st->sum.dense ? st->present : NULL;
         mine->union_nnz = !st->sum.dense || sv_is_absent(&st->sum) ? st->sum.nnz
@@ -333,27 +456,72 @@ int split_gather(sched *s)
     return split_allgather_messages(s, !c->q.bits, gather_assemble);
 }
 
+/* The entries of a sum of m parts on one slice: the union of m inputs,
+ * a P-th of it. */
+static double slice_union(const sparcml_problem *p, int m)
+{
+    return cost_union_estimate(p, m) / p->P;
+}
+
+/* The owner's merging (sum_part) in entries merged, k per part: its sums
+ * of 1, 2, 4, ... parts as a binary counter.  A merge costs the entries of
+ * both operands, a sum kept pending the copy of its entries; once a sum
+ * is dense (or the pending sums would outgrow a dense slice), each part
+ * and each pending sum costs the copy of its entries. */
+static double rs_merged(const sparcml_problem *p, double k)
+{
+    double d = (double)p->dim / p->P, merged = 0, pending = 0;
+    int parts[SPLIT_LEVELS_MAX + 1], depth = 0, sequential = 0;
+    for (int j = 0; j < p->P; j++) {
+        int cur = 1;
+        if (sequential) {
+            merged += COST_COPY_PER_MERGE * k;
+            continue;
+        }
+        while (depth > 0 && parts[depth - 1] == cur && !sequential) {
+            pending -= slice_union(p, parts[depth - 1]);
+            merged += slice_union(p, parts[depth - 1]) + slice_union(p, cur);
+            cur += parts[--depth];
+            sequential = cost_msg_is_dense(p, slice_union(p, cur), d);
+        }
+        sequential |= cost_msg_is_dense(p, pending + slice_union(p, cur), d);
+        if (sequential) {
+            merged += COST_COPY_PER_MERGE * pending;
+            continue;
+        }
+        if (j > 0) merged += COST_COPY_PER_MERGE * slice_union(p, cur);
+        pending += slice_union(p, cur);
+        parts[depth++] = cur;
+    }
+    /* the pending sums folded, the smallest first */
+    int cur = depth > 0 ? parts[--depth] : 0;
+    while (depth > 0) {
+        int older = parts[--depth];
+        merged += cost_msg_is_dense(p, slice_union(p, cur), d)
+                      ? COST_COPY_PER_MERGE * slice_union(p, older)
+                      : slice_union(p, older) + slice_union(p, cur);
+        cur += older;
+    }
+    return merged;
+}
+
 /* The sparse reduce-scatter both split algorithms share.  Every rank
  * first copies its input into the P parts (pack_parts: k_max entries
- * re-based).  The owner of a slice adds the P-1 incoming parts of about
- * k/P entries one after the other into a growing sum: merge-adding costs
- * the entries of both operands, in all about k + u/2 entries for a union
- * of u (P k/2 + k when disjoint, 2 k when identical); but once the sum is
- * dense (split_phases.c) a part is added into it in place, at the cost of
- * copying its entries. */
+ * re-based).  The owner of a slice sums the P-1 incoming parts of about
+ * k/P entries as a binary counter (sum_part): each entry is merged about
+ * log2(P) times, k log2(P) entries in all when the parts are disjoint
+ * (one growing sum would merge P k/2), 2 k when identical; once the sum
+ * is dense (split_phases.c) a part is added into it in place, at the
+ * cost of copying its entries. */
 double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
 {
-    double P = p->P, N = (double)p->dim, k = (double)p->k_max / P, merged = 0;
+    double P = p->P, N = (double)p->dim, k = (double)p->k_max / P;
     /* A slice keeps its input's format (stream_slice): sparse input, when
      * k_max is, sends sparse parts even where a dense slice is smaller. */
     double part = cost_msg_bytes_as(p, cost_msg_is_dense(p, (double)p->k_max, N), k, N / P);
     double quantized = cost_msg_quantized_values(p, k, N / P);
-    for (int j = 1; j < p->P; j++) {
-        double sum = cost_union_estimate(p, j) / P; /* of the slice, after j parts */
-        merged += cost_msg_is_dense(p, sum, N / P) ? COST_COPY_PER_MERGE * k : sum + k;
-    }
     double packed = COST_COPY_PER_MERGE * (double)p->k_max;
-    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * (packed + merged)
+    return (P - 1) * (m->alpha + m->beta * part) + m->gamma * (packed + rs_merged(p, k))
            + m->gamma * cost_qsgd((P - 1) * quantized, (P - 1) * quantized);
 }
 
@@ -365,7 +533,7 @@ static void slice_scratch(const sparcml_call *c, const sparcml_problem *p, uint6
 {
     uint64_t k = p->k_max < d ? p->k_max : d, u = p->k_sum < d ? p->k_sum : d, dense = sparcml_dense_bytes(d, p->vtype);
     uint64_t part = sparcml_sparse_bytes(d, p->vtype, k), sum = scratch_sum_bytes(d, p->vtype, p->k_sum);
-    uint64_t slice = 0, msg = part;
+    uint64_t slice = 0, msg = part, levels;
     int sum_dense = scratch_may_be_dense(d, p->vtype, p->k_sum);
     qsgd_params q = scratch_wire_q(p);
     if (p->k_max >= p->dim && part < dense) part = dense; /* a dense input's */
@@ -380,6 +548,8 @@ static void slice_scratch(const sparcml_call *c, const sparcml_problem *p, uint6
     if (q.bits || c->input_q.bits) scratch_need(need, POOL_QDEC, part); /* a part decoded */
     scratch_need(need, POOL_ACC0, sum);
     scratch_need(need, POOL_ACC1, sum);
+    levels = levels_slack(p->P) + p->k_sum * (sparcml_index_width(d) + sparcml_value_size(p->vtype));
+    scratch_need(need, POOL_LEVELS, levels < levels_cap(d, p->vtype, p->P) ? levels : levels_cap(d, p->vtype, p->P));
     scratch_need(need, POOL_SLICE, slice);
     if (sum_dense) scratch_need(need, POOL_PRESENCE, stream_presence_bytes(d));
     msg = slice > sum ? slice : sum;

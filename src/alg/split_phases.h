@@ -16,12 +16,22 @@ typedef struct split_slice {
     uint64_t union_nnz;      /* indices any rank supplied in the slice */
 } split_slice;
 
+/* Most sums an owner holds pending in the reduce-scatter: one per bit of
+ * the number of parts in (P < 2^31). */
+enum { SPLIT_LEVELS_MAX = 32 };
+
 typedef struct split_state {
     split_slice mine;
     uint64_t result_nnz;
     sv sum, part, *parts, msg;
     wire *wires, w;
     uint64_t *present;
+    /* The reduce-scatter's pending sums: level[i] (a stream in POOL_LEVELS,
+     * or our own part) holds the parts of one bit of `pushed`, the largest
+     * first; `sequential` once they were folded into `sum`. */
+    const void *level[SPLIT_LEVELS_MAX];
+    uint64_t levels_used, pushed;
+    int depth, sequential, absent;
     int step, sum_pool, dense, dense_certain;
     int round; /* of the library's gather (split_gather.c) */
     MPI_Count my_bytes;

@@ -17,8 +17,8 @@
  *   prices lower; the library's at every size where the vendor's was
  *   measured slow), copying the
  *   owner's slice into its message and the result into place.
- * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts and
- *   sums, the gathered result.
+ * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts,
+ *   sums and pending sums (a dense slice at most), the gathered result.
  * Rounds: P-1 point-to-point, then the allgather of the union sizes and
  *   the gather of the slices (split_gather.c: one allgatherv, ceil(log2
  *   P) rounds or P - 1), with QSGD after an allgather of the quantized sizes, which

@@ -34,6 +34,7 @@ enum {
     POOL_DENSE_OUT, /* their result stream */
     POOL_TOPK,      /* compression: the top-k selection's scratch */
     POOL_QIN,       /* compression: the QSGD block of the quantized contribution */
+    POOL_LEVELS,    /* split algorithms: an owner's pending sums of 2^l parts (split_phases.c) */
     POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
     POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
     POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
