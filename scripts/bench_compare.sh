@@ -62,6 +62,7 @@
 #   DENSITIES  densities of the tagged cases (default "1e-3 1e-4")
 #   VTYPES     value types of the tagged cases (default float; "float double")
 #   ALGORITHM  SPARCML_ALGORITHM of the tagged cases (default auto)
+#   PATTERN    their indices: random, identical or disjoint (default random)
 #   CASES      which cases run (default "tagged overhead agree")
 #   TABLE_SIZES  untagged sizes (bytes) shown in the table (default
 #              "8 8192 1048576"; the CSV holds all of 8 B .. 1 MiB)
@@ -90,7 +91,7 @@ rounds=${ROUNDS:-7} np=${NP:-8} N=${N:-16777216} reps=${REPS:-50} batches=${BATC
 run_timeout=${COMPARE_TIMEOUT:-600}
 quiet_max=${COMPARE_QUIET_MAX:-300}
 table_sizes=${TABLE_SIZES:-8 8192 1048576}
-densities=${DENSITIES:-1e-3 1e-4} vtypes=${VTYPES:-float} algorithm=${ALGORITHM:-auto}
+densities=${DENSITIES:-1e-3 1e-4} vtypes=${VTYPES:-float} algorithm=${ALGORITHM:-auto} pattern=${PATTERN:-random}
 cases=${CASES:-tagged overhead agree}
 export HYDRA_CONFIG_FILE=/dev/null
 
@@ -133,7 +134,7 @@ fail() { log "FAILED: $*"; tail -20 "$runlog" >&2; exit 1; }
 tagged() { # LIB WHICH ROUND DENSITY VTYPE
     local o v name=tagged_d$4
     [ "$5" = float ] || name=${name}_$5
-    o=$(run "$1" SPARCML_ALGORITHM="$algorithm" BENCH_LABEL=auto -- --n "$N" --density "$4" --pattern random \
+    o=$(run "$1" SPARCML_ALGORITHM="$algorithm" BENCH_LABEL=auto -- --n "$N" --density "$4" --pattern "$pattern" \
             --vtype "$5" --methods sparcml --reps "$reps") || fail "tagged d=$4 $5 with $1"
     v=$(echo "$o" | awk -F, '$1 == "sparcml_auto" { print $7; exit }')
     [ -n "$v" ] || fail "tagged d=$4 $5 with $1: no result line"
@@ -179,7 +180,7 @@ for d in $densities; do
     for w in A B; do
         lib=$lib_a; [ "$w" = B ] && lib=$lib_b
         chosen[$w$d]=$(run "$lib" SPARCML_ALGORITHM="$algorithm" SPARCML_VERBOSE=1 -- --bytes --n "$N" \
-            --density "$d" --pattern random 2>&1 | awk '/^# bytes-call/ { on = 1; next }
+            --density "$d" --pattern "$pattern" 2>&1 | awk '/^# bytes-call/ { on = 1; next }
                 on && /^sparcml: allreduce/ { for (i = 1; i <= NF; i++) if ($i ~ /^algorithm=/) { sub(/^algorithm=/, "", $i); print $i; exit } }')
         log "d=$d: $w chooses ${chosen[$w$d]:-?}"
     done

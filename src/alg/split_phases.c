@@ -137,9 +137,10 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
  * instead, as a binary counter of the parts in: a part merges with the
  * pending sums of the counter's carry, the smallest first, so an entry
  * is merged once per level, about log2(P) times.  A sum that comes out
- * dense, a dense part, or pending sums that would outgrow one dense slice
- * (or the pool) end that: every pending sum is folded into one, and the
- * rest of the parts are added into it one by one (`sequential`). */
+ * dense or shows the parts overlapping, a dense part, or pending sums
+ * that would outgrow one dense slice (or the pool) end that: every
+ * pending sum is folded into one, and the rest of the parts are added
+ * into it one by one (`sequential`). */
 
 /* The most bytes the pending sums of a slice of d values may take: the
  * slice dense, and a header and padding per level. */
@@ -163,20 +164,32 @@ static sv level_pop(split_state *st, const sparcml_ctx *ctx)
     return stream_view(top);
 }
 
+/* Whether a merge of `in` entries into a sparse sum of n shows the parts
+ * sharing their indices: the sum keeps less than 3/4 of its operands'
+ * entries, so sums grow slowly, and one growing sum merges about as much
+ * as the counter would, without its copies (identical indices: 2 k
+ * either way). */
+static int overlapping(double n, double in)
+{
+    return 4 * n < 3 * in;
+}
+
 /* cur (in pool *cur_pool) += the `count` pending sums on top, each the
- * first operand; once cur is dense, every pending sum goes into it and
- * the sums turn sequential. */
+ * first operand; once cur is dense or its parts overlap, every pending
+ * sum goes into it and the sums turn sequential. */
 static int fold_levels(sparcml_call *c, split_state *st, int count, sv *cur, int *cur_pool)
 {
-    int rc = MPI_SUCCESS;
-    while (count-- > 0 && !cur->dense && rc == MPI_SUCCESS) {
+    int rc = MPI_SUCCESS, overlap = 0;
+    while (count-- > 0 && !cur->dense && !overlap && rc == MPI_SUCCESS) {
         sv older = level_pop(st, c->ctx);
+        uint64_t in = older.nnz + cur->nnz;
         int older_pool = POOL_LEVELS;
         rc = add_part(c, &older, &older_pool, &st->present, cur, *cur_pool);
         *cur = older;
         *cur_pool = older_pool;
+        overlap = !cur->dense && overlapping(cur->nnz, in);
     }
-    if (!cur->dense || rc != MPI_SUCCESS) return rc;
+    if (!(cur->dense || overlap) || rc != MPI_SUCCESS) return rc;
     while (st->depth > 0 && rc == MPI_SUCCESS) {
         sv older = level_pop(st, c->ctx);
         rc = add_part(c, cur, cur_pool, &st->present, &older, POOL_LEVELS);
@@ -463,6 +476,19 @@ static double slice_union(const sparcml_problem *p, int m)
     return cost_union_estimate(p, m) / p->P;
 }
 
+/* One growing sum of the parts, k entries each, in entries merged: the
+ * sum of j parts and the next part while the sum is sparse, the part's
+ * copy once it is dense. */
+static double rs_merged_growing(const sparcml_problem *p, double k, double d)
+{
+    double merged = 0;
+    for (int j = 1; j < p->P; j++) {
+        double sum = slice_union(p, j);
+        merged += cost_msg_is_dense(p, sum, d) ? COST_COPY_PER_MERGE * k : sum + k;
+    }
+    return merged;
+}
+
 /* The owner's merging (sum_part) in entries merged, k per part: its sums
  * of 1, 2, 4, ... parts as a binary counter.  A merge costs the entries of
  * both operands, a sum kept pending the copy of its entries; once a sum
@@ -472,6 +498,8 @@ static double rs_merged(const sparcml_problem *p, double k)
 {
     double d = (double)p->dim / p->P, merged = 0, pending = 0;
     int parts[SPLIT_LEVELS_MAX + 1], depth = 0, sequential = 0;
+    if (overlapping(slice_union(p, 2), 2 * slice_union(p, 1)))
+        return rs_merged_growing(p, k, d);
     for (int j = 0; j < p->P; j++) {
         int cur = 1;
         if (sequential) {
@@ -510,9 +538,9 @@ static double rs_merged(const sparcml_problem *p, double k)
  * re-based).  The owner of a slice sums the P-1 incoming parts of about
  * k/P entries as a binary counter (sum_part): each entry is merged about
  * log2(P) times, k log2(P) entries in all when the parts are disjoint
- * (one growing sum would merge P k/2), 2 k when identical; once the sum
- * is dense (split_phases.c) a part is added into it in place, at the
- * cost of copying its entries. */
+ * (one growing sum would merge P k/2); parts that share their indices
+ * go into one growing sum (2 k when identical); once the sum is dense a
+ * part is added into it in place, at the cost of copying its entries. */
 double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, k = (double)p->k_max / P;
