@@ -406,36 +406,34 @@ END_TEST
  * bench/results/smpi_kernels_charged_{fattree,gige}.csv), N = 16M floats:
  * the model, given each platform's alpha and beta, must choose the faster
  * of recursive doubling and SSAR split at every point simulated (times in
- * ms, the faster first; within 10 % either is right).  Before the vendor's
- * ring allgathers were priced and the copy floor on beta was limited to
- * shared cores it chose SSAR split at the fat tree's identical d = 1e-3,
- * P = 512; with the rings priced but the floor kept, recursive doubling at
- * its three random d = 1e-4 points. */
+ * ms, the faster first; within 10 % either is right).  The closest calls,
+ * about 15 % apart: the fat tree's identical d = 1e-3 at P = 512 and
+ * Gigabit's random d = 1e-4 points. */
 START_TEST(smpi_charged_ordering)
 {
     const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
     struct { int fattree, P; double d, overlap; unsigned right; } pts[] = {
-        {1, 64, 1e-4, 1, ssar},    /* 0.546 vs 0.706 */
+        {1, 64, 1e-4, 1, ssar},    /* 0.354 vs 0.709 */
         {1, 64, 1e-3, 0, ssar},    /* 0.272 vs 0.579 */
         {1, 64, 1e-2, 0, ssar},    /* 1.72 vs 5.69 */
         {1, 128, 1e-2, 0, ssar},   /* 1.96 vs 6.63 */
         {1, 256, 1e-4, 0, rd},     /* 0.0983 vs 0.446 */
-        {1, 256, 1e-4, 1, ssar},   /* 2.21 vs 2.77 */
+        {1, 256, 1e-4, 1, ssar},   /* 1.32 vs 2.78 */
         {1, 256, 1e-3, 0, ssar},   /* 0.601 vs 0.758 */
         {1, 256, 1e-2, 0, ssar},   /* 2.40 vs 7.58 */
         {1, 512, 1e-4, 0, rd},     /* 0.110 vs 0.861 */
-        {1, 512, 1e-4, 1, ssar},   /* 4.44 vs 5.49 */
+        {1, 512, 1e-4, 1, ssar},   /* 3.41 vs 5.50 */
         {1, 512, 1e-3, 0, rd},     /* 0.866 vs 1.03 */
         {1, 512, 1e-2, 0, ssar},   /* 3.24 vs 8.53 */
         {1, 1024, 1e-4, 0, rd},    /* 0.123 vs 1.69 */
         {1, 1024, 1e-3, 0, rd},    /* 0.962 vs 1.87 */
         {1, 1024, 1e-2, 0, ssar},  /* 4.89 vs 9.48 */
         {0, 64, 1e-4, 0, rd},      /* 0.829 vs 2.05 */
-        {0, 64, 1e-4, 1, rd},      /* 7.56 vs 10.4 */
+        {0, 64, 1e-4, 1, rd},      /* 7.44 vs 8.77 */
         {0, 64, 1e-3, 0, ssar},    /* 5.01 vs 7.13 */
         {0, 64, 1e-2, 0, ssar},    /* 30.5 vs 69.6 */
         {0, 256, 1e-4, 0, rd},     /* 1.11 vs 6.41 */
-        {0, 256, 1e-4, 1, rd},     /* 29.3 vs 41.3 */
+        {0, 256, 1e-4, 1, rd},     /* 29.1 vs 34.1 */
         {0, 256, 1e-3, 0, rd | ssar}, /* 9.21 vs 9.49 */
         {0, 256, 1e-2, 0, ssar},   /* 42.5 vs 92.8 */
         {0, 512, 1e-4, 0, rd},     /* 1.24 vs 12.1 */
