@@ -174,39 +174,45 @@ static int overlapping(double n, double in)
     return 4 * n < 3 * in;
 }
 
-/* cur (in pool *cur_pool) += the `count` pending sums on top, each the
- * first operand; once cur is dense or its parts overlap, every pending
- * sum goes into it and the sums turn sequential. */
-static int fold_levels(sparcml_call *c, split_state *st, int count, sv *cur, int *cur_pool)
+/* Every pending sum into cur (in pool cur_pool), each the first operand
+ * while cur is sparse, and cur becomes the sum the rest of the parts go
+ * into one by one. */
+static int go_sequential(sparcml_call *c, split_state *st, sv cur, int cur_pool)
 {
-    int rc = MPI_SUCCESS, overlap = 0;
-    while (count-- > 0 && !cur->dense && !overlap && rc == MPI_SUCCESS) {
+    int rc = MPI_SUCCESS;
+    while (st->depth > 0 && rc == MPI_SUCCESS) {
+        sv older = level_pop(st, c->ctx);
+        int older_pool = POOL_LEVELS;
+        if (cur.dense) { /* summed into in place */
+            rc = add_part(c, &cur, &cur_pool, &st->present, &older, POOL_LEVELS);
+            continue;
+        }
+        rc = add_part(c, &older, &older_pool, &st->present, &cur, cur_pool);
+        cur = older;
+        cur_pool = older_pool;
+    }
+    st->sum = cur;
+    st->sum_pool = cur_pool;
+    st->sequential = 1;
+    return rc;
+}
+
+/* The counter's carry: *cur (in pool *cur_pool) += the `count` pending
+ * sums on top, each the first operand, unless a sum comes out dense or
+ * shows its parts overlapping: then every pending sum goes into it, and
+ * the sums turn sequential. */
+static int carry(sparcml_call *c, split_state *st, int count, sv *cur, int *cur_pool)
+{
+    int rc = MPI_SUCCESS;
+    while (count-- > 0 && rc == MPI_SUCCESS) {
         sv older = level_pop(st, c->ctx);
         uint64_t in = older.nnz + cur->nnz;
         int older_pool = POOL_LEVELS;
         rc = add_part(c, &older, &older_pool, &st->present, cur, *cur_pool);
         *cur = older;
         *cur_pool = older_pool;
-        overlap = !cur->dense && overlapping(cur->nnz, in);
+        if (rc == MPI_SUCCESS && (cur->dense || overlapping(cur->nnz, in))) return go_sequential(c, st, *cur, *cur_pool);
     }
-    if (!(cur->dense || overlap) || rc != MPI_SUCCESS) return rc;
-    while (st->depth > 0 && rc == MPI_SUCCESS) {
-        sv older = level_pop(st, c->ctx);
-        rc = add_part(c, cur, cur_pool, &st->present, &older, POOL_LEVELS);
-    }
-    st->sum = *cur;
-    st->sum_pool = *cur_pool;
-    st->sequential = 1;
-    return rc;
-}
-
-/* Every pending sum into cur, which becomes the sequential sum. */
-static int go_sequential(sparcml_call *c, split_state *st, sv cur, int cur_pool)
-{
-    int rc = fold_levels(c, st, st->depth, &cur, &cur_pool);
-    st->sum = cur;
-    st->sum_pool = cur_pool;
-    st->sequential = 1;
     return rc;
 }
 
@@ -240,12 +246,11 @@ static int sum_part(sparcml_call *c, split_state *st)
             st->sequential = 1;
             return MPI_SUCCESS;
         }
-        sv folded = level_pop(st, c->ctx);
-        rc = go_sequential(c, st, folded, POOL_LEVELS);
+        rc = go_sequential(c, st, level_pop(st, c->ctx), POOL_LEVELS);
         return rc == MPI_SUCCESS ? add_part(c, &st->sum, &st->sum_pool, &st->present, &cur, -1) : rc;
     }
-    /* the carry: one merge per trailing one of the parts pushed */
-    rc = fold_levels(c, st, __builtin_ctzll(~st->pushed), &cur, &cur_pool);
+    /* one merge per trailing one of the parts pushed */
+    rc = carry(c, st, __builtin_ctzll(~st->pushed), &cur, &cur_pool);
     if (rc != MPI_SUCCESS || st->sequential) return rc;
     return level_push(c, st, cur, cur_pool, own);
 }
@@ -253,15 +258,11 @@ static int sum_part(sparcml_call *c, split_state *st)
 /* The owner's sum once every part is in. */
 static int sum_parts(sparcml_call *c, split_state *st)
 {
-    sv cur;
-    int cur_pool = POOL_LEVELS;
     if (st->absent) {
         st->sum = sv_absent();
         return MPI_SUCCESS;
     }
-    if (st->sequential) return MPI_SUCCESS;
-    cur = level_pop(st, c->ctx);
-    return go_sequential(c, st, cur, cur_pool);
+    return st->sequential ? MPI_SUCCESS : go_sequential(c, st, level_pop(st, c->ctx), POOL_LEVELS);
 }
 
 /* Reduce-scatter steps: parts are received and added one per round: our
