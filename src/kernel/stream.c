@@ -825,14 +825,15 @@ __attribute__((target("avx2"), always_inline)) static inline uint64_t vmerge_cou
     return (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(le)));
 }
 
+/* 8-byte indices stay below SPARCML_MAX_DIM (2^56): signed compares order them. */
 __attribute__((target("avx2"), always_inline)) static inline uint64_t vmerge_count_le8(vmerge_vals k, const void *bound)
 {
-    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    _Static_assert(SPARCML_MAX_DIM <= (UINT64_C(1) << 63), "8-byte indices compare as signed");
     uint64_t u;
     memcpy(&u, bound, 8);
-    __m256i b = _mm256_xor_si256(_mm256_set1_epi64x((long long)u), sign);
-    __m256i g0 = _mm256_cmpgt_epi64(_mm256_xor_si256(k.x[0], sign), b);
-    __m256i g1 = _mm256_cmpgt_epi64(_mm256_xor_si256(k.x[1], sign), b);
+    __m256i b = _mm256_set1_epi64x((long long)u);
+    __m256i g0 = _mm256_cmpgt_epi64(k.x[0], b);
+    __m256i g1 = _mm256_cmpgt_epi64(k.x[1], b);
     unsigned gt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(g0))
                   | (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(g1)) << 4;
     return 8 - (uint64_t)__builtin_popcount(gt);
@@ -908,12 +909,16 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(vo
     _mm256_storeu_si256((__m256i *)((uint32_t *)out + __builtin_popcount(keep & 0xff)), vo[1]);
 }
 
-/* 8-byte values are never folded: keep is 0xffff. */
+/* 8-byte values are never folded: keep is 0xffff.  Four stores written
+ * out (a loop over vo kept it on the stack). */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
                                                                              unsigned keep)
 {
     (void)keep;
-    for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)out + q, vo[q]);
+    _mm256_storeu_si256((__m256i *)out, vo[0]);
+    _mm256_storeu_si256((__m256i *)out + 1, vo[1]);
+    _mm256_storeu_si256((__m256i *)out + 2, vo[2]);
+    _mm256_storeu_si256((__m256i *)out + 3, vo[3]);
 }
 
 /* The 16 sorted offsets ko[0..2) plus base as indices to out, as
@@ -929,14 +934,11 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
                                                                                      uint64_t base, unsigned keep)
 {
     __m256i b = _mm256_set1_epi64x((long long)base);
-    uint64_t *to = out;
-    for (int h = 0; h < 2; h++) {
-        __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[h]));
-        __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[h], 1));
-        _mm256_storeu_si256((__m256i *)to, _mm256_add_epi64(lo, b));
-        _mm256_storeu_si256((__m256i *)to + 1, _mm256_add_epi64(hi, b));
-        to += __builtin_popcount(keep & 0xff);
-    }
+    __m256i *first = out, *second = (__m256i *)((uint64_t *)out + __builtin_popcount(keep & 0xff));
+    _mm256_storeu_si256(first, _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[0])), b));
+    _mm256_storeu_si256(first + 1, _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[0], 1)), b));
+    _mm256_storeu_si256(second, _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(ko[1])), b));
+    _mm256_storeu_si256(second + 1, _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(ko[1], 1)), b));
 }
 
 #define VMERGE_KERNELS(NAME, VT, IT, VW, IW, ADD, FP)                          \
