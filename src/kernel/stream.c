@@ -910,7 +910,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put4(vo
 }
 
 /* 8-byte values are never folded: keep is 0xffff.  Four stores written
- * out (a loop over vo kept it on the stack). */
+ * out: GCC keeps vo on the stack for a loop over it. */
 __attribute__((target("avx2"), always_inline)) static inline void vmerge_put8(void *out, const __m256i *vo,
                                                                              unsigned keep)
 {
