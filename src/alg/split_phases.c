@@ -156,11 +156,12 @@ static uint64_t levels_cap(uint64_t d, int vtype, int P)
     return sparcml_dense_bytes(d, vtype) + levels_slack(P);
 }
 
-/* The pending sum on top, popped: the next push goes where it lay. */
+/* The pending sum on top, popped: the next push goes where it lay (our
+ * own part lies in the send pool). */
 static sv level_pop(split_state *st, const sparcml_ctx *ctx)
 {
-    const char *top = st->level[--st->depth], *arena = ctx->pool[POOL_LEVELS];
-    if (top >= arena && top < arena + ctx->pool_bytes[POOL_LEVELS]) st->levels_used = (uint64_t)(top - arena);
+    const char *top = st->level[--st->depth];
+    if (top != st->parts[ctx->rank].base) st->levels_used = (uint64_t)(top - (const char *)ctx->pool[POOL_LEVELS]);
     return stream_view(top);
 }
 
@@ -218,13 +219,14 @@ static int carry(sparcml_call *c, split_state *st, int count, sv *cur, int *cur_
 
 /* cur (a merged sum in cur_pool, or the part just in) as a pending sum,
  * copied where it can stay; `own`: our own part, which stays in the send
- * pool as it is. */
+ * pool as it is.  Pending sums beyond a dense slice (or, were its scratch
+ * bound wrong, the pool) turn the sums sequential instead. */
 static int level_push(sparcml_call *c, split_state *st, sv cur, int cur_pool, int own)
 {
     sparcml_ctx *ctx = c->ctx;
-    uint64_t bytes = sparcml_round8(stream_bytes(&cur)), cap = levels_cap(cur.dim, cur.vtype, ctx->size);
-    if (cap > ctx->pool_bytes[POOL_LEVELS]) cap = ctx->pool_bytes[POOL_LEVELS];
-    if (!own && st->levels_used + bytes > cap) return go_sequential(c, st, cur, cur_pool);
+    uint64_t bytes = sparcml_round8(stream_bytes(&cur)), used = st->levels_used + bytes;
+    if (!own && (used > levels_cap(cur.dim, cur.vtype, ctx->size) || !ctx_holds(ctx, POOL_LEVELS, used)))
+        return go_sequential(c, st, cur, cur_pool);
     if (!own) {
         cur = stream_copy(&cur, (char *)ctx->pool[POOL_LEVELS] + st->levels_used);
         st->levels_used += bytes;
@@ -252,6 +254,7 @@ static int sum_part(sparcml_call *c, split_state *st)
     /* one merge per trailing one of the parts pushed */
     rc = carry(c, st, __builtin_ctzll(~st->pushed), &cur, &cur_pool);
     if (rc != MPI_SUCCESS || st->sequential) return rc;
+    if (st->step == c->ctx->size - 1) return go_sequential(c, st, cur, cur_pool); /* the last part: no copy */
     return level_push(c, st, cur, cur_pool, own);
 }
 
@@ -493,8 +496,10 @@ static double rs_merged_growing(const sparcml_problem *p, double k, double d)
 /* The owner's merging (sum_part) in entries merged, k per part: its sums
  * of 1, 2, 4, ... parts as a binary counter.  A merge costs the entries of
  * both operands, a sum kept pending the copy of its entries; once a sum
- * is dense (or the pending sums would outgrow a dense slice), each part
- * and each pending sum costs the copy of its entries. */
+ * is dense (or the pending sums would outgrow a dense slice), the pending
+ * sums go into it and each later part into one growing sum; parts that
+ * overlap (a pair's union below 3/4 of their entries) make one growing
+ * sum from the start. */
 static double rs_merged(const sparcml_problem *p, double k)
 {
     double d = (double)p->dim / p->P, merged = 0, pending = 0;
@@ -503,8 +508,8 @@ static double rs_merged(const sparcml_problem *p, double k)
         return rs_merged_growing(p, k, d);
     for (int j = 0; j < p->P; j++) {
         int cur = 1;
-        if (sequential) {
-            merged += COST_COPY_PER_MERGE * k;
+        if (sequential) { /* into the sum of the j parts before it */
+            merged += cost_msg_is_dense(p, slice_union(p, j), d) ? COST_COPY_PER_MERGE * k : slice_union(p, j) + k;
             continue;
         }
         while (depth > 0 && parts[depth - 1] == cur && !sequential) {
@@ -514,8 +519,10 @@ static double rs_merged(const sparcml_problem *p, double k)
             sequential = cost_msg_is_dense(p, slice_union(p, cur), d);
         }
         sequential |= cost_msg_is_dense(p, pending + slice_union(p, cur), d);
-        if (sequential) {
-            merged += COST_COPY_PER_MERGE * pending;
+        if (sequential) { /* the pending sums into this one */
+            merged += cost_msg_is_dense(p, slice_union(p, j + 1), d) ? COST_COPY_PER_MERGE * pending
+                                                                      : pending + slice_union(p, cur);
+            depth = 0;
             continue;
         }
         if (j > 0) merged += COST_COPY_PER_MERGE * slice_union(p, cur);

@@ -122,6 +122,11 @@ enum { CTX_BUFFER_MIN_BYTES = 8 };
  * with the sanitizers stops there; others allocate as usual). */
 void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
 
+/* Whether pool `which` holds `bytes` as it is (never grown: for buffers
+ * whose contents must stay where they are); false while sealed means a
+ * wrong scratch bound, as for ctx_buffer. */
+int ctx_holds(const sparcml_ctx *ctx, int which, uint64_t bytes);
+
 /* The pools' capacities in bytes. */
 void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES]);
 
