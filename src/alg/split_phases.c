@@ -518,14 +518,15 @@ static double rs_merged(const sparcml_problem *p, double k)
             cur += parts[--depth];
             sequential = cost_msg_is_dense(p, slice_union(p, cur), d);
         }
-        sequential |= cost_msg_is_dense(p, pending + slice_union(p, cur), d);
+        /* the last part is folded at once: no copy, and no cap to hit */
+        sequential |= j < p->P - 1 && cost_msg_is_dense(p, pending + slice_union(p, cur), d);
         if (sequential) { /* the pending sums into this one */
             merged += cost_msg_is_dense(p, slice_union(p, j + 1), d) ? COST_COPY_PER_MERGE * pending
                                                                       : pending + slice_union(p, cur);
             depth = 0;
             continue;
         }
-        if (j > 0) merged += COST_COPY_PER_MERGE * slice_union(p, cur);
+        if (j > 0 && j < p->P - 1) merged += COST_COPY_PER_MERGE * slice_union(p, cur);
         pending += slice_union(p, cur);
         parts[depth++] = cur;
     }

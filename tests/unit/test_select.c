@@ -1,6 +1,7 @@
 /* The cost model and the selection rule. */
 #include <math.h>
 
+#include "alg/split_phases.h"
 #include "core/op.h"
 #include "core/select.h"
 #include "core/settings.h"
@@ -409,6 +410,23 @@ END_TEST
  * ms, the faster first; within 10 % either is right).  The closest calls,
  * about 15 % apart: the fat tree's identical d = 1e-3 at P = 512 and
  * Gigabit's random d = 1e-4 points. */
+/* The split owners' merging as the model prices it (split_phases.c), with
+ * no alpha or beta and gamma 1: every rank packs its k entries (a copy
+ * each); at P = 4 an owner's slice receives 4 parts of k/4 entries.
+ * Disjoint parts: the counter merges parts 0 and 1 (k/2 entries), then 2
+ * and 3 and the two pairs (k/2 + k), 2 k in all, and copies the first
+ * pair's sum and part 2 while they wait (k/2 + k/4).  Identical parts:
+ * one growing sum of k/4 entries takes 3 parts of k/4, 3 k/2 merged. */
+START_TEST(split_counter_cost)
+{
+    const cost_model m = {.gamma = 1};
+    const double k = 1000, copy = COST_COPY_PER_MERGE;
+    sparcml_problem disjoint = problem(4, 16u << 20, (uint64_t)k, 2), identical = problem(4, 16u << 20, (uint64_t)k, 0);
+    ck_assert_double_eq_tol(split_reduce_scatter_cost(&m, &disjoint), copy * k + 2 * k + copy * 3 * k / 4, 1e-6);
+    ck_assert_double_eq_tol(split_reduce_scatter_cost(&m, &identical), copy * k + 3 * k / 2, 1e-6);
+}
+END_TEST
+
 START_TEST(smpi_charged_ordering)
 {
     const unsigned rd = ALG_BIT(SPARCML_ALG_RECURSIVE_DOUBLE), ssar = ALG_BIT(SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
@@ -631,6 +649,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, timed_bands_by_density);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
+    tcase_add_test(tc, split_counter_cost);
     tcase_add_test(tc, smpi_charged_ordering);
     tcase_add_test(tc, split_rounds);
     tcase_add_test(tc, split_gather_choice);
