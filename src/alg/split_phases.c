@@ -254,18 +254,8 @@ static int sum_part(sparcml_call *c, split_state *st)
     /* one merge per trailing one of the parts pushed */
     rc = carry(c, st, __builtin_ctzll(~st->pushed), &cur, &cur_pool);
     if (rc != MPI_SUCCESS || st->sequential) return rc;
-    if (st->step == c->ctx->size - 1) return go_sequential(c, st, cur, cur_pool); /* the last part: no copy */
+    if (st->step == c->ctx->size - 1) return go_sequential(c, st, cur, cur_pool); /* the last part: the sum */
     return level_push(c, st, cur, cur_pool, own);
-}
-
-/* The owner's sum once every part is in. */
-static int sum_parts(sparcml_call *c, split_state *st)
-{
-    if (st->absent) {
-        st->sum = sv_absent();
-        return MPI_SUCCESS;
-    }
-    return st->sequential ? MPI_SUCCESS : go_sequential(c, st, level_pop(st, c->ctx), POOL_LEVELS);
 }
 
 /* Reduce-scatter steps: parts are received and added one per round: our
@@ -318,10 +308,9 @@ static int rs_next_part(sched *s)
     split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     int P = c->ctx->size, src = (c->ctx->rank - st->step + P) % P;
-    if (st->step == P) {
+    if (st->step == P) { /* the last part folded every pending sum into st->sum */
         split_slice *mine = &st->mine;
-        int rc = sum_parts(c, st);
-        if (rc != MPI_SUCCESS) return rc;
+        if (st->absent) st->sum = sv_absent();
         mine->sum = st->sum;
         mine->present = st->sum.dense ? st->present : NULL;
         mine->union_nnz = !st->sum.dense || sv_is_absent(&st->sum) ? st->sum.nnz
