@@ -752,14 +752,15 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_follow8
     out[1] = _mm256_castps_si256(_mm256_unpackhi_ps(lo, hi));
 }
 
-/* Bit t: lane t of the 16 sorted indices equals lane t + 1. */
-__attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m256i *ko)
+/* Bit t: lane t of the 16 sorted indices equals lane t + 1, both among
+ * the first `count` (the entries the window takes). */
+__attribute__((target("avx2"))) static inline unsigned vmerge_repeats(const __m256i *ko, uint64_t count)
 {
     __m256i n[2];
     vmerge_next(ko, n);
     unsigned e0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[0], n[0])));
     unsigned e1 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ko[1], n[1])));
-    return e0 | (e1 & 0x7f) << 8;
+    return (e0 | (e1 & 0x7f) << 8) & ((1u << (count - 1)) - 1);
 }
 
 __attribute__((target("avx2"), always_inline)) static inline vmerge_vals vmerge_load4(const void *p)
@@ -969,7 +970,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
         __m256i k[2], ko[2], vo[4];                                            \
         __m256 planes[4];                                                      \
         vmerge_sort_tags(ra, rb, VMERGE_TAGS8, k, ko);                         \
-        if (vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1)) {                \
+        if (vmerge_repeats(ko, na + nb)) {                                     \
             vmerge_scalar_##NAME(c, na, nb);                                   \
             return VMERGE_SCALAR;                                              \
         }                                                                      \
@@ -1013,7 +1014,7 @@ __attribute__((target("avx2"), always_inline)) static inline void vmerge_put_ind
             vmerge_keyed(ra, rb, va, vb, VW == 8, ko, vo);                     \
         else                                                                   \
             vmerge_tagged(ra, rb, va, vb, ko, vo);                             \
-        unsigned pairs = vmerge_repeats(ko) & ((1u << (na + nb - 1)) - 1);    \
+        unsigned pairs = vmerge_repeats(ko, na + nb);                          \
         if (VW == 4 && (fold || pairs) && !(keyed && vmerge_nan_pairs(vo, pairs, FP))) { \
             vmerge_fold4(ko, vo, pairs, FP);                                   \
             vmerge_put_indices##IW(c->oi, ko, base, vmerge_keep(pairs));        \
