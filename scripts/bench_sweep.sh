@@ -10,7 +10,7 @@
 #   --parts LIST     comma-separated subset of
 #                      shm-density rig-density shm-psweep rig-psweep
 #                      shm-identical rig-identical overhead agree
-#                      shm-qsgd rig-qsgd
+#                      shm-qsgd rig-qsgd shm-peer rig-peer
 #                    (default: all of them)
 #   --reps R         repetitions per timed point (default 10, at least 10)
 #   --out DIR        results directory (default bench/results)
@@ -75,6 +75,11 @@
 #     "sparcml_auto_defaults" the library's defaults; bytes per rank of every sparcml run
 #     from a second run with SPARCML_VERBOSE=1 (sparcml_bench --bytes);
 #   * P sweep (2..8) at d = 0.1 %, identical-index runs;
+#   * the peer's cases: P = 2, 4, 8 on shared memory and P = 8 on the rig,
+#     d = 1e-4, 1e-3, 1e-2, random and identical indices: vendor dense,
+#     allgather and the library as a user runs it (no model settings: the
+#     calibration at MPI_Init) in one run, then recursive doubling and SSAR
+#     split forced (sweep_<env>_peer.csv);
 #   * QSGD: P = 8, DSAR split allgather and auto, SPARCML_QSGD_BITS 0 (exact),
 #     8, 4, 2: time and bytes per rank (qsgd_<env>.csv);
 #   * pass-through overhead: untagged allreduce 8 B .. 1 MiB, shim vs an
@@ -91,6 +96,7 @@ cd "$top" || exit 1
 args_all="$*"
 forced="ssar_recursive_double ssar_split_allgather dsar_split_allgather dense"
 auto_methods=dense,allgather,sparcml
+peer_forced="ssar_recursive_double ssar_split_allgather"
 opt_dens="" opt_psweep="" opt_ident="" opt_qsgd="" tag="" auto_only=0
 cpu_gamma=${BENCH_GAMMA:-17}
 nice_sweep=0
@@ -101,7 +107,7 @@ out="$top/bench/results"
 rate=1gbit
 keep_rig=0
 pairs=10
-parts="shm-density,rig-density,shm-psweep,rig-psweep,shm-identical,rig-identical,shm-qsgd,rig-qsgd,overhead,agree"
+parts="shm-density,rig-density,shm-psweep,rig-psweep,shm-identical,rig-identical,shm-qsgd,rig-qsgd,shm-peer,rig-peer,overhead,agree"
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
@@ -136,6 +142,7 @@ if [ "$quick" -eq 1 ]; then
     densities="1e-4 1e-3 1e-2 0.1"
     psweep="2 4 8"
     ident_densities="1e-3 1e-2"
+    peer_densities="1e-3 1e-2"
     qsgd_densities="1e-2 0.1"
     [ "$pairs" -eq 10 ] && pairs=3
     ovh_batches=50
@@ -145,6 +152,7 @@ else
     densities="1e-5 1e-4 1e-3 1e-2 0.05 0.1 0.25 0.5"
     psweep="2 3 4 5 6 7 8"
     ident_densities="1e-4 1e-3 1e-2 0.1"
+    peer_densities="1e-4 1e-3 1e-2"
     qsgd_densities="1e-2 0.1"
     ovh_batches=200
     agree_batches=100
@@ -350,12 +358,16 @@ point() {
     local a b model=() args o line alg_bytes label
     if [ "$where" = rig ]; then a=$rig_alpha b=$rig_beta; else a=$shm_alpha b=$shm_beta; fi
     model_env "$where"
+    # the peer's cases run the library as a user does: its calibration only
+    [ "$sweep" = peer ] && model=()
     args=(--n "$N" --density "$d" --pattern "$pat" --reps "$reps" --alpha-us "$a" --beta-ns "$b")
     log "$where $sweep P=$p d=$d $pat"
     # 1. dense, allgather and sparcml auto in one run (interleaved reps)
     runs=("auto::${model[*]}")
-    # 2. each forced algorithm; on the rig also auto with the library defaults
-    if [ "$auto_only" -eq 0 ]; then
+    # 2. each forced algorithm; also auto with the library defaults
+    if [ "$auto_only" -eq 0 ] && [ "$sweep" = peer ]; then
+        for alg in $peer_forced; do runs+=("$alg::"); done
+    elif [ "$auto_only" -eq 0 ]; then
         for alg in $forced; do runs+=("$alg::${model[*]}"); done
         runs+=("auto_defaults::")
     fi
@@ -415,10 +427,10 @@ qsgd_points() {
     done
 }
 
-if has_part shm-density || has_part shm-psweep || has_part shm-identical || has_part shm-qsgd || has_part agree; then
+if has_part shm-density || has_part shm-psweep || has_part shm-identical || has_part shm-qsgd || has_part shm-peer || has_part agree; then
     shm_measure
 fi
-if has_part rig-density || has_part rig-psweep || has_part rig-identical || has_part rig-qsgd || has_part agree; then
+if has_part rig-density || has_part rig-psweep || has_part rig-identical || has_part rig-qsgd || has_part rig-peer || has_part agree; then
     rig_start || { log "rig unavailable: skipping the rig parts"; parts=$(echo "$parts" | tr ',' '\n' | grep -v '^rig-' | tr '\n' ','); }
 fi
 
@@ -437,6 +449,17 @@ for where in shm rig; do
         csv="$out/sweep_${where}_identical${tag}.csv"
         echo "$csv_header" >"$csv"
         for d in $ident_densities; do point "$where" identical "$PMAX" "$d" identical; done
+    fi
+    if has_part "$where-peer"; then
+        csv="$out/sweep_${where}_peer${tag}.csv"
+        echo "$csv_header" >"$csv"
+        peer_ps="2 4 8"
+        [ "$where" = rig ] && peer_ps=$PMAX
+        for p in $peer_ps; do
+            for pat in random identical; do
+                for d in $peer_densities; do point "$where" peer "$p" "$d" "$pat"; done
+            done
+        done
     fi
     if has_part "$where-qsgd"; then
         qsgd_points "$where" "$out/qsgd_${where}${tag}.csv"
