@@ -263,6 +263,12 @@ static void bench_builders(int vtype, uint64_t k, char *abuf, char *bbuf, char *
     row("from_dense", "density1/8", vtype, 4, k, lib, cpy, 0);
     TIME_BEST(lib, reps, sink += (uint64_t)sparcml_stream_to_dense(obuf, dense, dim));
     row("to_dense", "density1/8", vtype, 4, k, lib, cpy, 0);
+    /* k indices drawn at random from the dimension (a few repeat): no byte
+     * of them is taken exactly equally often, as in the shuffled stream */
+    for (uint64_t i = 0; i < k; i++) shuf[i] = rng_next(&rng) % dim;
+    TIME_BEST(cpy, reps, (memcpy(cbuf, obuf, sb), sink += (uint64_t)cbuf[sb - 1]));
+    TIME_BEST(lib, reps / 4 + 1, sink += (uint64_t)sparcml_stream_from_pairs(obuf, cap, dim, vtype, k, shuf, vals));
+    row("from_pairs", "random", vtype, 4, k, lib, cpy, 0);
 
     for (int bits = 2; bits <= 8; bits *= 2) {
         qsgd_params qp = {.bits = bits, .bucket = 512, .seed = 1};

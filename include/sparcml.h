@@ -359,32 +359,114 @@ static inline int sparcml_stream_from_sorted(void *buf, MPI_Count capacity_words
     return SPARCML_OK;
 }
 
-typedef struct sparcml_pair_ {
-    uint64_t index;
-    uint64_t pos;
-} sparcml_pair_;
-
-/* pairs[0 .. n) in input order, sorted by index and stably (equal indices
- * keep their input order): least significant byte first, one counting pass
- * per byte of dim - 1, between pairs and tmp (a byte every index shares is
- * skipped).  Returns the array that holds the result. */
-static inline sparcml_pair_ *sparcml_sort_pairs_(sparcml_pair_ *pairs, sparcml_pair_ *tmp, uint64_t n, uint64_t dim)
+static inline uint64_t sparcml_load_u64_(const char *p)
 {
-    unsigned shift;
-    for (shift = 0; n > 1 && shift < 64 && (dim - 1) >> shift; shift += 8) {
-        uint64_t count[256] = {0}, sum = 0, i;
-        sparcml_pair_ *t;
-        for (i = 0; i < n; i++) count[pairs[i].index >> shift & 255]++;
-        if (count[pairs[0].index >> shift & 255] == n) continue;
-        for (i = 0; i < 256; i++) {
-            uint64_t c = count[i];
-            count[i] = sum;
-            sum += c;
-        }
-        for (i = 0; i < n; i++) tmp[count[pairs[i].index >> shift & 255]++] = pairs[i];
-        t = pairs, pairs = tmp, tmp = t;
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+/* The bits of x: 0 for 0. */
+static inline unsigned sparcml_bit_count_(uint64_t x)
+{
+    unsigned b = 0;
+    while (b < 64 && x >> b) b++;
+    return b;
+}
+
+/* Whether more than a quarter of the 256 places a pass of from_pairs' sort
+ * writes start in one cache set (a 64-byte line's offset modulo 4 KiB): a
+ * byte every index takes equally often puts them exactly n / 256 elements
+ * apart, and as they advance together every store misses L1 (random
+ * indices put a few in each set).  Below 256 KiB an array stays in L2,
+ * where the misses cost less than gathering in lines does. */
+static inline int sparcml_places_collide_(size_t es, const uint64_t *count, uint64_t n)
+{
+    unsigned char in_set[64] = {0};
+    uint64_t i, at = 0;
+    if (n * es < 256 * 1024) return 0;
+    for (i = 0; i < 256; i++) {
+        if (count[i] && ++in_set[at * es / 64 % 64] > 64) return 1;
+        at += count[i];
     }
-    return pairs;
+    return 0;
+}
+
+/* One stable counting pass of from_pairs' sort: the n elements of es bytes
+ * (8 or 16: a constant where inlined) at src to dst by the byte of their
+ * first word at shift; count holds that byte's histogram.  Where the
+ * places collide (above), each byte's elements gather in its line of 64
+ * bytes in wc (256 lines, in L1), at their places in a line of dst, which
+ * is written whole once its last place is taken.  Such a line holds, below
+ * the byte's first place, what its line in wc held: the places of bytes
+ * before it, whose elements there never fill a line; those are written
+ * last, the last byte's first, each from the start of its line. */
+static inline void sparcml_radix_pass_(size_t es, const char *src, char *dst, uint64_t n, unsigned shift,
+                                       uint64_t *count, char *wc)
+{
+    const uint64_t per_line = 64 / es;
+    uint64_t i, sum = 0;
+    int lines = sparcml_places_collide_(es, count, n), b;
+    for (i = 0; i < 256; i++) {
+        uint64_t c = count[i];
+        count[i] = sum;
+        sum += c;
+    }
+    for (i = 0; i < n && !lines; i++) {
+        const char *e = src + i * es;
+        char *d = dst + count[sparcml_load_u64_(e) >> shift & 255]++ * es;
+        if (es == 8) memcpy(d, e, 8);
+        else memcpy(d, e, 16);
+    }
+    for (i = 0; i < n && lines; i++) {
+        const char *e = src + i * es;
+        uint64_t at = count[sparcml_load_u64_(e) >> shift & 255]++;
+        char *line = wc + (sparcml_load_u64_(e) >> shift & 255) * 64;
+        if (es == 8) memcpy(line + at % 8 * 8, e, 8);
+        else memcpy(line + at % 4 * 16, e, 16);
+        if ((at + 1) % per_line == 0) memcpy(dst + (at + 1 - per_line) * es, line, 64);
+    }
+    for (b = 255; b >= 0 && lines; b--) {
+        uint64_t in_line = count[b] % per_line;
+        memcpy(dst + (count[b] - in_line) * es, wc + b * 64, in_line * es);
+    }
+}
+
+/* from_pairs' elements: an index and its position in the input, sorted by
+ * index and stably (equal indices keep their input order), least
+ * significant byte first, between a and b.  An element is one word,
+ * index << low | position, where both fit in 64 bits (half the bytes each
+ * pass moves), else two (low = 0: the index, then the position).  count[j]
+ * is the histogram of byte j of the indices; a byte every index shares is
+ * skipped.  Returns the array that holds the result. */
+static inline char *sparcml_sort_pairs_(size_t es, char *a, char *b, uint64_t n, unsigned low, unsigned bytes,
+                                        uint64_t (*count)[256], char *wc)
+{
+    unsigned j;
+    for (j = 0; n > 1 && j < bytes; j++) {
+        unsigned shift = low + 8 * j;
+        char *t;
+        if (count[j][sparcml_load_u64_(a) >> shift & 255] == n) continue;
+        sparcml_radix_pass_(es, a, b, n, shift, count[j], wc);
+        t = a, a = b, b = t;
+    }
+    return a;
+}
+
+/* from_pairs' elements of es bytes at a, each byte of each index counted;
+ * 0, or SPARCML_E_ARG for an index not below dim. */
+static inline int sparcml_fill_pairs_(size_t es, char *a, const uint64_t *indices, uint64_t n, uint64_t dim,
+                                      unsigned low, unsigned bytes, uint64_t (*count)[256])
+{
+    uint64_t i;
+    unsigned j;
+    for (i = 0; i < n; i++) {
+        uint64_t x = indices[i], w[2] = {es == 8 ? x << low | i : x, i};
+        if (x >= dim) return SPARCML_E_ARG;
+        memcpy(a + i * es, w, es == 8 ? 8 : 16);
+        for (j = 0; j < bytes; j++) count[j][x >> 8 * j & 255]++;
+    }
+    return SPARCML_OK;
 }
 
 static inline void sparcml_value_add_(int value_type, void *acc, const void *v)
@@ -399,42 +481,54 @@ static inline void sparcml_value_add_(int value_type, void *acc, const void *v)
 
 /* Stream from (index, value) pairs in any order: sorts them and sums the
  * values of duplicate indices in their input order; sparse or dense as
- * sparcml_stream_from_sorted. */
+ * sparcml_stream_from_sorted.  One allocation holds the histograms, the
+ * sort's lines and two arrays of elements (sparcml_sort_pairs_), each from
+ * a line of 64 bytes; the sorted one then holds the distinct indices, the
+ * other their summed values. */
 static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words, uint64_t dim,
                                             int value_type, uint64_t n, const uint64_t *indices,
                                             const void *values)
 {
-    size_t vs = sparcml_value_size(value_type);
-    sparcml_pair_ *pairs, *sorted;
-    uint64_t *idx;
-    char *vals;
-    uint64_t i, m = 0;
+    size_t vs = sparcml_value_size(value_type), es;
+    unsigned low = n > 1 ? sparcml_bit_count_(n - 1) : 0, bytes;
+    uint64_t (*count)[256], i, m = 0, prev = 0, mask = (UINT64_C(1) << low) - 1;
+    size_t total, span;
+    char *wc, *a, *sorted, *vals;
     int rc;
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
-    /* two arrays of pairs: the sort's; the one it leaves free then holds
-     * the summed indices and values (16 bytes a pair hold 8 and 8) */
-    if (n > SIZE_MAX / (2 * sizeof *pairs)) return SPARCML_E_NOMEM;
-    for (i = 0; i < n; i++)
-        if (indices[i] >= dim) return SPARCML_E_ARG;
-    pairs = (sparcml_pair_ *)malloc((n ? 2 * n : 1) * sizeof *pairs);
-    if (!pairs) return SPARCML_E_NOMEM;
-    for (i = 0; i < n; i++) { pairs[i].index = indices[i]; pairs[i].pos = i; }
-    sorted = sparcml_sort_pairs_(pairs, pairs + n, n, dim);
-    idx = (uint64_t *)(void *)(sorted == pairs ? pairs + n : pairs);
-    vals = (char *)(idx + n);
+    bytes = (sparcml_bit_count_(dim - 1) + 7) / 8;
+    es = sparcml_bit_count_(dim - 1) + low <= 64 ? 8 : 16;
+    if (es == 16) low = 0, mask = 0;
+    if (n > (SIZE_MAX - sizeof *count * 8 - 64 - 256 * 64) / (2 * es) - 64) return SPARCML_E_NOMEM;
+    span = (n * es + 63) / 64 * 64;
+    total = sizeof *count * bytes + 64 + 256 * 64 + 2 * span;
+    count = (uint64_t(*)[256])malloc(total);
+    if (!count) return SPARCML_E_NOMEM;
+    memset(count, 0, sizeof *count * bytes);
+    wc = (char *)count + sizeof *count * bytes + 64 - (uintptr_t)(count + bytes) % 64;
+    a = wc + 256 * 64;
+    rc = es == 8 ? sparcml_fill_pairs_(8, a, indices, n, dim, low, bytes, count)
+                 : sparcml_fill_pairs_(16, a, indices, n, dim, low, bytes, count);
+    if (rc != SPARCML_OK) { free(count); return rc; }
+    sorted = es == 8 ? sparcml_sort_pairs_(8, a, a + span, n, low, bytes, count, wc)
+                     : sparcml_sort_pairs_(16, a, a + span, n, low, bytes, count, wc);
+    vals = sorted == a ? a + span : a;
     for (i = 0; i < n; i++) {
-        const char *v = (const char *)values + sorted[i].pos * vs;
-        if (m > 0 && idx[m - 1] == sorted[i].index) {
+        /* index m goes to word m of sorted: never past element i, read already */
+        uint64_t w = sparcml_load_u64_(sorted + i * es), index = w >> low;
+        const char *v = (const char *)values + (es == 8 ? w & mask : sparcml_load_u64_(sorted + i * es + 8)) * vs;
+        if (m > 0 && index == prev) {
             sparcml_value_add_(value_type, vals + (m - 1) * vs, v);
         } else {
-            idx[m] = sorted[i].index;
+            memcpy(sorted + m * 8, &index, 8);
+            prev = index;
             if (vs == 4) memcpy(vals + m * 4, v, 4); /* copies of constant size: no call */
             else memcpy(vals + m * 8, v, 8);
             m++;
         }
     }
-    rc = sparcml_stream_from_sorted(buf, capacity_words, dim, value_type, m, idx, vals);
-    free(pairs);
+    rc = sparcml_stream_from_sorted(buf, capacity_words, dim, value_type, m, (const uint64_t *)(void *)sorted, vals);
+    free(count);
     return rc;
 }
 

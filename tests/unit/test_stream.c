@@ -831,8 +831,10 @@ START_TEST(from_pairs_sorts_and_sums_duplicates)
 }
 END_TEST
 
-/* Many pairs with repeated indices, over dimensions of 1 to 6 bytes of
- * index (the sort's passes, and the bytes every index shares, skipped),
+/* Many pairs with repeated indices, over dimensions of 1 to 7 bytes of
+ * index (the sort's passes, and the bytes every index shares, skipped; an
+ * index and its position in one word, in exactly 64 bits at 2^52, and in
+ * two words at 2^56),
  * float, double and 64-bit values: the stream holds each distinct index
  * once, ascending, with its values summed in input order (values of very
  * different magnitudes, so any other order gives other float bits), as a
@@ -840,7 +842,7 @@ END_TEST
 START_TEST(from_pairs_matches_a_reference)
 {
     enum { N = 3000, POOL = 50 };
-    static const uint64_t dims[] = {200, 70001, (UINT64_C(1) << 40) + 5};
+    static const uint64_t dims[] = {200, 70001, (UINT64_C(1) << 40) + 5, UINT64_C(1) << 52, UINT64_C(1) << 56};
     static const int vtypes[] = {SPARCML_FLOAT, SPARCML_DOUBLE, SPARCML_INT64};
     static uint64_t idx[N], want_idx[N], pool[POOL], buf[(N * 16 + 64) / 8 + 4096];
     static char vals[N * 8], want_vals[N * 8];
@@ -900,6 +902,62 @@ START_TEST(from_pairs_matches_a_reference)
                       (unsigned long long)got, (unsigned long long)want_idx[j]);
         ck_assert_msg(memcmp((char *)vp + j * vs, want_vals + j * vs, vs) == 0, "entry %llu: value",
                       (unsigned long long)j);
+    }
+}
+END_TEST
+
+/* Pairs whose low index byte takes 200 values exactly 256 times each and
+ * the other 56 1 to 7 or 100 to 399 times, each index twice (a byte's last
+ * once where it comes an odd number of times), in random order: enough of
+ * them for the sort to gather its elements in lines (the places of its
+ * first pass collide in cache sets), with lines that several bytes share,
+ * their last ones too; one word per element (dimension 2^17) and two
+ * (2^56).  The reference sums each index's doubles in input order in a
+ * table of its own, without sorting. */
+START_TEST(from_pairs_with_evenly_spread_bytes)
+{
+    enum { MAX_N = 200 * 256 + 56 * 400, HIGH = 200 };
+    static const uint64_t dims[] = {UINT64_C(1) << 17, UINT64_C(1) << 56};
+    static uint64_t idx[MAX_N], buf[(MAX_N * 16 + 64) / 8 + 16];
+    static double vals[MAX_N], sum[256 * HIGH];
+    static int seen[256 * HIGH];
+    uint64_t dim = dims[_i], n = 0, distinct = 0, j;
+    sparcml_header h;
+    void *ip, *vp;
+    rng_state = 5 + (uint64_t)_i;
+    for (uint64_t b = 0; b < 256; b++) {
+        uint64_t c = b < 200 ? 256 : b % 2 ? 1 + b % 7 : 100 + b * 37 % 300;
+        for (uint64_t t = 0; t < c; t++) idx[n++] = (t / 2) << 8 | b;
+    }
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t r = rnd() % i, t = idx[i - 1];
+        idx[i - 1] = idx[r];
+        idx[r] = t;
+    }
+    memset(seen, 0, sizeof seen);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t id = (idx[i] >> 8) + (idx[i] & 255) * HIGH; /* before the high bits go in */
+        idx[i] |= (id * UINT64_C(0x9e3779b97f4a7c15)) << 17 & (dim - 1);
+        vals[i] = (double)(rnd() % 7) * (rnd() % 2 ? 1e12 : 0.3);
+        sum[id] = seen[id] ? sum[id] + vals[i] : vals[i];
+        distinct += !seen[id]++;
+    }
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, (MPI_Count)(sizeof buf / 8), dim, SPARCML_DOUBLE, n, idx, vals),
+                     SPARCML_OK);
+    ck_assert_int_eq(sparcml_stream_header(buf, &h), SPARCML_OK);
+    ck_assert_int_eq(h.format, SPARCML_SPARSE);
+    ck_assert_uint_eq(h.nnz, distinct);
+    sparcml_stream_arrays(buf, &ip, &vp);
+    for (j = 0; j < distinct; j++) {
+        uint64_t got = 0, before = 0, id;
+        memcpy(&got, (char *)ip + j * sparcml_index_width(dim), sparcml_index_width(dim));
+        id = ((got & 0x1ffff) >> 8) + (got & 255) * HIGH;
+        ck_assert_msg((got & 0x1ffff) >> 8 < HIGH && seen[id] > 0
+                          && got == ((got & 0x1ffff) | ((id * UINT64_C(0x9e3779b97f4a7c15)) << 17 & (dim - 1))),
+                      "entry %llu: index %llu", (unsigned long long)j, (unsigned long long)got);
+        if (j > 0) memcpy(&before, (char *)ip + (j - 1) * sparcml_index_width(dim), sparcml_index_width(dim));
+        ck_assert(j == 0 || before < got);
+        ck_assert_msg(memcmp((char *)vp + j * 8, &sum[id], 8) == 0, "entry %llu: value", (unsigned long long)j);
     }
 }
 END_TEST
@@ -1290,7 +1348,8 @@ Suite *stream_suite(void)
     tc = tcase_create("helpers");
     tcase_add_test(tc, from_pairs_sorts_and_sums_duplicates);
     tcase_add_test(tc, from_pairs_writes_dense_when_smaller);
-    tcase_add_loop_test(tc, from_pairs_matches_a_reference, 0, 9);
+    tcase_add_loop_test(tc, from_pairs_matches_a_reference, 0, 15);
+    tcase_add_loop_test(tc, from_pairs_with_evenly_spread_bytes, 0, 2);
     tcase_add_test(tc, from_dense_picks_the_smaller_format);
     tcase_add_test(tc, from_dense_against_the_elements);
     tcase_add_test(tc, from_sorted_refuses_bad_indices);
