@@ -491,15 +491,16 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
 {
     size_t vs = sparcml_value_size(value_type), es;
     unsigned low = n > 1 ? sparcml_bit_count_(n - 1) : 0, bytes;
-    uint64_t (*count)[256], i, m = 0, prev = 0, mask = (UINT64_C(1) << low) - 1;
+    uint64_t (*count)[256], i, m = 0, prev = 0, mask;
     size_t total, span;
     char *wc, *a, *sorted, *vals;
     int rc;
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
     bytes = (sparcml_bit_count_(dim - 1) + 7) / 8;
     es = sparcml_bit_count_(dim - 1) + low <= 64 ? 8 : 16;
-    if (es == 16) low = 0, mask = 0;
+    if (es == 16) low = 0;
     if (n > (SIZE_MAX - sizeof *count * 8 - 64 - 256 * 64) / (2 * es) - 64) return SPARCML_E_NOMEM;
+    mask = (UINT64_C(1) << low) - 1; /* low < 64 where n is not refused */
     span = (n * es + 63) / 64 * 64;
     total = sizeof *count * bytes + 64 + 256 * 64 + 2 * span;
     count = (uint64_t(*)[256])malloc(total);

@@ -828,6 +828,8 @@ START_TEST(from_pairs_sorts_and_sums_duplicates)
     ck_assert_int_eq(sparcml_stream_from_pairs(buf, 2, 12, SPARCML_INT64, 1, idx + 1, v), SPARCML_E_CAPACITY);
     /* more pairs than memory can hold: refused before any is read */
     ck_assert_int_eq(sparcml_stream_from_pairs(buf, 32, 12, SPARCML_INT64, UINT64_MAX / 16, idx, v), SPARCML_E_NOMEM);
+    ck_assert_int_eq(sparcml_stream_from_pairs(buf, 32, 12, SPARCML_INT64, (UINT64_C(1) << 63) + 1, idx, v),
+                     SPARCML_E_NOMEM); /* positions of 64 bits */
 }
 END_TEST
 
