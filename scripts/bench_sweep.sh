@@ -79,7 +79,9 @@
 #     d = 1e-4, 1e-3, 1e-2, random and identical indices: vendor dense,
 #     allgather and the library as a user runs it (no model settings: the
 #     calibration at MPI_Init) in one run, then recursive doubling and SSAR
-#     split forced (sweep_<env>_peer.csv);
+#     split forced (sweep_<env>_peer.csv; the auto rows' algorithm column
+#     counts the run's calls, warm-up included, per algorithm:
+#     ALG*CALLS+...);
 #   * QSGD: P = 8, DSAR split allgather and auto, SPARCML_QSGD_BITS 0 (exact),
 #     8, 4, 2: time and bytes per rank (qsgd_<env>.csv);
 #   * pass-through overhead: untagged allreduce 8 B .. 1 MiB, shim vs an
@@ -383,15 +385,23 @@ point() {
         [ "$label" = auto_defaults ] && alg=auto
         local methods=sparcml
         [ "$label" = auto ] && methods=$auto_methods
+        # the peer's auto run counts its calls per algorithm (SPARCML_STATS):
+        # the choice can change within a run (timed prices, learnt overlap)
+        local stats=()
+        [ "$sweep" = peer ] && [ "$label" = auto ] && stats=(SPARCML_STATS=1)
         o=$("launch_$where" "$p" SPARCML_ALGORITHM="$alg" BENCH_LABEL="$label" ${menv[@]+"${menv[@]}"} \
-                -- "${args[@]}" --methods "$methods")
+                ${stats[@]+"${stats[@]}"} -- "${args[@]}" --methods "$methods")
         local rc=$?
         alg_bytes=$(bytes_run "$where" "$p" SPARCML_ALGORITHM="$alg" ${menv[@]+"${menv[@]}"} \
                 -- --n "$N" --density "$d" --pattern "$pat")
+        local mix
+        mix=$(echo "$o" | awk '/SPARCML_STATS report/ { on = 1; next }
+            on && $1 == "sparcml:" && $3 ~ /^[0-9]+$/ { printf "%s%s*%s", sep, $2, $3; sep = "+" }')
         echo "$o" | grep -E '^(dense|allgather|sparcml_)' | while IFS= read -r line; do
             m=${line%%,*} chosen=""
             if [[ "$m" == sparcml_* ]]; then
                 chosen=${alg_bytes% *}
+                [ -n "$mix" ] && chosen=$mix
                 line=$(echo "$line" | awk -F, -v OFS=, -v by="${alg_bytes#* }" '{ $9 = by; print }')
             fi
             echo "$where,$sweep,$line,$chosen" >>"$csv"
