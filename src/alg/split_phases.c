@@ -3,8 +3,9 @@
  *
  * Reduce-scatter: [0, dim) is cut into P nearly equal ranges; rank r owns
  * range r.  Every rank sends the part of its stream in range r to rank r
- * (each part is a stream of its own: sparse or dense, whichever is smaller,
- * QSGD-quantized by its sender when enabled) and sums what it receives for
+ * (each part is a stream of its own, in its input's format: sparse for
+ * sparse input, dense for dense; QSGD-quantized by its sender when
+ * enabled) and sums what it receives for
  * its own range.  Each owner takes the parts in an order of its own that
  * is fixed (its own part, then rank r-1's, r-2's, ...) and sums them in a
  * fixed tree (sum_part), so the sum -- and with it the final result --

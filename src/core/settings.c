@@ -86,8 +86,8 @@ static const struct var {
     {"SPARCML_SPLIT_GATHER", SCOPE_CALL, KIND_GATHER, "auto", offsetof(sparcml_settings, split_gather), 0, 0, 0},
     /* Compression decides which untagged calls the library takes over: a
      * job-wide choice, as transparent mode's.  The density's default is the
-     * densest measured to keep both example programs' final loss within the
-     * targets at the fewest bytes (bench/RESULTS.md, "Compression").  The
+     * sparsest of the measured densities that keeps both example programs'
+     * final loss within the targets (bench/RESULTS.md, "Compression").  The
      * feedback memory may differ between ranks: whether a call is summed
      * exactly when a rank reaches it is agreed per call. */
     {"SPARCML_COMPRESS", SCOPE_JOB, KIND_COMPRESS, "off", offsetof(sparcml_settings, compress), 0, 0, 0},
