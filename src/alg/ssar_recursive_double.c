@@ -23,11 +23,8 @@
  *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
  *   (alpha + k beta).  Pipelined: C alpha + max(beta, gamma terms) +
  *   min(beta, gamma terms) / C per round, plus copying the input into
- *   chunks and joining the result (gamma / 4 an entry); C alpha + both
- *   terms where bytes move as copies on shared cores
- *   (cost_model.copy_bound).  The model's C (ssar_recursive_double_chunks)
- *   minimises the rounds' part; where what it hides is less than the
- *   copies, whole messages.
+ *   chunks and joining the result (memcpy speed); C alpha + both terms
+ *   where bytes move as copies on shared cores (cost_model.copy_bound).
  * Memory (ssar_recursive_double_scratch): two accumulators (pool
  *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
  *   and decoded messages.  Pipelined: two sets of C chunks (POOL_RD_PART)
@@ -349,15 +346,6 @@ static int pipeline_applies(const sparcml_problem *p)
            && !sparcml_prefers_dense(p->dim, p->vtype, most);
 }
 
-/* What pipelining adds to a call: the input copied into chunks before the
- * first round and the chunks joined after the last (stream copies). */
-static double pipeline_copies(const cost_model *m, const sparcml_problem *p)
-{
-    return m->gamma * COST_COPY_PER_MERGE * ((double)p->k_max + cost_union_estimate(p, p->P));
-}
-
-/* C minimises C alpha + hidden / C per call; below what the copies cost,
- * whole messages. */
 int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
 {
     double hidden = 0, rounds = 0, N = (double)p->dim, c;
@@ -368,8 +356,8 @@ int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
         double u = rd_round_entries(p, group);
         hidden += fmin(m->beta * cost_msg_bytes(p, u, N), m->gamma * 2 * u);
     }
-    c = cost_clamp(floor(sqrt(hidden / (rounds * m->alpha)) + 0.5), 1, SPARCML_PIPELINE_CHUNKS_MAX);
-    return hidden * (1 - 1 / c) - (c - 1) * rounds * m->alpha > pipeline_copies(m, p) ? (int)c : 1;
+    c = floor(sqrt(hidden / (rounds * m->alpha)) + 0.5);
+    return (int)cost_clamp(c, 1, SPARCML_PIPELINE_CHUNKS_MAX);
 }
 
 /* Per round a rank encodes its message, decodes its partner's and decodes
@@ -391,7 +379,7 @@ double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
         t += C * m->alpha + (m->copy_bound ? send + merge : fmax(send, merge) + fmin(send, merge) / C)
              + m->gamma * cost_qsgd(quantized, 2 * quantized);
     }
-    return C > 1 ? t + pipeline_copies(m, p) : t;
+    return t;
 }
 
 /* A pipelined round's chunk of a sum: its share of the range, whichever
