@@ -27,6 +27,7 @@ typedef struct sparcml_problem {
     uint32_t qbucket;
     int qsparse;     /* sparse values are quantized too */
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
+    int one_node;          /* bytes move through shared memory: copies by the ranks' cores */
     /* The fastest run of each algorithm on calls like this one over its
      * price, as agreed (core/op.c; 0: never timed): the selector prices an
      * algorithm at least at that multiple of its model. */
@@ -43,7 +44,7 @@ typedef struct cost_model {
     double link_beta; /* beta before the floor for shared cores (core/select.c); 0: beta */
     uint64_t pipeline_chunks; /* SPARCML_PIPELINE_CHUNKS: 0 the model, 1 off, else forced */
     int gather;               /* cost_gather: the model's choice or a forced one */
-    int copy_bound; /* a byte moves as a copy on the cores the merges share: no overlap */
+    int copy_bound; /* a byte moves as a copy on the cores that merge (shared cores, one node): no overlap */
     double vendor_gather; /* the vendor's allgather(v) over its price here (>= 1; 0 counts as 1) */
 } cost_model;
 

@@ -22,9 +22,11 @@
  *   (input + result) more for the fold when P is not a power of two.
  *   Disjoint indices: log2(P) alpha + (P-1) k beta; identical: log2(P)
  *   (alpha + k beta).  Pipelined: C alpha + max(beta, gamma terms) +
- *   min(beta, gamma terms) / C per round, plus copying the input into
- *   chunks and joining the result (memcpy speed); C alpha + both terms
- *   where bytes move as copies on shared cores (cost_model.copy_bound).
+ *   min(beta, gamma terms) / C per round (the copies into chunks and out
+ *   of them go unpriced: the smaller merges of chunks save about as much
+ *   on the simulated fat tree, bench/RESULTS.md); C alpha + both terms
+ *   where bytes move as copies on the cores that merge (shared cores, or
+ *   one node: cost_model.copy_bound).
  * Memory (ssar_recursive_double_scratch): two accumulators (pool
  *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
  *   and decoded messages.  Pipelined: two sets of C chunks (POOL_RD_PART)

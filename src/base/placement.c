@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "base/fnv.h"
 #include "base/placement.h"
 
@@ -43,9 +45,22 @@ static void usable_cpus(cpu_set_t *mask)
     for (long i = 0; i < (n > 0 ? n : 1) && i < CPU_SETSIZE; i++) CPU_SET((int)i, mask);
 }
 
-/* What each rank contributes: its machine and the CPUs it may run on. */
+/* MPI's name for this rank's node (a hash): the emulated rig's ranks share
+ * one machine but MPI runs TCP between them, and a simulator's ranks each
+ * have a host of their own on one machine. */
+static uint64_t node_id(void)
+{
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    int len = 0;
+    if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS || len < 0 || len > MPI_MAX_PROCESSOR_NAME) len = 0;
+    return fnv_bytes(FNV_OFFSET, name, (size_t)len);
+}
+
+/* What each rank contributes: its machine, its node and the CPUs it may
+ * run on. */
 typedef struct where {
     uint64_t machine;
+    uint64_t node;
     cpu_set_t cpus;
 } where;
 
@@ -68,7 +83,7 @@ _Static_assert(sizeof(where) == PLACEMENT_BYTES, "placement.h's PLACEMENT_BYTES 
 void placement_mine(void *buf)
 {
     where *mine = buf;
-    *mine = (where){.machine = machine_id()};
+    *mine = (where){.machine = machine_id(), .node = node_id()};
     usable_cpus(&mine->cpus);
 }
 
@@ -88,4 +103,12 @@ double placement_of(const void *contributions, int P)
         }
     }
     return out;
+}
+
+int placement_one_node(const void *contributions, int P)
+{
+    const where *all = contributions;
+    int one = 1;
+    for (int r = 1; r < P; r++) one &= all[r].node == all[0].node;
+    return one;
 }

@@ -140,6 +140,7 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
         .qbucket = c->q.bucket,
         .qsparse = c->q_sparse,
         .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
+        .one_node = c->ctx->one_node,
     };
     for (int i = 0; i < COST_ALGORITHMS; i++) p.timed_over[i] = 1e-6 * (double)a->timed_ppm[i];
     return p;

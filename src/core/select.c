@@ -42,7 +42,14 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * d = 1e-3 and 1e-2, the model's 3 to 8 chunks (calibrated alpha 0.05-1.9
  * us) made recursive doubling 1.11-1.46 times slower than whole messages
  * (medians of 10 alternating rounds, whole messages faster in 8 to 10 of
- * them: bench/results/pipeline_shm_calibrated.csv). */
+ * them: bench/results/pipeline_shm_calibrated.csv).  Ranks on one node
+ * with a core each move bytes the same way, through shared memory on the
+ * cores that merge: where a byte costs no more than such a copy (the
+ * calibration's beta at P = 2 on shared memory: 0.06 ns/B against a
+ * gamma / 8 of 0.08), the model's 2 to 6 chunks made recursive doubling
+ * 1.16-1.52 times slower at N = 16M and 1.16-1.18 times at 4M
+ * (bench/results/pipeline_copies_compare_shm.csv); the emulated rig's
+ * ranks share one node too, but MPI runs TCP between them at 8.3 ns/B. */
 #define BYTE_PER_MERGE 0.125
 
 cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
@@ -57,10 +64,8 @@ cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .link_beta = s->beta,
                     .gamma = s->gamma * share, .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
                     .vendor_gather = s->vendor_gather};
-    if (share > 1) {
-        m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
-        m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
-    }
+    if (share > 1 || p->one_node) m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
+    if (share > 1) m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
     return m;
 }
 

@@ -105,6 +105,7 @@ void *ctx_setup_all(sparcml_ctx *ctx)
 int ctx_setup_done(sparcml_ctx *ctx)
 {
     ctx->ranks_per_core = placement_of(ctx->placement, ctx->size);
+    ctx->one_node = placement_one_node(ctx->placement, ctx->size);
     free(ctx->placement);
     ctx->placement = NULL;
     ctx->ready = 1;

@@ -65,6 +65,7 @@ typedef struct sparcml_ctx {
     MPI_Request *reqs;  /* ctx_send_slots entries: sends in flight */
     int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
     double ranks_per_core; /* detected (base/placement.h) */
+    int one_node;          /* every rank on one node as MPI places them (base/placement.h) */
     uint64_t calls;     /* calls completed: part of QSGD's random-number key */
     uint64_t pool_growths; /* times a pool was (re)allocated: its pages are new */
     uint64_t started;   /* calls started (blocking or not): their sequence numbers */

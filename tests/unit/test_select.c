@@ -236,8 +236,10 @@ END_TEST
  * recursive doubling 1.11-1.46 times slower than whole messages
  * (bench/results/pipeline_shm_calibrated.csv).  The same values with a core
  * each, and the rig's 1 Gbit/s links shared 4 ways (where 8 chunks paid
- * 17-21 % at d = 0.05), still pipeline; a forced count still holds, and
- * then only adds latencies. */
+ * 17-21 % at d = 0.05), still pipeline; with a core each on one node
+ * (shared memory) they do where a byte costs more than a copy, not where
+ * it costs no more (bench/results/pipeline_copies_compare_shm.csv); a
+ * forced count still holds, and then only adds latencies. */
 START_TEST(pipeline_off_where_copies_share_cores)
 {
     sparcml_settings s = defaults();
@@ -252,6 +254,13 @@ START_TEST(pipeline_off_where_copies_share_cores)
             ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
             p.ranks_per_core = 1;
             ck_assert_int_gt(select_pipeline_chunks(&s, &p), 1);
+            /* a core each on one node: bytes at 0.3 ns/B cost more than a
+             * copy (gamma / 8 = 0.21), at 0.2 no more: shared memory */
+            p.one_node = 1;
+            ck_assert_int_gt(select_pipeline_chunks(&s, &p), 1);
+            s.beta = 0.2e-9;
+            ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+            s.beta = 0.3e-9;
         }
     {
         sparcml_problem p = problem(8, 4u << 20, 4194, 1), rig = problem(8, 16u << 20, (16u << 20) / 20, 1);
