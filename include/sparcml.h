@@ -412,21 +412,24 @@ static inline void sparcml_radix_pass_(size_t es, const char *src, char *dst, ui
         count[i] = sum;
         sum += c;
     }
-    for (i = 0; i < n && !lines; i++) {
-        const char *e = src + i * es;
-        char *d = dst + count[sparcml_load_u64_(e) >> shift & 255]++ * es;
-        if (es == 8) memcpy(d, e, 8);
-        else memcpy(d, e, 16);
+    if (!lines) {
+        for (i = 0; i < n; i++) {
+            const char *e = src + i * es;
+            char *d = dst + count[sparcml_load_u64_(e) >> shift & 255]++ * es;
+            if (es == 8) memcpy(d, e, 8);
+            else memcpy(d, e, 16);
+        }
+        return;
     }
-    for (i = 0; i < n && lines; i++) {
+    for (i = 0; i < n; i++) {
         const char *e = src + i * es;
-        uint64_t at = count[sparcml_load_u64_(e) >> shift & 255]++;
-        char *line = wc + (sparcml_load_u64_(e) >> shift & 255) * 64;
-        if (es == 8) memcpy(line + at % 8 * 8, e, 8);
-        else memcpy(line + at % 4 * 16, e, 16);
+        uint64_t digit = sparcml_load_u64_(e) >> shift & 255, at = count[digit]++;
+        char *line = wc + digit * 64, *place = line + at % per_line * es;
+        if (es == 8) memcpy(place, e, 8);
+        else memcpy(place, e, 16);
         if ((at + 1) % per_line == 0) memcpy(dst + (at + 1 - per_line) * es, line, 64);
     }
-    for (b = 255; b >= 0 && lines; b--) {
+    for (b = 255; b >= 0; b--) {
         uint64_t in_line = count[b] % per_line;
         memcpy(dst + (count[b] - in_line) * es, wc + b * 64, in_line * es);
     }
@@ -490,14 +493,15 @@ static inline int sparcml_stream_from_pairs(void *buf, MPI_Count capacity_words,
                                             const void *values)
 {
     size_t vs = sparcml_value_size(value_type), es;
-    unsigned low = n > 1 ? sparcml_bit_count_(n - 1) : 0, bytes;
+    unsigned low = n > 1 ? sparcml_bit_count_(n - 1) : 0, index_bits, bytes;
     uint64_t (*count)[256], i, m = 0, prev = 0, mask;
     size_t total, span;
     char *wc, *a, *sorted, *vals;
     int rc;
     if (sparcml_check_dims(dim, value_type) != SPARCML_OK) return SPARCML_E_ARG;
-    bytes = (sparcml_bit_count_(dim - 1) + 7) / 8;
-    es = sparcml_bit_count_(dim - 1) + low <= 64 ? 8 : 16;
+    index_bits = sparcml_bit_count_(dim - 1);
+    bytes = (index_bits + 7) / 8;
+    es = index_bits + low <= 64 ? 8 : 16;
     if (es == 16) low = 0;
     if (n > (SIZE_MAX - sizeof *count * 8 - 64 - 256 * 64) / (2 * es) - 64) return SPARCML_E_NOMEM;
     mask = (UINT64_C(1) << low) - 1; /* low < 64 where n is not refused */
