@@ -66,7 +66,7 @@ static int dense_sum(sched *s, void *buf)
      * being expanded into recvbuf: expand from a copy. */
     if (src.base == buf && !src.dense) {
         void *copy = ctx_buffer(c->ctx, POOL_SEND, stream_bytes(&src));
-        if (!copy) return CALL_NOMEM(c);
+        if (!copy) return call_nomem(c);
         src = stream_copy(&src, copy);
     }
     st->out = stream_init(buf, c->dim, c->vtype, c->dim, 1);
@@ -88,7 +88,7 @@ static int union_known(sched *s)
      * smaller sparse result too. */
     if (!sparcml_prefers_dense(c->dim, c->vtype, st->n)) {
         buf = ctx_buffer(c->ctx, POOL_ACC0, sparcml_dense_bytes(c->dim, c->vtype));
-        if (!buf) return CALL_NOMEM(c);
+        if (!buf) return call_nomem(c);
         return dense_sum(s, buf);
     }
     st->present = NULL;
@@ -105,7 +105,7 @@ int sparcml_dense_allreduce(sched *s)
      * every rank's index bitmap, in POOL_PRESENCE. */
     if (sparcml_prefers_dense(c->dim, c->vtype, c->k_max)) return union_known(s);
     st->present = ctx_buffer(c->ctx, POOL_PRESENCE, bytes);
-    if (!st->present) return CALL_NOMEM(c);
+    if (!st->present) return call_nomem(c);
     memset(st->present, 0, bytes);
     stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
     c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * bytes / (uint64_t)c->ctx->size;

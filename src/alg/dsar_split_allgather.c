@@ -66,7 +66,7 @@ static int quantized_gathered(sched *s)
         const char *m = st->gathered + ctx->displs[r];
         void *tmp = ctx_buffer(ctx, POOL_QDEC, qsgd_is_message(m) ? qsgd_decoded_bytes(m) : 8);
         sv part;
-        if (!tmp) return CALL_NOMEM(c);
+        if (!tmp) return call_nomem(c);
         part = qsgd_is_message(m) ? qsgd_decode_message(m, tmp) : stream_view(m);
         memcpy((char *)out.val + ctx->offsets[r] * out.vs, part.val, part.dim * out.vs);
     }
@@ -82,7 +82,7 @@ static int allgather_quantized(sched *s)
     void *dense = ctx_buffer(ctx, POOL_QOWN, sparcml_dense_bytes(dim, c->vtype));
     sv slice;
     int rc;
-    if (!dense) return CALL_NOMEM(c);
+    if (!dense) return call_nomem(c);
     slice = stream_init(dense, dim, c->vtype, dim, 1);
     stream_densify(&st->mine.sum, slice.val);
     rc = p2p_encode(c, &slice, (uint64_t)ctx->rank, (uint64_t)TAG_ALLGATHER << 32, POOL_QMSG, &st->w);

@@ -76,7 +76,7 @@ static int fill_slot(sparcml_call *c, split_state *st, MPI_Count slot)
     char *padded;
     if (slot == st->my_bytes) return MPI_SUCCESS;
     padded = ctx_buffer(c->ctx, POOL_SLOT, (uint64_t)slot);
-    if (!padded) return CALL_NOMEM(c);
+    if (!padded) return call_nomem(c);
     memcpy(padded, st->w.buf, (size_t)st->my_bytes);
     memset(padded + st->my_bytes, 0, (size_t)(slot - st->my_bytes));
     st->w.buf = padded;
@@ -95,7 +95,7 @@ static int place_messages(sparcml_call *c, split_state *st, MPI_Count *total)
         *total += ctx->counts[r];
     }
     st->gathered = ctx_buffer(ctx, POOL_GATHER, (uint64_t)*total);
-    return st->gathered ? MPI_SUCCESS : CALL_NOMEM(c);
+    return st->gathered ? MPI_SUCCESS : call_nomem(c);
 }
 
 static int vendor_gather(sched *s)

@@ -34,7 +34,7 @@ static int slice_parts(sparcml_call *c, uint64_t head, sv *parts)
         total += head + sparcml_round8(stream_slice_bytes(&c->input, lo[r], lo[r + 1]));
     }
     buf = ctx_buffer(ctx, POOL_SEND, total);
-    if (!buf) return CALL_NOMEM(c);
+    if (!buf) return call_nomem(c);
     for (int r = 0; r < ctx->size; r++) parts[r] = stream_slice(&c->input, lo[r], lo[r + 1], buf + ctx->displs[r] + head);
     return MPI_SUCCESS;
 }
@@ -81,7 +81,7 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
     }
     /* Compressed calls' input, which never rides (core/compress.c). */
     if (c->input_block) return p2p_encode_input_parts(c, parts, ctx->size, ctx->rank, wires);
-    if (qtotal > 0 && !(qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal))) return CALL_NOMEM(c);
+    if (qtotal > 0 && !(qbuf = ctx_buffer(ctx, POOL_QMSG, qtotal))) return call_nomem(c);
     for (int r = 0; r < ctx->size; r++) {
         qsgd_key key = {.seed = c->q.seed, .rank = (uint64_t)ctx->rank, .call = ctx->calls,
                         .message = (uint64_t)TAG_REDUCE_SCATTER << 32 | (uint64_t)r};
@@ -118,12 +118,12 @@ static int add_part(sparcml_call *c, sv *sum, int *sum_pool, uint64_t **present,
         sv before = *sum;
         int out_pool = *sum_pool != POOL_ACC0 && part_pool != POOL_ACC0 ? POOL_ACC0 : POOL_ACC1;
         void *out = ctx_buffer(c->ctx, out_pool, stream_merge_bound(sum, part));
-        if (!out) return CALL_NOMEM(c);
+        if (!out) return call_nomem(c);
         *sum = stream_merge_add(sum, part, out);
         *sum_pool = out_pool;
         if (sum->dense && !part->dense) { /* two sparse operands, a dense sum */
             *present = presence_start(c, sum->dim);
-            if (!*present) return CALL_NOMEM(c);
+            if (!*present) return call_nomem(c);
             stream_mark_present(&before, *present);
         }
     }
@@ -337,7 +337,7 @@ int split_reduce_scatter(sched *s, sched_step then)
     sparcml_ctx *ctx = c->ctx;
     int P = ctx->size, rc;
     char *scratch = ctx_buffer(ctx, POOL_PARTS, (uint64_t)P * (sizeof(sv) + sizeof(wire)));
-    if (!scratch) return CALL_NOMEM(c);
+    if (!scratch) return call_nomem(c);
     *st = (struct split_state){.parts = (sv *)scratch, .wires = (wire *)(scratch + (size_t)P * sizeof(sv)),
                                .sum = sv_absent(), .sum_pool = -1, .phase_then = then};
     stream_split_bounds(c->dim, P, ctx->offsets);
@@ -384,7 +384,7 @@ static int slice_message(sparcml_call *c, const split_slice *mine, int dense, sv
         return MPI_SUCCESS;
     }
     buf = ctx_buffer(c->ctx, POOL_SLICE, bytes);
-    if (!buf) return CALL_NOMEM(c);
+    if (!buf) return call_nomem(c);
     if (!dense) {
         *msg = stream_select(sum, mine->present, mine->union_nnz, buf);
         return MPI_SUCCESS;
@@ -407,7 +407,7 @@ static int gathered_parts(sparcml_call *c, char *gathered, sv *parts)
     }
     if (decoded == 0) return MPI_SUCCESS;
     dec = ctx_buffer(ctx, POOL_QDEC, decoded);
-    if (!dec) return CALL_NOMEM(c);
+    if (!dec) return call_nomem(c);
     for (int r = 0; r < ctx->size; r++) {
         const char *m = gathered + ctx->displs[r];
         if (!qsgd_is_message(m)) continue;

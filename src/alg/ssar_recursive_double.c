@@ -104,7 +104,7 @@ static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int
     } else {
         out = ctx_buffer(c->ctx, out_pool, bound);
     }
-    if (!out) return CALL_NOMEM(c);
+    if (!out) return call_nomem(c);
     *cur = other_is_lower ? stream_merge_add(other, cur, out) : stream_merge_add(cur, other, out);
     *cur_pool = out_pool;
     return MPI_SUCCESS;
@@ -137,7 +137,7 @@ static int rd_chunk(sched *s)
     for (int i = 0; i < st->chunks; i++) {
         uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];
         void *buf = ctx_buffer(s->c->ctx, rd_part_pool(0, i), stream_range_bytes(&st->cur, lo, hi));
-        if (!buf) return CALL_NOMEM(s->c);
+        if (!buf) return call_nomem(s->c);
         st->part[0][i] = stream_range(&st->cur, lo, hi, buf);
     }
     return MPI_SUCCESS;
@@ -168,7 +168,7 @@ static int rd_join(sched *s)
     if (!call_may_write_result(c) || bytes > c->recv_bytes) {
         st->cur_pool = POOL_ACC0;
         out = ctx_buffer(c->ctx, POOL_ACC0, bytes);
-        if (!out) return CALL_NOMEM(c);
+        if (!out) return call_nomem(c);
     }
     st->cur = stream_concat(parts, at_zero, st->chunks, st->cur.dim, 0, out);
     st->chunks = 1;
@@ -194,7 +194,7 @@ static int rd_chunk_arrived(sched *s)
     if (rc != MPI_SUCCESS) return rc;
     if (operands_match(mine, &in)) {
         out = ctx_buffer(c->ctx, rd_part_pool(!st->set, i), stream_merge_bound(mine, &in));
-        if (!out) return CALL_NOMEM(c);
+        if (!out) return call_nomem(c);
         *sum = partner < c->ctx->rank ? stream_merge_add(&in, mine, out) : stream_merge_add(mine, &in, out);
     } else {
         *sum = sv_absent();

@@ -1,11 +1,15 @@
-/* errors.c -- reason texts, their MPI error classes, and reporting. */
+/* errors.c -- reason texts, their MPI error classes, a call's status and
+ * its raising (errors.h). */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/errors.h"
+#include "base/mpi_flavour.h"
 
 static const struct {
     const char *text;
@@ -43,6 +47,7 @@ static const struct {
     [SPARCML_R_NOMEM] = {"out of memory", MPI_ERR_NO_MEM},
     [SPARCML_R_CONFIG_INVALID] = {"invalid SPARCML_* setting", MPI_ERR_OTHER},
     [SPARCML_R_ACTIVE_REQUEST] = {"MPI_Start of a persistent allreduce that is still active", MPI_ERR_REQUEST},
+    [SPARCML_R_INTERNAL] = {"internal error of the library (please report it)", MPI_ERR_INTERN},
 };
 
 const char *sparcml_reason_text(int reason)
@@ -57,22 +62,60 @@ int sparcml_reason_class(int reason)
     return reasons[reason].mpi_class;
 }
 
-/* "sparcml: MPI_Allreduce: [rank R: ]<text>[: detail]" */
-static void error_line(char *buf, size_t len, int rank, int reason, const char *detail)
+void sparcml_outcome_set(sparcml_outcome *st, int reason, int rank, const char *detail)
 {
-    int n = snprintf(buf, len, "sparcml: MPI_Allreduce: ");
-    if (rank >= 0 && n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, "rank %d: ", rank);
-    if (n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, "%s", sparcml_reason_text(reason));
-    if (detail && *detail && n >= 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ": %s", detail);
+    *st = (sparcml_outcome){.reason = reason, .code = MPI_SUCCESS, .rank = rank};
+    if (detail) snprintf(st->detail, sizeof st->detail, "%s", detail);
 }
 
-void sparcml_print_error(int rank, int reason, const char *detail)
+void sparcml_outcome_set_code(sparcml_outcome *st, int code, int rank)
 {
-    char line[MPI_MAX_ERROR_STRING];
-    error_line(line, sizeof line, rank, reason, detail);
-    /* One write per line so that lines of different ranks do not interleave. */
+    if (code != MPI_SUCCESS) *st = (sparcml_outcome){.reason = SPARCML_R_OK, .code = code, .rank = rank};
+}
+
+/* Append to buf (`n` bytes used so far, possibly more than len: cut). */
+static size_t append(char *buf, size_t len, size_t n, const char *fmt, const char *a, const char *b)
+{
+    int w;
+    if (n >= len) return n;
+    w = snprintf(buf + n, len - n, fmt, a, b);
+    return w < 0 ? len : n + (size_t)w;
+}
+
+void sparcml_outcome_line(const sparcml_outcome *st, const char *call, int self, char *buf, size_t len)
+{
+    char rank[32] = "", mpi[MPI_MAX_ERROR_STRING] = "";
+    int mpi_len = 0, who = st->rank >= 0 ? st->rank : self;
+    size_t n = 0;
+    if (who >= 0) snprintf(rank, sizeof rank, "rank %d: ", who);
+    n = append(buf, len, n, "sparcml: %s: %s", call, rank);
+    if (st->reason == SPARCML_R_OK) {
+        if (PMPI_Error_string(st->code, mpi, &mpi_len) != MPI_SUCCESS) snprintf(mpi, sizeof mpi, "code %d", st->code);
+        n = append(buf, len, n, "%s%s", "MPI error: ", mpi);
+    } else {
+        n = append(buf, len, n, "%s%s", sparcml_reason_text(st->reason), "");
+        if (st->detail[0]) n = append(buf, len, n, "%s%s", ": ", st->detail);
+    }
+    (void)n;
+}
+
+void sparcml_outcome_print(sparcml_outcome *st, const char *call, int self)
+{
+    char line[MPI_MAX_ERROR_STRING + SPARCML_DETAIL_BYTES];
+    sparcml_outcome_line(st, call, self, line, sizeof line);
     fprintf(stderr, "%s\n", line);
     fflush(stderr);
+    st->printed = 1;
+}
+
+int sparcml_handler_aborts(MPI_Comm comm)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int aborts;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS) return 0;
+    aborts = flv_errhandler_aborts(eh);
+    if (PMPI_Errhandler_free(&eh) != MPI_SUCCESS) return aborts; /* a predefined handle: nothing leaks */
+    return aborts;
 }
 
 /* One error code per reason, added to the MPI under the reason's class on
@@ -80,7 +123,9 @@ void sparcml_print_error(int rank, int reason, const char *detail)
  * MPI_Error_string (and what a language binding shows) says what happened.
  * Where the MPI does not give the string back for such a code (MPICH 4.0.2
  * answers with an unrelated message for codes added to a predefined
- * class), the first use finds out and the library returns the bare class.
+ * class), the first use finds out and the library returns the bare class:
+ * programs compare classes with the predefined ones, which a class of the
+ * library's own (MPI_Add_error_class) would break.
  * Under `lock`: codes are added and strings replaced by any thread. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int codes[SPARCML_R_COUNT_];
@@ -110,19 +155,58 @@ static int code_of(int reason, const char *line)
     return code ? code : cls;
 }
 
-int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail)
+_Noreturn void sparcml_abort(MPI_Comm comm, int code)
 {
-    char line[MPI_MAX_ERROR_STRING];
-    int code;
-    error_line(line, sizeof line, rank, reason, detail);
-    code = code_of(reason, line);
-    return comm != MPI_COMM_NULL ? sparcml_raise_code(comm, code) : code;
+    /* The launcher tears down output forwarding when a rank aborts: give
+     * what this rank printed time to reach it. */
+    fflush(stderr);
+    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+    (void)PMPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+    _Exit(code); /* MPI_Abort does not return; should it, this rank still ends */
 }
 
-int sparcml_raise_code(MPI_Comm comm, int code)
+int sparcml_outcome_code(const sparcml_outcome *st, const char *call)
 {
-    /* Its own failure (comm no longer valid) leaves nothing more to do:
-     * the caller gets the code either way. */
-    (void)PMPI_Comm_call_errhandler(comm, code);
+    char line[MPI_MAX_ERROR_STRING];
+    if (st->reason == SPARCML_R_OK) return st->code;
+    sparcml_outcome_line(st, call, -1, line, sizeof line);
+    return code_of(st->reason, line);
+}
+
+/* Where comm's handler aborts: the line (once) and the end of the job. */
+static void abort_if_fatal(MPI_Comm comm, const char *call, sparcml_outcome *st)
+{
+    int cls = MPI_ERR_OTHER, self = -1;
+    if (!sparcml_handler_aborts(comm)) return;
+    if (PMPI_Comm_rank(comm, &self) != MPI_SUCCESS) self = -1;
+    if (!st->printed) sparcml_outcome_print(st, call, self);
+    if (PMPI_Error_class(sparcml_outcome_code(st, call), &cls) != MPI_SUCCESS) cls = MPI_ERR_OTHER;
+    sparcml_abort(comm, cls);
+}
+
+/* Its own failure (comm no longer valid) leaves nothing more to do: the
+ * caller gets the code either way. */
+static int call_handler(MPI_Comm comm, int code)
+{
+    if (comm != MPI_COMM_NULL) (void)PMPI_Comm_call_errhandler(comm, code);
     return code;
+}
+
+int sparcml_raise(MPI_Comm comm, const char *call, sparcml_outcome *st)
+{
+    abort_if_fatal(comm, call, st);
+    return call_handler(comm, sparcml_outcome_code(st, call));
+}
+
+int sparcml_raise_in_status(MPI_Comm comm, const char *call, sparcml_outcome *st)
+{
+    abort_if_fatal(comm, call, st);
+    return call_handler(comm, MPI_ERR_IN_STATUS);
+}
+
+int sparcml_raise_code(MPI_Comm comm, const char *call, int code)
+{
+    sparcml_outcome st = {.code = code, .rank = -1};
+    if (PMPI_Comm_rank(comm, &st.rank) != MPI_SUCCESS) st.rank = -1;
+    return sparcml_raise(comm, call, &st);
 }

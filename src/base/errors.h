@@ -1,12 +1,20 @@
-/* errors.h -- why a tagged allreduce failed, and how that is reported.
+/* errors.h -- why a call of the library failed, and how that is reported.
  *
- * Every failure has a reason code.  Reasons travel in the agreement step
- * (agree.c) so that all ranks of a call learn of a failure on any rank
- * together; each maps to a standard MPI error class and a message. */
+ * Every failure the library finds has a reason code; each maps to a
+ * standard MPI error class and a message.  What became of a call is one
+ * sparcml_outcome, decided once (agreed by every rank where the failure is
+ * a collective one: core/op.c) and raised once, at the boundary, by the
+ * call the program made or the one that completes its request: the
+ * communicator's error handler gets the code, or, where that handler
+ * aborts (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT), the rank prints the
+ * call's line and aborts the job itself, so that the message names the
+ * program's call and the problem rather than an MPI function the program
+ * never called. */
 #ifndef SPARCML_ERRORS_H
 #define SPARCML_ERRORS_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 enum sparcml_reason {
     SPARCML_R_OK = 0,
@@ -43,6 +51,7 @@ enum sparcml_reason {
     SPARCML_R_NOMEM,
     SPARCML_R_CONFIG_INVALID,
     SPARCML_R_ACTIVE_REQUEST,   /* MPI_Start of a persistent call still active */
+    SPARCML_R_INTERNAL,         /* an invariant of the library does not hold */
     SPARCML_R_COUNT_
 };
 
@@ -52,23 +61,74 @@ const char *sparcml_reason_text(int reason);
 /* The MPI error class a reason is reported with. */
 int sparcml_reason_class(int reason);
 
-/* Print one line "sparcml: MPI_Allreduce: rank R: <text>[: detail]" on
- * stderr (R: the rank in the call's communicator).  Only the rank that
- * found a problem prints it (sparcml(7), ERRORS). */
-void sparcml_print_error(int rank, int reason, const char *detail);
+enum { SPARCML_DETAIL_BYTES = 192 };
 
-/* Invoke comm's error handler with the library's error code for the
- * reason and return that code (what MPI_Allreduce returns when the handler
- * returns).  The code belongs to the reason's class (MPI_Error_class), and
- * MPI_Error_string gives the line of the problem: the rank at fault (rank
- * < 0: none, a mismatch every rank finds), the reason, the detail if this
- * rank knows it. */
-int sparcml_raise(MPI_Comm comm, int reason, int rank, const char *detail);
+/* What became of one call.  Success: reason SPARCML_R_OK and code
+ * MPI_SUCCESS.  A problem the library found: its reason, the rank it is
+ * about (-1: every rank finds it alike) and what that rank knows of it
+ * (detail, possibly empty).  An MPI function the library called failed:
+ * reason SPARCML_R_OK and that function's code.  `printed`: this rank has
+ * printed the call's line. */
+typedef struct sparcml_outcome {
+    int reason;
+    int code;
+    int rank;
+    int printed;
+    char detail[SPARCML_DETAIL_BYTES];
+} sparcml_outcome;
 
-/* Invoke comm's error handler with an MPI error code (the MPI's own, or a
- * class) and return the code: how every entry point fails.  A handler
- * that cannot be invoked (comm no longer valid) changes nothing: the
- * caller still gets the code. */
-int sparcml_raise_code(MPI_Comm comm, int code);
+static inline int sparcml_outcome_failed(const sparcml_outcome *st)
+{
+    return st->reason != 0 || st->code != MPI_SUCCESS;
+}
+
+/* An outcome of `reason` about `rank` (-1: every rank's alike), with an
+ * optional detail (NULL: none). */
+void sparcml_outcome_set(sparcml_outcome *st, int reason, int rank, const char *detail);
+
+/* An outcome of an MPI code returned to this rank (`rank`) by a function
+ * the library called; MPI_SUCCESS leaves st as it is. */
+void sparcml_outcome_set_code(sparcml_outcome *st, int code, int rank);
+
+/* The call's line, "sparcml: CALL: rank R: <reason>[: detail]" (R: the
+ * rank at fault, in the call's communicator, else `self`, the rank that
+ * speaks, if >= 0; for an MPI code, the MPI's string of the code). */
+void sparcml_outcome_line(const sparcml_outcome *st, const char *call, int self, char *buf, size_t len);
+
+/* Print the call's line on stderr (one write, so that the lines of
+ * several ranks do not interleave) and mark it printed. */
+void sparcml_outcome_print(sparcml_outcome *st, const char *call, int self);
+
+/* Whether comm's error handler aborts the job (MPI_ERRORS_ARE_FATAL,
+ * MPI_ERRORS_ABORT); an invalid comm: no. */
+int sparcml_handler_aborts(MPI_Comm comm);
+
+/* The MPI code a call that ends with st returns (see sparcml_raise),
+ * raising nothing. */
+int sparcml_outcome_code(const sparcml_outcome *st, const char *call);
+
+/* The boundary: raise a failed outcome once, from the program's call
+ * `call` on comm, and return the MPI code that call returns.  Where comm's
+ * handler aborts, prints the line (unless printed) and aborts the job with
+ * the code's class; otherwise invokes the handler with the code.  The code
+ * of a reason belongs to the reason's class (MPI_Error_class) and, where
+ * the MPI gives the string of an added code back (Open MPI),
+ * MPI_Error_string gives the line; elsewhere (MPICH 4.0.2, which answers
+ * codes added to a predefined class with an unrelated message) it is the
+ * bare class (sparcml(7), ERRORS). */
+int sparcml_raise(MPI_Comm comm, const char *call, sparcml_outcome *st);
+
+/* The same from a call that completes several requests (MPI_Waitall,
+ * ...), of which the one that ended with st failed first: the handler
+ * gets MPI_ERR_IN_STATUS, which is returned (the statuses hold the codes);
+ * a handler that aborts, as above. */
+int sparcml_raise_in_status(MPI_Comm comm, const char *call, sparcml_outcome *st);
+
+/* The same for an MPI code alone (the vendor's, or a class). */
+int sparcml_raise_code(MPI_Comm comm, const char *call, int code);
+
+/* End the job from this rank with exit status `code`: what a handler that
+ * aborts does, after what was printed had time to reach the launcher. */
+_Noreturn void sparcml_abort(MPI_Comm comm, int code);
 
 #endif

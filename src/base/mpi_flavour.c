@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/errors.h"
 #include "base/mpi_flavour.h"
 
 /* MPI-3 functions both libraries have. */
@@ -413,8 +412,8 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 #if HAVE_PMPI_ALLREDUCE_C
     return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
 #else
-    if (count > INT_MAX) /* the vendor's own errors reach the handler in the vendor */
-        return sparcml_raise_code(comm, MPI_ERR_COUNT);
+    if (count > INT_MAX) /* only from the library's own counts: the application's are ints here */
+        return MPI_ERR_COUNT;
     return PMPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
 #endif
 }

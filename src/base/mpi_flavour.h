@@ -31,6 +31,17 @@
  * returns (a look at the loaded objects, well under a millisecond). */
 void flv_require_own_mpi(void);
 
+/* Whether an error handler aborts the job: MPI_ERRORS_ARE_FATAL, and
+ * MPI-4's MPI_ERRORS_ABORT where the MPI has it (MPICH 4; not Open MPI
+ * 4.1). */
+static inline int flv_errhandler_aborts(MPI_Errhandler eh)
+{
+#ifdef MPI_ERRORS_ABORT
+    if (eh == MPI_ERRORS_ABORT) return 1;
+#endif
+    return eh == MPI_ERRORS_ARE_FATAL;
+}
+
 /* PMPI_Allreduce with an elementwise op. */
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm);

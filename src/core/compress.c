@@ -244,22 +244,25 @@ static int exact_done(sched *s)
 {
     sparcml_op *op = op_of(s);
     stats_record_compressed(op->set, &op->c, 1, -1, 0);
-    op->result = MPI_SUCCESS;
+    return MPI_SUCCESS;
+}
+
+/* The concluded call's sum is in the result pool: write it into the
+ * application's buffer. */
+static int compressed_written(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sv result = stream_view(op->c.recvbuf);
+    double held_back = -1;
+    stream_densify(&result, op->recvbuf);
+    if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
+    stats_record_compressed(op->set, &op->c, 0, held_back, op->bcast_bytes);
     return MPI_SUCCESS;
 }
 
 static int compressed_done(sched *s)
 {
-    sparcml_op *op = op_of(s);
-    sv result;
-    double held_back = -1;
-    op_conclude(op);
-    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
-    result = stream_view(op->c.recvbuf);
-    stream_densify(&result, op->recvbuf);
-    if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
-    stats_record_compressed(op->set, &op->c, 0, held_back, op->bcast_bytes);
-    return MPI_SUCCESS;
+    return op_conclude(s, compressed_written);
 }
 
 /* Once every rank has the algorithm's scratch: quantize the contribution

@@ -1,8 +1,15 @@
 /* iallreduce.c -- non-blocking allreduces as MPI requests (iallreduce.h).
  *
  * A call's schedule is a progress item on its communicator's lane; when
- * it has ended, the call is completed: MPI_Grequest_complete, after which
- * the application's wait returns what the query function reports.
+ * it has ended, the call's status is settled and the request completed
+ * (MPI_Grequest_complete), on whichever thread ran the pass.  Nothing is
+ * raised there: the completion call of the application (MPI_Wait, ...,
+ * shim/persistent.c) finds the status and raises a failure on the call's
+ * communicator, on its own thread.  While such a call runs on a thread,
+ * the query function reports success, so that the MPI raises nothing of
+ * its own; a completion the library does not see (none of its wrappers
+ * running) gets the call's code from the query function, and the MPI
+ * raises it.
  *
  * A call's memory has two owners: the library until the call is complete,
  * the application until its request is freed (by a completing wait or
@@ -25,7 +32,6 @@ typedef struct pending {
     sparcml_op op;
     progress_item item;   /* while the call runs */
     MPI_Request request;
-    int result;           /* what the application's wait reports */
     atomic_int owners;
     struct pending *next_live; /* in `live`, until the application frees the request */
 } pending;
@@ -44,6 +50,14 @@ static void let_go(pending *p)
     if (atomic_fetch_sub(&p->owners, 1) == 1) free(p);
 }
 
+/* How many of the library's completion calls run on this thread. */
+static _Thread_local int completing;
+
+void sparcml_completing(int delta)
+{
+    completing += delta;
+}
+
 static int request_query(void *state, MPI_Status *status)
 {
     pending *p = state;
@@ -51,8 +65,9 @@ static int request_query(void *state, MPI_Status *status)
     if (rc == MPI_SUCCESS) rc = PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    status->MPI_ERROR = rc == MPI_SUCCESS ? p->result : rc;
-    return status->MPI_ERROR;
+    if (rc == MPI_SUCCESS && !completing) rc = sparcml_outcome_code(&p->op.outcome, p->op.call);
+    status->MPI_ERROR = rc;
+    return rc;
 }
 
 static int request_free(void *state)
@@ -86,23 +101,39 @@ void *sparcml_request_hold(MPI_Request request)
     return p;
 }
 
-void sparcml_request_release(void *held, MPI_Status *status)
+int sparcml_request_code(const void *held)
 {
-    pending *p = held;
-    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = p->result;
-    let_go(p);
+    const pending *p = held;
+    return sparcml_outcome_code(&p->op.outcome, p->op.call);
 }
 
-/* The schedule has ended: report and hand the request back.  A failed
- * MPI_Grequest_complete would leave the application's wait hanging: it
- * goes to the communicator's error handler (fatal by default). */
+int sparcml_request_raise(void *held, int in_status)
+{
+    pending *p = held;
+    if (in_status) return sparcml_raise_in_status(p->op.comm, p->op.call, &p->op.outcome);
+    return sparcml_raise(p->op.comm, p->op.call, &p->op.outcome);
+}
+
+void sparcml_request_release(void *held)
+{
+    let_go(held);
+}
+
+/* The schedule has ended: settle the status and hand the request back.
+ * A failed MPI_Grequest_complete would leave the application's wait
+ * hanging: the rank says so and ends the job. */
 static void complete(progress_item *item)
 {
     pending *p = (pending *)((char *)item - offsetof(pending, item));
     int rc;
-    p->result = sparcml_op_finish(&p->op);
+    sparcml_op_finish(&p->op);
     rc = PMPI_Grequest_complete(p->request);
-    if (rc != MPI_SUCCESS) sparcml_raise_code(p->op.comm, rc);
+    if (rc != MPI_SUCCESS) {
+        sparcml_outcome st = {.rank = p->op.rank};
+        sparcml_outcome_set_code(&st, rc, p->op.rank);
+        sparcml_outcome_print(&st, p->op.call, p->op.rank);
+        sparcml_abort(p->op.comm, MPI_ERR_INTERN);
+    }
     let_go(p);
 }
 
@@ -110,19 +141,21 @@ static const flv_grequest_fns grequest_fns = {.query = request_query, .free = re
                                               .progress = progress_pass};
 
 int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
-                       MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+                       MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                       const char *call)
 {
     pending *p;
     int rc;
-    if (!FLV_HAVE_NONBLOCKING) return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (!FLV_HAVE_NONBLOCKING)
+        return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);
     p = calloc(1, sizeof *p);
-    if (!p) return sparcml_raise_code(comm, MPI_ERR_NO_MEM);
-    switch (sparcml_op_start(&p->op, kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, 0)) {
+    if (!p) return sparcml_raise_code(comm, call, MPI_ERR_NO_MEM);
+    switch (sparcml_op_start(&p->op, kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, 0, call)) {
     case SPARCML_OP_VENDOR:
         free(p);
         return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);
     case SPARCML_OP_DONE:
-        rc = p->op.result;
+        rc = sparcml_raise(comm, call, &p->op.outcome);
         free(p);
         return rc;
     default: break;
@@ -131,7 +164,7 @@ int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *r
     rc = flv_grequest_start(p, &grequest_fns, &p->request);
     if (rc != MPI_SUCCESS) {
         free(p);
-        return sparcml_raise_code(comm, rc);
+        return sparcml_raise_code(comm, call, rc);
     }
     *request = p->request;
     pthread_mutex_lock(&live_lock);

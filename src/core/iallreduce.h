@@ -17,17 +17,26 @@
 
 #include "core/op.h"
 
-/* MPI_Iallreduce of a kind of op, on values of type vtype. */
+/* MPI_Iallreduce of a kind of op, on values of type vtype; `call` names
+ * the program's call (MPI_Iallreduce, or the persistent call started). */
 int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
-                       MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+                       MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                       const char *call);
 
-/* Whether the application holds any of the library's requests; hold one
- * (NULL: not the library's) so that it outlives a completion call that
- * frees it, and release it, writing its result into a status the vendor
- * filled (MPICH's MPI_Waitall/Testall/Waitsome/Testsome put MPI_ERR_OTHER
- * codes wrapping the class there; MPI_STATUS_IGNORE: nothing written). */
+/* The completion calls (shim/persistent.c).  Whether the application
+ * holds any of the library's requests; hold one (NULL: not the library's)
+ * so that it outlives a completion call that frees it; the code its call
+ * ended with (MPI_SUCCESS or a failure's); raise that failure from the
+ * completion call, once (in_status: a call on several requests, which
+ * returns MPI_ERR_IN_STATUS); release it.  sparcml_completing(+1) before
+ * the vendor's completion call, (-1) after: meanwhile the library's
+ * requests report success to the MPI, which then raises nothing of its
+ * own (the caller raises). */
 int sparcml_request_live(void);
 void *sparcml_request_hold(MPI_Request request);
-void sparcml_request_release(void *held, MPI_Status *status);
+int sparcml_request_code(const void *held);
+int sparcml_request_raise(void *held, int in_status);
+void sparcml_request_release(void *held);
+void sparcml_completing(int delta);
 
 #endif

@@ -64,18 +64,6 @@ static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, i
     return reason;
 }
 
-static int op_fail(MPI_Comm comm, int rank, const sparcml_agreed *a, int local_reason,
-                 const char *detail)
-{
-    stats_record_error(rank, a->reason);
-    /* One line per problem: from each rank whose own input is at fault, or
-     * for what every rank finds alike (a mismatch, a result that does not
-     * fit) from rank 0; every rank returns the agreed class. */
-    if (local_reason != SPARCML_R_OK) sparcml_print_error(rank, local_reason, detail);
-    else if (a->reason_rank < 0 && rank == 0) sparcml_print_error(rank, a->reason, detail);
-    return sparcml_raise(comm, a->reason, a->reason_rank, rank == a->reason_rank || a->reason_rank < 0 ? detail : NULL);
-}
-
 /* The selector's overlap estimate follows the size of each result's union
  * of indices, a number every rank knows identically.  A sparse result
  * carries it; of a dense one each rank counts the nonzeros of its 1/P of
@@ -318,47 +306,43 @@ static int pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES
     return held;
 }
 
-/* After the algorithm: report a failure it found, or learn and count. */
-static int conclude(sparcml_op *op, const sparcml_problem *p, sparcml_algorithm alg, int rc)
+/* Why the algorithm's result cannot be the call's: it does not fit
+ * recvbuf (every rank alike). */
+static void capacity_detail(const sparcml_op *op, sparcml_algorithm alg, char *detail, size_t len)
 {
-    const sparcml_settings *s = op->set;
+    const sparcml_call *c = &op->c;
+    snprintf(detail, len, "algorithm %s%s, count %lld words (need %lld for any result)",
+             sparcml_algorithm_name(alg), op->set->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
+             (long long)(c->recv_bytes / SPARCML_WORD_BYTES), (long long)sparcml_capacity(c->dim, c->vtype));
+}
+
+/* After the algorithm: report a failure it found (every rank alike: call.h,
+ * call_fail), or learn and count, and go on with `then`. */
+static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    const sparcml_settings *set = op->set;
     sparcml_call *c = &op->c;
-    const sparcml_agreed *a = &op->agreed;
-    MPI_Comm comm = op->comm;
     sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
     c->ctx->sealed = 0;
-    if (rc != MPI_SUCCESS && c->reason == SPARCML_R_OK) {
-        select_memo_forget(memo);
-        return sparcml_raise_code(comm, rc);
-    }
     if (c->reason != SPARCML_R_OK) {
-        sparcml_agreed same = *a;
-        char detail[128];
-        select_memo_forget(memo);
-        same.reason = c->reason;
-        same.reason_rank = c->reason_rank;
-        if (c->reason == SPARCML_R_NOMEM)
-            snprintf(detail, sizeof detail, "the scratch of algorithm %s", sparcml_algorithm_name(alg));
-        else
-            snprintf(detail, sizeof detail, "algorithm %s%s, count %lld words (need %lld for any result)",
-                     sparcml_algorithm_name(alg), s->algorithm == SPARCML_ALG_AUTO ? "" : " (SPARCML_ALGORITHM)",
-                     (long long)(c->recv_bytes / SPARCML_WORD_BYTES), (long long)sparcml_capacity(c->dim, c->vtype));
-        return op_fail(comm, c->ctx->rank, &same, c->ctx->rank == c->reason_rank ? c->reason : SPARCML_R_OK,
-                       detail);
+        char detail[SPARCML_DETAIL_BYTES];
+        capacity_detail(op, alg, detail, sizeof detail);
+        return op_fail(s, c->reason, -1, detail);
     }
     if (op_timing(op)) {
         double price[SPARCML_ALG_COUNT_];
-        select_costs(s, p, price);
+        select_costs(set, p, price);
         op_time_run(op, alg, PMPI_Wtime() - op->t_run, price[alg]);
     }
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
-    c->selected = c->piggybacked ? op->kind->select(s, p) : alg;
+    c->selected = c->piggybacked ? op->kind->select(set, p) : alg;
     select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected), c->pipeline_chunks);
     learn(c->ctx, p, c);
     c->ctx->calls++;
-    stats_record(s, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
-    return MPI_SUCCESS;
+    stats_record(set, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
+    return then ? then(s) : MPI_SUCCESS;
 }
 
 /* The agreement stage: every rank's record travels along the schedule
@@ -437,16 +421,15 @@ sparcml_problem op_problem(const sparcml_op *op)
     return problem_of(&op->c, &op->agreed);
 }
 
-void op_conclude(sparcml_op *op)
+int op_conclude(sched *s, sched_step then)
 {
-    sparcml_problem p = op_problem(op);
-    op->result = conclude(op, &p, op->alg, MPI_SUCCESS);
+    sparcml_problem p = op_problem(op_of(s));
+    return conclude(s, &p, op_of(s)->alg, then);
 }
 
 static int op_concluded(sched *s)
 {
-    op_conclude(op_of(s));
-    return MPI_SUCCESS;
+    return op_conclude(s, NULL);
 }
 
 /* The algorithm starts on its reserved pools: from its first step, or
@@ -472,10 +455,10 @@ static int scratch_agreed(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_ctx *ctx = op->c.ctx;
     memcpy(ctx->agreed_capacity, op->reserved + 1, sizeof ctx->agreed_capacity);
+    char detail[SPARCML_DETAIL_BYTES];
     if (op->reserved[0] >= (uint64_t)ctx->size) return op_algorithm(s);
-    op->c.reason = SPARCML_R_NOMEM;
-    op->c.reason_rank = (int)op->reserved[0];
-    return MPI_SUCCESS; /* on to `then`, which concludes */
+    snprintf(detail, sizeof detail, "the scratch of algorithm %s", sparcml_algorithm_name(op->alg));
+    return op_fail(s, SPARCML_R_NOMEM, (int)op->reserved[0], detail);
 }
 
 int op_run(sched *s, const sparcml_problem *p, sched_step then)
@@ -483,6 +466,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
+    int reason;
     c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->chunks_run = 0;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
@@ -490,8 +474,12 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
      * every rank alike (the problem is agreed) before it touches anything. */
-    c->reason = sparcml_algorithms[op->alg].restriction(p);
-    if (c->reason != SPARCML_R_OK) return then(s);
+    reason = sparcml_algorithms[op->alg].restriction(p);
+    if (reason != SPARCML_R_OK) {
+        char detail[SPARCML_DETAIL_BYTES];
+        capacity_detail(op, op->alg, detail, sizeof detail);
+        return op_fail(s, reason, -1, detail);
+    }
     s->then = then;
     /* Its scratch, from agreed numbers: where every rank's pools are known
      * to hold it (an earlier reservation's minima), nobody allocates while
@@ -513,10 +501,9 @@ static int op_agreed(sched *s)
     sparcml_call *c = &op->c;
     agree_end(c, op->input, &op->record, &op->agreed);
     if (op->agreed.reason != SPARCML_R_OK) {
-        select_memo_forget(&op_policy_of(c->ctx)->memo);
         if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
-        op->result = op_fail(op->comm, op->rank, &op->agreed, op->local.reason, op->detail);
-        return MPI_SUCCESS;
+        return op_fail(s, op->agreed.reason, op->agreed.reason_rank,
+                       op->local.reason == op->agreed.reason ? op->detail : NULL);
     }
     c->k_max = op->agreed.k_max;
     c->k_sum = op->agreed.k_sum;
@@ -620,10 +607,9 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     op->alg = SPARCML_ALG_RECURSIVE_DOUBLE;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     /* Absent only if some rank failed, which the records would say. */
-    rc = sv_is_absent(&c->pending) ? MPI_ERR_INTERN : call_deliver(c, &c->pending);
-    if (rc == MPI_SUCCESS) return then(s);
-    op->result = conclude(op, p, op->alg, rc);
-    return MPI_SUCCESS;
+    if (sv_is_absent(&c->pending)) return call_fail(c, SPARCML_R_INTERNAL);
+    rc = call_deliver(c, &c->pending); /* a result that does not fit: for `then` to report */
+    return rc == MPI_SUCCESS ? then(s) : rc;
 }
 
 static int tagged_agreed(sched *s)
@@ -741,7 +727,7 @@ static void tagged_fill(sparcml_op *op, int vtype)
     local->reason = s->error[0] ? SPARCML_R_CONFIG_INVALID
                                 : validate_local(op->sendbuf, op->recvbuf, op->count, vtype, op->mop, &c->input,
                                                  op->detail, sizeof op->detail);
-    if (s->error[0]) snprintf(op->detail, sizeof op->detail, "%s", s->error);
+    if (s->error[0]) snprintf(op->detail, sizeof op->detail, "%.*s", (int)sizeof op->detail - 1, s->error);
     if (local->reason == SPARCML_R_OK) {
         local->dim = c->input.dim;
         local->vtype = vtype;
@@ -768,27 +754,28 @@ void op_fill_dense(sparcml_op *op, int vtype)
 /* --- starting and finishing a call of any kind ------------------------- */
 
 int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
-                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking)
+                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking,
+                     const char *call)
 {
     int inter = 0, rc;
-    *op = (sparcml_op){.set = settings_get(), .comm = comm, .kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                       .count = count, .datatype = datatype, .mop = mop};
+    *op = (sparcml_op){.set = settings_get(), .comm = comm, .call = call, .kind = kind, .sendbuf = sendbuf,
+                       .recvbuf = recvbuf, .count = count, .datatype = datatype, .mop = mop};
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return SPARCML_OP_VENDOR; /* the vendor's error */
     rc = PMPI_Comm_rank(comm, &op->rank);
     if (rc == MPI_SUCCESS && inter) {
+        /* Every rank finds it: rank 0 of the local group speaks. */
         stats_record_error(op->rank, SPARCML_R_INTERCOMM);
-        if (op->rank == 0) sparcml_print_error(op->rank, SPARCML_R_INTERCOMM, NULL); /* all ranks find it */
-        op->result = sparcml_raise(comm, SPARCML_R_INTERCOMM, -1, NULL);
+        sparcml_outcome_set(&op->outcome, SPARCML_R_INTERCOMM, -1, NULL);
+        if (op->rank == 0) sparcml_outcome_print(&op->outcome, call, op->rank);
         return SPARCML_OP_DONE;
     }
     if (rc == MPI_SUCCESS) rc = op_ctx_get(comm, blocking, &op->c.ctx);
     if (rc != MPI_SUCCESS) {
-        op->result = sparcml_raise_code(comm, rc);
+        sparcml_outcome_set_code(&op->outcome, rc, op->rank);
         return SPARCML_OP_DONE;
     }
     op->t0 = PMPI_Wtime();
-    op->c.reason_rank = -1;
     kind->fill(op, vtype);
     op_quantization(&op->c, op->set);
     op->c.tag_offset = TAG_KINDS_ * (int)(op->c.ctx->started++ % TAG_CALLS);
@@ -796,25 +783,20 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
     return SPARCML_OP_SCHEDULED;
 }
 
-int sparcml_op_finish(sparcml_op *op)
-{
-    if (op->s.rc == MPI_SUCCESS) return op->result;
-    select_memo_forget(&op_policy_of(op->c.ctx)->memo);
-    return sparcml_raise_code(op->comm, op->s.rc);
-}
-
 int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
                       MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm)
 {
+    static const char call[] = "MPI_Allreduce";
     sparcml_op op;
-    switch (sparcml_op_start(&op, kind, sendbuf, recvbuf, count, datatype, vtype, mop, comm, 1)) {
+    switch (sparcml_op_start(&op, kind, sendbuf, recvbuf, count, datatype, vtype, mop, comm, 1, call)) {
     case SPARCML_OP_VENDOR: return flv_allreduce(sendbuf, recvbuf, count, datatype, mop, comm);
-    case SPARCML_OP_DONE: return op.result;
+    case SPARCML_OP_DONE: return sparcml_raise(comm, call, &op.outcome);
     default: break;
     }
     progress_drain(&op.c.ctx->pending_calls); /* the communicator's non-blocking calls first */
     sched_run(&op.s);
-    return sparcml_op_finish(&op);
+    if (!sparcml_outcome_failed(sparcml_op_finish(&op))) return MPI_SUCCESS;
+    return sparcml_raise(comm, call, &op.outcome);
 }
 
 int sparcml_finalize(void)

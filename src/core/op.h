@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include "base/errors.h"
 #include "core/agree.h"
 #include "core/feedback.h"
 #include "core/select.h"
@@ -66,6 +67,15 @@ static inline op_policy *op_policy_of(sparcml_ctx *ctx) { return (op_policy *)ct
 
 typedef struct sparcml_op sparcml_op;
 
+/* The steps that settle a failure (op_fail.c): what the ranks tell each
+ * other of it. */
+enum { OP_FACTS_BYTES = 1024 };
+typedef struct op_failure {
+    unsigned char said[SPARCML_DETAIL_BYTES + OP_FACTS_BYTES];
+    char mine[OP_FACTS_BYTES], facts0[OP_FACTS_BYTES];
+    int which;
+} op_failure;
+
 /* A kind of call: how it fills in a new op from this rank's arguments (no
  * communication; a failure goes into op->local.reason, for the agreement
  * to share), and its first step once the context is set up. */
@@ -113,8 +123,12 @@ struct sparcml_op {
     double t0;
     double t_run;              /* when the algorithm's exchange began (op_timing) */
     uint64_t growths;          /* the context's pool growths when the call began */
-    int result;
-    char detail[sizeof ((sparcml_settings *)0)->error];
+    /* What became of the call (base/errors.h), and the program's call
+     * that names it ("MPI_Iallreduce", ...). */
+    sparcml_outcome outcome;
+    const char *call;
+    op_failure fail;
+    char detail[SPARCML_DETAIL_BYTES]; /* this rank's own input's problem */
     /* The application's arguments (transparent mode reads its dense
      * buffers; its vendor route passes them on). */
     const sparcml_op_kind *kind;
@@ -133,30 +147,40 @@ struct sparcml_op {
 
 /* Start: fill in the op (the kind's fill) and prepare its schedule, or say
  * that the vendor takes the call (an invalid communicator: the vendor
- * reports it) or that it is done already (result set, error raised).
- * Finish, once the schedule has ended: the call's result (an MPI error the
- * schedule met is raised here). */
+ * reports it) or that it is done already (op->outcome says how; nothing
+ * is raised).  `call` names the program's call in messages
+ * ("MPI_Iallreduce").
+ * Finish, once the schedule has ended: the call's status, settled (with a
+ * failure this rank met alone); the caller raises it (sparcml_raise) at
+ * the program's boundary: the blocking call, or the call that completes
+ * the request. */
 enum { SPARCML_OP_SCHEDULED, SPARCML_OP_VENDOR, SPARCML_OP_DONE };
 int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
-                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking);
-int sparcml_op_finish(sparcml_op *op);
+                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking,
+                     const char *call);
+sparcml_outcome *sparcml_op_finish(sparcml_op *op);
 
 /* A blocking call of the given kind, run at once (the communicator's
- * pending non-blocking calls complete first). */
+ * pending non-blocking calls complete first); its failure raised. */
 int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
                       MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm);
 
 /* The steps the kinds share: the op around a schedule; the agreement
- * stage, which continues with `then` once every rank agrees (a failure is
- * raised on every rank and ends the call); running op->alg, after which
- * `then` follows (a restriction that rules the problem out, or a rank
- * that cannot reserve the algorithm's scratch, fails the call on every
- * rank before the algorithm starts); the conclusion, which sets
- * op->result. */
+ * stage, which continues with `then` once every rank agrees (else the
+ * call fails on every rank: op_fail); running op->alg, after which `then`
+ * follows (a restriction that rules the problem out, or a rank that
+ * cannot reserve the algorithm's scratch, fails the call on every rank
+ * before the algorithm starts); the conclusion, which reports a failure
+ * the algorithm found (op_fail) or learns from the call, counts it and
+ * goes on with the kind's epilogue `then` (NULL: none).
+ * op_fail: the call fails on every rank alike with `reason` about `rank`
+ * (-1: every rank's alike); `detail` is what this rank knows of it, which
+ * the rank at fault (rank 0 for -1) tells the others (op_fail.c). */
 sparcml_op *op_of(sched *s);
 int op_agree(sched *s, sched_step then);
 int op_run(sched *s, const sparcml_problem *p, sched_step then);
-void op_conclude(sparcml_op *op);
+int op_conclude(sched *s, sched_step then);
+int op_fail(sched *s, int reason, int rank, const char *detail);
 
 /* Piggybacking (op_agree), for kinds whose input stream is built before
  * the agreement: where the memo predicts recursive doubling for the call's

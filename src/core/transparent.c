@@ -181,7 +181,6 @@ static int vendor_done(sched *s)
         op_time_run(op, SPARCML_ALG_DENSE, PMPI_Wtime() - op->t0, select_vendor_price(op->set, &p));
     }
     record_route(op);
-    op->result = MPI_SUCCESS;
     return MPI_SUCCESS;
 }
 
@@ -198,36 +197,37 @@ static int vendor(sched *s, stats_route route)
 
 /* The concluded call's sum is in the result pool: write it into the
  * application's buffer. */
-static void write_result(sparcml_op *op)
+static int write_result(sched *s)
 {
-    sv result;
-    if (op->result != MPI_SUCCESS) return;
-    result = stream_view(op->c.recvbuf);
+    sparcml_op *op = op_of(s);
+    sv result = stream_view(op->c.recvbuf);
     stream_densify(&result, op->recvbuf);
     op->route = ROUTE_SPARSE;
     record_route(op);
+    return MPI_SUCCESS;
 }
 
 static int sparse_done(sched *s)
 {
-    sparcml_op *op = op_of(s);
-    op_conclude(op);
-    write_result(op);
-    return MPI_SUCCESS;
+    return op_conclude(s, write_result);
 }
 
 /* The data rode on the agreement: the sum is the call's, whatever the
  * selector made of the agreed numbers (c->selected); a vendor pick
  * applies from the next call on. */
-static int piggybacked_done(sched *s)
+static int piggybacked_written(sched *s)
 {
     sparcml_op *op = op_of(s);
     const sparcml_call *c = &op->c;
-    sparse_done(s);
-    if (op->result != MPI_SUCCESS) return MPI_SUCCESS;
+    write_result(s);
     if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
     else learn_sparse(c->ctx, op->count, c->vtype);
     return MPI_SUCCESS;
+}
+
+static int piggybacked_done(sched *s)
+{
+    return op_conclude(s, piggybacked_written);
 }
 
 static int transparent_agreed(sched *s)

@@ -2,9 +2,11 @@
  *
  * The op (core/op.c) validates the input, runs the agreement step and
  * fills in a sparcml_call; an algorithm computes the sum into recvbuf and
- * records what it sent.  Failures every rank detects identically (the
- * result does not fit recvbuf) are returned in `reason`, never by leaving
- * the protocol early, so no rank is left waiting. */
+ * records what it sent.  It reports a failure of the call one way,
+ * call_fail (below); a failure every rank detects identically (the result
+ * does not fit recvbuf) ends the algorithm on every rank at the same
+ * step, never by leaving the protocol early, so no rank is left
+ * waiting. */
 #ifndef SPARCML_CALL_H
 #define SPARCML_CALL_H
 
@@ -67,8 +69,7 @@ typedef struct sparcml_call {
     uint64_t result_nnz;
     int result_dense;
     int chunks_run;      /* recursive doubling's chunks per round as it ran (0, 1: not pipelined) */
-    int reason;          /* enum sparcml_reason, identical on all ranks */
-    int reason_rank;     /* the rank it is about, -1: every rank's alike */
+    int reason;          /* enum sparcml_reason: call_fail's */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     /* Chunks per round of recursive doubling (<= 1: none): the agreed
      * problem's (select_pipeline_chunks), or, while the agreement runs,
@@ -111,12 +112,27 @@ enum { TAG_CALLS = 4096 };
  * in c->pending. */
 int call_deliver(sparcml_call *c, const sv *result);
 
-/* Does a result of `bytes` fit recvbuf?  If not, the call fails with
- * SPARCML_R_CAPACITY (on every rank: all know the same sizes). */
+/* How an algorithm reports a failure of the call, the one way: a step
+ * returns call_fail(c, reason).  SPARCML_R_CAPACITY (the result does not
+ * fit recvbuf) every rank finds alike at the same step: the step names no
+ * next one, the algorithm ends there, and the call's conclusion fails the
+ * call on every rank.  Any other reason (a pool that cannot grow within
+ * an algorithm, an invariant that does not hold) this rank meets alone:
+ * its schedule stops at once (the returned code), and the call fails on
+ * this rank with that reason.  An MPI function's failure is returned as
+ * its code, nothing else. */
+static inline int call_fail(sparcml_call *c, int reason)
+{
+    c->reason = reason;
+    return reason == SPARCML_R_CAPACITY ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+/* Does a result of `bytes` fit recvbuf?  If not, call_fail(c,
+ * SPARCML_R_CAPACITY) (on every rank: all know the same sizes). */
 static inline int call_result_fits(sparcml_call *c, uint64_t bytes)
 {
     if (bytes <= c->recv_bytes) return 1;
-    c->reason = SPARCML_R_CAPACITY;
+    call_fail(c, SPARCML_R_CAPACITY);
     return 0;
 }
 
@@ -129,6 +145,6 @@ static inline int call_may_write_result(const sparcml_call *c) { return !c->ride
  * algorithm's scratch before it starts (alg/scratch.h), so this happens
  * only where a bound is wrong; the call then fails with MPI_ERR_NO_MEM on
  * this rank. */
-#define CALL_NOMEM(c) ((c)->reason = SPARCML_R_NOMEM, MPI_ERR_NO_MEM)
+static inline int call_nomem(sparcml_call *c) { return call_fail(c, SPARCML_R_NOMEM); }
 
 #endif

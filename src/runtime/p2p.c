@@ -14,7 +14,7 @@ static int deliver_dense(sparcml_call *c, const sv *result)
     sv src = *result, out;
     if (src.base == c->recvbuf) { /* MPI_IN_PLACE: expand from a copy */
         void *copy = ctx_buffer(c->ctx, POOL_SEND, stream_bytes(&src));
-        if (!copy) return CALL_NOMEM(c);
+        if (!copy) return call_nomem(c);
         src = stream_copy(&src, copy);
     }
     out = stream_init(c->recvbuf, src.dim, src.vtype, src.dim, 1);
@@ -61,7 +61,7 @@ int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wi
     char *buf = ctx_buffer(c->ctx, POOL_QMSG, qsgd_grid_bound(in->nnz, in->iw, in->vtype, &c->input_q,
                                                               (uint64_t)n));
     uint64_t first = 0;
-    if (!buf) return CALL_NOMEM(c);
+    if (!buf) return call_nomem(c);
     for (int r = 0; r < n; first += parts[r++].nnz) {
         if (r == skip) continue;
         encode_input_part(c, &parts[r], first, buf, &wires[r]);
@@ -76,7 +76,7 @@ int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, 
     void *buf;
     if (c->input_block && s->base == c->input.base) {
         buf = ctx_buffer(c->ctx, which, qsgd_grid_bound(s->nnz, s->iw, s->vtype, &c->input_q, 1));
-        if (!buf) return CALL_NOMEM(c);
+        if (!buf) return call_nomem(c);
         *w = wire_of(s);
         encode_input_part(c, s, 0, buf, w);
         return MPI_SUCCESS;
@@ -86,7 +86,7 @@ int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, 
         return MPI_SUCCESS;
     }
     buf = ctx_buffer(c->ctx, which, qsgd_message_bound(s, &c->q));
-    if (!buf) return CALL_NOMEM(c);
+    if (!buf) return call_nomem(c);
     w->buf = buf;
     w->bytes = qsgd_encode_message(s, &c->q, &key, buf);
     w->quantized = 1;
@@ -101,7 +101,7 @@ int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *o
         return MPI_SUCCESS;
     }
     buf = ctx_buffer(c->ctx, which, qsgd_decoded_bytes(w->buf));
-    if (!buf) return CALL_NOMEM(c);
+    if (!buf) return call_nomem(c);
     *out = qsgd_decode_message(w->buf, buf);
     return MPI_SUCCESS;
 }
@@ -115,7 +115,7 @@ static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_R
     const call_rider *rd = c->rider;
     uint64_t bytes = rd->bytes + w->bytes;
     char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
-    if (!frame) return CALL_NOMEM(c);
+    if (!frame) return call_nomem(c);
     memcpy(frame, rd->own ? rd->own : rd->record, rd->bytes);
     if (w->bytes) memcpy(frame + rd->bytes, w->buf, w->bytes);
     c->bytes_sent += rd->bytes;
@@ -164,7 +164,7 @@ static int received(sparcml_call *c, p2p_recv *r)
         return MPI_SUCCESS;
     }
     dec = ctx_buffer(c->ctx, r->dec_pool, qsgd_decoded_bytes(buf));
-    if (!dec) return CALL_NOMEM(c);
+    if (!dec) return call_nomem(c);
     *r->out = qsgd_decode_message(buf, dec);
     if (r->where) *r->where = r->dec_pool;
     return MPI_SUCCESS;
@@ -184,7 +184,7 @@ static char *receive_buffer(sparcml_call *c, p2p_recv *r, const MPI_Status *st, 
         char drain;
         int drc = flv_mrecv_bytes(&drain, 0, msg), cls = MPI_ERR_TRUNCATE;
         if (drc != MPI_SUCCESS && PMPI_Error_class(drc, &cls) != MPI_SUCCESS) cls = MPI_ERR_OTHER;
-        *rc = drc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE ? CALL_NOMEM(c) : drc;
+        *rc = drc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE ? call_nomem(c) : drc;
     }
     return buf;
 }

@@ -192,7 +192,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     int vtype;
     const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
     if (!kind) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request, "MPI_Iallreduce");
 }
 
 #if HAVE_PMPI_ALLREDUCE_C /* MPI-4 (config.h, from configure) */
@@ -211,7 +211,7 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
     int vtype;
     const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
     if (!kind) return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    return sparcml_iallreduce(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request, "MPI_Iallreduce");
 }
 #endif
 
@@ -223,7 +223,8 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     int vtype;
     const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
     if (!kind) return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request,
+                                  "MPI_Allreduce_init");
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
@@ -232,7 +233,8 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
     int vtype;
     const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
     if (!kind) return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request,
+                                  "MPI_Allreduce_init");
 }
 #elif HAVE_PMPIX_ALLREDUCE_INIT
 int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -241,7 +243,8 @@ int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     int vtype;
     const sparcml_op_kind *kind = kind_of(datatype, count, op, comm, &vtype);
     if (!kind) return PMPIX_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request);
+    return sparcml_allreduce_init(kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, request,
+                                  "MPIX_Allreduce_init");
 }
 #endif
 

@@ -10,11 +10,15 @@
  * place, and a running request the vendor completed (and set to
  * MPI_REQUEST_NULL) leaves its call inactive.
  *
- * The calls on arrays are also taken while the application holds any of
- * the library's non-blocking requests: MPICH's MPI_Waitall, MPI_Testall,
- * MPI_Waitsome and MPI_Testsome report a generalized request's error in
- * its status as an MPI_ERR_OTHER code wrapping the class; the view writes
- * the class there, as MPI_Wait reports it. */
+ * The completion calls are also taken while the application holds any of
+ * the library's non-blocking requests: the view holds each of them, the
+ * vendor completes them (reporting success: core/iallreduce.h), and the
+ * call then writes each completed one's code into its status and raises
+ * the first failure once, on that call's communicator, from this thread:
+ * MPI_Wait, MPI_Test, MPI_Waitany and MPI_Testany return its code; the
+ * calls on several requests return MPI_ERR_IN_STATUS, with every
+ * completed request's code in its status.  A failure of the vendor's own
+ * call was raised by the vendor and is returned as it is. */
 #include "config.h"
 
 #include <pthread.h>
@@ -36,6 +40,7 @@ typedef struct persistent {
     int vtype;
     MPI_Op op;
     MPI_Comm comm;
+    const char *call; /* the program's: MPI_Allreduce_init or MPIX_Allreduce_init */
     struct persistent *next;
 } persistent;
 
@@ -59,18 +64,20 @@ static persistent *find(MPI_Request handle)
 }
 
 int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
-                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                           const char *call)
 {
     persistent *p = calloc(1, sizeof *p);
     int rc;
-    if (!p) return sparcml_raise_code(comm, MPI_ERR_NO_MEM);
+    if (!p) return sparcml_raise_code(comm, call, MPI_ERR_NO_MEM);
     rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->handle);
     if (rc != MPI_SUCCESS) {
         free(p);
-        return sparcml_raise_code(comm, rc);
+        return sparcml_raise_code(comm, call, rc);
     }
     *p = (persistent){.handle = p->handle, .running = MPI_REQUEST_NULL, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .kind = kind, .vtype = vtype, .op = op, .comm = comm};
+                      .count = count, .datatype = datatype, .kind = kind, .vtype = vtype, .op = op, .comm = comm,
+                      .call = call};
     pthread_mutex_lock(&lock);
     p->next = table;
     table = p;
@@ -82,13 +89,15 @@ int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, voi
 
 static int start(persistent *p)
 {
+    sparcml_outcome st;
     int rank = 0;
     if (p->running == MPI_REQUEST_NULL)
         return sparcml_iallreduce(p->kind, p->sendbuf, p->recvbuf, p->count, p->datatype, p->vtype, p->op,
-                                  p->comm, &p->running);
+                                  p->comm, &p->running, p->call);
     if (PMPI_Comm_rank(p->comm, &rank) != MPI_SUCCESS) rank = -1;
-    sparcml_print_error(rank, SPARCML_R_ACTIVE_REQUEST, NULL);
-    return sparcml_raise(p->comm, SPARCML_R_ACTIVE_REQUEST, rank, NULL);
+    sparcml_outcome_set(&st, SPARCML_R_ACTIVE_REQUEST, rank, NULL);
+    sparcml_outcome_print(&st, "MPI_Start", rank);
+    return sparcml_raise(p->comm, "MPI_Start", &st);
 }
 
 int sparcml_start(MPI_Request *request)
@@ -104,25 +113,15 @@ int sparcml_startall(int n, MPI_Request requests[])
     return rc;
 }
 
-int sparcml_wait(MPI_Request *request, MPI_Status *status)
-{
-    persistent *p = find(*request);
-    return p ? PMPI_Wait(&p->running, status) : PMPI_Wait(request, status);
-}
-
-int sparcml_test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    persistent *p = find(*request);
-    return p ? PMPI_Test(&p->running, flag, status) : PMPI_Test(request, flag, status);
-}
-
 /* The array as the vendor is to see it (see the top of the file), and the
- * library's requests in it, held (core/iallreduce.h) until their statuses are
- * written. */
+ * library's requests in it, held (core/iallreduce.h) until the call has
+ * written their statuses and raised their first failure.  `failed`: the
+ * first completed request of the library that failed, or -1. */
 typedef struct view {
     MPI_Request *reqs;
     persistent **owner;
     void **held;
+    int failed;
     MPI_Request small_reqs[16];
     persistent *small_owner[16];
     void *small_held[16];
@@ -133,6 +132,7 @@ static int view_open(view *v, int n, const MPI_Request app[])
     v->reqs = v->small_reqs;
     v->owner = v->small_owner;
     v->held = v->small_held;
+    v->failed = -1;
     if (n > 16) {
         v->reqs = malloc((size_t)n * sizeof *v->reqs);
         v->owner = malloc((size_t)n * sizeof *v->owner);
@@ -149,21 +149,32 @@ static int view_open(view *v, int n, const MPI_Request app[])
         v->reqs[i] = v->owner[i] ? v->owner[i]->running : app[i];
         v->held[i] = sparcml_request_hold(v->reqs[i]);
     }
+    sparcml_completing(1);
     return MPI_SUCCESS;
 }
 
-/* Request i completed in the call: its status gets the call's result. */
-static void view_status(view *v, int i, MPI_Status *status)
+/* Request i completed in the call: its status (if any) gets its code. */
+static void view_completed(view *v, int i, MPI_Status *status)
 {
-    if (i < 0 || !v->held[i]) return;
-    sparcml_request_release(v->held[i], status);
-    v->held[i] = NULL;
+    int code;
+    if (i < 0 || !v->held[i]) {
+        if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_SUCCESS;
+        return;
+    }
+    code = sparcml_request_code(v->held[i]);
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = code;
+    if (code != MPI_SUCCESS && v->failed < 0) v->failed = i;
 }
 
-static int view_close(view *v, int n, MPI_Request app[], int rc)
+/* The end of a completion call on n requests whose vendor call returned
+ * rc: the first failure of the library's raised (several: in status),
+ * the holds released, the application's handles back in place. */
+static int view_close(view *v, int n, MPI_Request app[], int rc, int several)
 {
+    sparcml_completing(-1);
+    if (rc == MPI_SUCCESS && v->failed >= 0) rc = sparcml_request_raise(v->held[v->failed], several);
     for (int i = 0; i < n; i++) {
-        if (v->held[i]) sparcml_request_release(v->held[i], MPI_STATUS_IGNORE);
+        if (v->held[i]) sparcml_request_release(v->held[i]);
         if (!v->owner[i]) {
             app[i] = v->reqs[i];
             continue;
@@ -179,18 +190,37 @@ static int view_close(view *v, int n, MPI_Request app[], int rc)
     return rc;
 }
 
-/* Statuses of an "all" call: one per request, written where it completed. */
-static void all_statuses(view *v, int n, MPI_Status statuses[])
+int sparcml_wait(MPI_Request *request, MPI_Status *status)
 {
-    for (int i = 0; statuses != MPI_STATUSES_IGNORE && i < n; i++)
-        if (v->held[i] && v->reqs[i] == MPI_REQUEST_NULL) view_status(v, i, &statuses[i]);
+    view v;
+    int rc = view_open(&v, 1, request);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Wait(v.reqs, status);
+    if (rc == MPI_SUCCESS) view_completed(&v, 0, status);
+    return view_close(&v, 1, request, rc, 0);
+}
+
+int sparcml_test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    view v;
+    int rc = view_open(&v, 1, request);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Test(v.reqs, flag, status);
+    if (rc == MPI_SUCCESS && *flag) view_completed(&v, 0, status);
+    return view_close(&v, 1, request, rc, 0);
+}
+
+/* Statuses of an "all" call: one per request (each completed). */
+static void all_completed(view *v, int n, MPI_Status statuses[])
+{
+    for (int i = 0; i < n; i++) view_completed(v, i, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
 }
 
 /* Statuses of a "some" call: statuses[j] belongs to request indices[j]. */
-static void some_statuses(view *v, int outcount, const int indices[], MPI_Status statuses[])
+static void some_completed(view *v, int outcount, const int indices[], MPI_Status statuses[])
 {
-    for (int j = 0; statuses != MPI_STATUSES_IGNORE && outcount != MPI_UNDEFINED && j < outcount; j++)
-        view_status(v, indices[j], &statuses[j]);
+    for (int j = 0; outcount != MPI_UNDEFINED && j < outcount; j++)
+        view_completed(v, indices[j], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[j]);
 }
 
 int sparcml_waitall(int n, MPI_Request requests[], MPI_Status statuses[])
@@ -199,8 +229,8 @@ int sparcml_waitall(int n, MPI_Request requests[], MPI_Status statuses[])
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Waitall(n, v.reqs, statuses);
-    all_statuses(&v, n, statuses);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS) all_completed(&v, n, statuses);
+    return view_close(&v, n, requests, rc, 1);
 }
 
 int sparcml_testall(int n, MPI_Request requests[], int *flag, MPI_Status statuses[])
@@ -209,8 +239,8 @@ int sparcml_testall(int n, MPI_Request requests[], int *flag, MPI_Status statuse
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Testall(n, v.reqs, flag, statuses);
-    if (*flag) all_statuses(&v, n, statuses);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS && *flag) all_completed(&v, n, statuses);
+    return view_close(&v, n, requests, rc, 1);
 }
 
 int sparcml_waitany(int n, MPI_Request requests[], int *index, MPI_Status *status)
@@ -219,8 +249,8 @@ int sparcml_waitany(int n, MPI_Request requests[], int *index, MPI_Status *statu
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Waitany(n, v.reqs, index, status);
-    if (*index != MPI_UNDEFINED) view_status(&v, *index, status);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) view_completed(&v, *index, status);
+    return view_close(&v, n, requests, rc, 0);
 }
 
 int sparcml_testany(int n, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
@@ -229,8 +259,8 @@ int sparcml_testany(int n, MPI_Request requests[], int *index, int *flag, MPI_St
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Testany(n, v.reqs, index, flag, status);
-    if (*flag && *index != MPI_UNDEFINED) view_status(&v, *index, status);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) view_completed(&v, *index, status);
+    return view_close(&v, n, requests, rc, 0);
 }
 
 int sparcml_waitsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
@@ -239,8 +269,8 @@ int sparcml_waitsome(int n, MPI_Request requests[], int *outcount, int indices[]
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Waitsome(n, v.reqs, outcount, indices, statuses);
-    some_statuses(&v, *outcount, indices, statuses);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS) some_completed(&v, *outcount, indices, statuses);
+    return view_close(&v, n, requests, rc, 1);
 }
 
 int sparcml_testsome(int n, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
@@ -249,8 +279,8 @@ int sparcml_testsome(int n, MPI_Request requests[], int *outcount, int indices[]
     int rc = view_open(&v, n, requests);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Testsome(n, v.reqs, outcount, indices, statuses);
-    some_statuses(&v, *outcount, indices, statuses);
-    return view_close(&v, n, requests, rc);
+    if (rc == MPI_SUCCESS) some_completed(&v, *outcount, indices, statuses);
+    return view_close(&v, n, requests, rc, 1);
 }
 
 /* A running call goes on (its peers wait for it): the library completes
@@ -278,8 +308,17 @@ int sparcml_request_free_handle(MPI_Request *request)
     return rc;
 }
 
+/* The request stays: its status says how the call ended, nothing is
+ * raised (the completion call that frees it raises). */
 int sparcml_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
-    persistent *p = find(request);
-    return PMPI_Request_get_status(p ? p->running : request, flag, status);
+    view v;
+    int rc = view_open(&v, 1, &request);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Request_get_status(v.reqs[0], flag, status);
+    if (rc == MPI_SUCCESS && *flag && v.held[0] && status != MPI_STATUS_IGNORE)
+        status->MPI_ERROR = sparcml_request_code(v.held[0]);
+    sparcml_completing(-1);
+    if (v.held[0]) sparcml_request_release(v.held[0]);
+    return rc;
 }

@@ -25,8 +25,11 @@
 
 int sparcml_completion_taken(void);
 
+/* `call` names the program's call in messages (MPI_Allreduce_init, Open
+ * MPI's MPIX_Allreduce_init). */
 int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf, MPI_Count count,
-                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+                           MPI_Datatype datatype, int vtype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                           const char *call);
 
 int sparcml_start(MPI_Request *request);
 int sparcml_startall(int n, MPI_Request requests[]);

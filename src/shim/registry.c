@@ -144,9 +144,10 @@ static int type_is_word(MPI_Datatype type)
 
 static int tag_error(const char *name, const char *why, int cls)
 {
+    sparcml_outcome st = {.code = cls, .rank = -1, .printed = 1};
     fprintf(stderr, "sparcml: MPI_Type_set_name: cannot tag a datatype as '%s': %s\n", name, why);
     fflush(stderr);
-    return sparcml_raise_code(MPI_COMM_SELF, cls);
+    return sparcml_raise(MPI_COMM_SELF, "MPI_Type_set_name", &st);
 }
 
 int registry_set_name(MPI_Datatype type, const char *name)
