@@ -60,7 +60,6 @@ static int dense_sum(sched *s, void *buf)
 {
     dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
-    int P = c->ctx->size;
     sv src = c->input;
     /* Under MPI_IN_PLACE a sparse input would be overwritten while it is
      * being expanded into recvbuf: expand from a copy. */
@@ -71,8 +70,6 @@ static int dense_sum(sched *s, void *buf)
     }
     st->out = stream_init(buf, c->dim, c->vtype, c->dim, 1);
     stream_densify(&src, st->out.val);
-    /* What a bandwidth-optimal (ring / Rabenseifner) allreduce sends. */
-    c->bytes_sent += 2 * (uint64_t)(P - 1) * (c->dim * st->out.vs) / (uint64_t)P;
     sched_next(s, summed);
     return sched_allreduce(s, st->out.val, (MPI_Count)c->dim, mpi_value_type(c->vtype), MPI_SUM);
 }
@@ -108,7 +105,6 @@ int sparcml_dense_allreduce(sched *s)
     if (!st->present) return call_nomem(c);
     memset(st->present, 0, bytes);
     stream_mark_present(&c->input, st->present); /* sparse: k_max says so */
-    c->bytes_sent += 2 * (uint64_t)(c->ctx->size - 1) * bytes / (uint64_t)c->ctx->size;
     sched_next(s, union_known);
     return sched_allreduce(s, st->present, (MPI_Count)(bytes / sizeof(uint64_t)), MPI_UINT64_T, MPI_BOR);
 }

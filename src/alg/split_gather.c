@@ -108,9 +108,6 @@ static int vendor_gather(sched *s)
     for (int r = 0; slot && r < ctx->size; r++) ctx->counts[r] = slot;
     if (rc == MPI_SUCCESS) rc = place_messages(c, st, &total);
     if (rc != MPI_SUCCESS) return rc;
-    /* A ring allgather sends every message but the last one it receives:
-     * per rank about the total less its own. */
-    c->bytes_sent += (uint64_t)(total - st->my_bytes);
     c->gather_run = CALL_GATHER_VENDOR;
     sched_next(s, st->phase_then);
     return sched_allgatherv_bytes(s, st->w.buf, st->my_bytes, st->gathered, ctx->counts, ctx->displs);
@@ -206,9 +203,6 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     st->phase_then = then;
     st->gathered = base;
     if (pattern != CALL_GATHER_VENDOR) return start_exchange(s, pattern);
-    /* As in vendor_gather: the total less this rank's own slice (the
-     * library's exchange counts what it sends itself, in p2p.c). */
-    c->bytes_sent += c->dim * vs - (uint64_t)ctx->counts[ctx->rank];
     c->gather_run = CALL_GATHER_VENDOR;
     sched_next(s, then);
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);

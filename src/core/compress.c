@@ -243,7 +243,7 @@ static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *b
 static int exact_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    stats_record_compressed(op->set, &op->c, 1, -1, 0);
+    stats_record_compressed(op->set, &op->c, 1, -1, PMPI_Wtime() - op->t0);
     return MPI_SUCCESS;
 }
 
@@ -256,7 +256,7 @@ static int compressed_written(sched *s)
     double held_back = -1;
     stream_densify(&result, op->recvbuf);
     if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
-    stats_record_compressed(op->set, &op->c, 0, held_back, op->bcast_bytes);
+    stats_record_compressed(op->set, &op->c, 0, held_back, 0);
     return MPI_SUCCESS;
 }
 
@@ -312,6 +312,7 @@ static int compress_agreed(sched *s)
     uint64_t k = op->local.nnz, words;
     void *buf;
     if (op->agreed.exact) {
+        op->t0 = PMPI_Wtime();
         sched_next(s, exact_done);
         return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
     }
@@ -326,10 +327,8 @@ static int compress_agreed(sched *s)
     }
     if (c->ctx->rank == cltk_leader(op)) c->input = select_topk(op, acc, k, buf);
     sched_next(s, cltk_indexed);
-    /* The header and the indices: the broadcast's size is known to all.
-     * Its bytes, reaching P - 1 ranks, are counted as each rank's share. */
+    /* The header and the indices: the broadcast's size is known to all. */
     words = (SPARCML_HEADER_BYTES + sparcml_round8(k * sparcml_index_width(c->dim))) / 8;
-    op->bcast_bytes = words * 8 * (uint64_t)(c->ctx->size - 1) / (uint64_t)c->ctx->size;
     return sched_bcast_words(s, buf, words, cltk_leader(op));
 }
 

@@ -467,7 +467,6 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
     int reason;
-    c->bytes_sent = 0; /* the agreement is not the algorithm's traffic */
     c->chunks_run = 0;
     c->pipeline_chunks = select_pipeline_chunks(op->set, p);
     c->gather = select_gather_plan(op->set, p);

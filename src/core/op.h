@@ -142,7 +142,6 @@ struct sparcml_op {
     feedback_entry *feedback;  /* compression: the buffer's residual (NULL: none kept) */
     double acc_norm2;          /* compression: ||eps + g||^2 on this rank */
     double held_norm2;         /* compression: ||eps||^2 after the call */
-    uint64_t bcast_bytes;      /* compression: this rank's share of CLT-k's index broadcast */
 };
 
 /* Start: fill in the op (the kind's fill) and prepare its schedule, or say

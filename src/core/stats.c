@@ -7,9 +7,13 @@
 #include "base/errors.h"
 #include "core/stats.h"
 
+/* The table's rows: the algorithms, then VENDOR_ROW, the vendor's
+ * allreduce of the application's own buffers (transparent calls routed to
+ * it, compressed calls summed exactly). */
+enum { VENDOR_ROW = SPARCML_ALG_COUNT_, ROWS };
 static struct {
     atomic_uint_fast64_t calls, bytes, dense_bytes, nanoseconds;
-} per_alg[SPARCML_ALG_COUNT_];
+} per_alg[ROWS];
 static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
@@ -51,6 +55,26 @@ static void timed_text(const double timed_over[COST_ALGORITHMS], char *text, siz
                                      sparcml_algorithm_name((sparcml_algorithm)a), timed_over[a]);
 }
 
+/* One call in a row of the table: bytes by every rank, the call by rank 0
+ * of its communicator. */
+static void count_row(int row, const sparcml_call *c, double seconds)
+{
+    atomic_fetch_add(&per_alg[row].bytes, c->bytes_sent);
+    atomic_fetch_add(&per_alg[row].dense_bytes, dense_equivalent(c));
+    atomic_fetch_add(&per_alg[row].nanoseconds, (uint64_t)(seconds * 1e9));
+    if (c->ctx->rank == 0) atomic_fetch_add(&per_alg[row].calls, 1);
+}
+
+/* A measured figure as "%.*f" of value * scale, or "-" where it was never
+ * measured (negative: not measured; zero counts as not measured where
+ * `zero_unmeasured`). */
+static const char *measured(char *text, size_t len, double value, double scale, int digits, int zero_unmeasured)
+{
+    if (value < 0 || (zero_unmeasured && value == 0)) snprintf(text, len, "-");
+    else snprintf(text, len, "%.*f", digits, value * scale);
+    return text;
+}
+
 int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx)
 {
     return s->verbose && ctx->rank == 0;
@@ -61,11 +85,8 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
 {
     uint64_t dense = dense_equivalent(c);
     int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
-    atomic_fetch_add(&per_alg[alg].bytes, c->bytes_sent);
-    atomic_fetch_add(&per_alg[alg].dense_bytes, dense);
-    atomic_fetch_add(&per_alg[alg].nanoseconds, (uint64_t)(seconds * 1e9));
+    count_row(alg, c, seconds);
     if (c->ctx->rank == 0) {
-        atomic_fetch_add(&per_alg[alg].calls, 1);
         if (c->piggybacked) atomic_fetch_add(&piggybacks[c->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
         if (chunks > 1) atomic_fetch_add(&piggybacks[PIPELINED], 1);
         if (alg == SPARCML_ALG_DENSE)
@@ -88,27 +109,34 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     }
 }
 
-void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
-                              stats_route route, uint64_t k_max, double scan_seconds, double vendor_seconds)
+void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, stats_route route, uint64_t k_max,
+                              double scan_seconds, double vendor_seconds, double vendor_run_seconds)
 {
     static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
-    if (ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
-    atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
-    if (stats_verbose(s, ctx)) {
-        printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%llu "
-               "scan_us=%.1f vendor_ms=%.3f\n",
-               ctx->size, (unsigned long long)n, sparcml_value_type_name(vtype), names[route],
-               (unsigned long long)k_max, scan_seconds * 1e6, vendor_seconds * 1e3);
+    int scanned = route != ROUTE_VENDOR_LEARNT;
+    if (c->ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
+    if (scanned) atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
+    /* A sparse route's bytes are its algorithm's row (stats_record). */
+    if (route != ROUTE_SPARSE) count_row(VENDOR_ROW, c, vendor_run_seconds);
+    if (stats_verbose(s, c->ctx)) {
+        char nonzeros[24] = "-", scan[32], vendor[32];
+        if (scanned) snprintf(nonzeros, sizeof nonzeros, "%llu", (unsigned long long)k_max);
+        printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%s "
+               "scan_us=%s vendor_ms=%s bytes_sent=%llu\n",
+               c->ctx->size, (unsigned long long)c->dim, sparcml_value_type_name(c->vtype), names[route], nonzeros,
+               measured(scan, sizeof scan, scanned ? scan_seconds : -1, 1e6, 1, 0),
+               measured(vendor, sizeof vendor, vendor_seconds, 1e3, 3, 1), (unsigned long long)c->bytes_sent);
         fflush(stdout);
     }
 }
 
 void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
-                             uint64_t extra_bytes)
+                             double vendor_run_seconds)
 {
     if (c->ctx->rank == 0) atomic_fetch_add(exact ? &compressed_exact : &compressed_calls, 1);
-    if (!exact) {
-        atomic_fetch_add(&compressed_bytes, c->bytes_sent + extra_bytes);
+    if (exact) count_row(VENDOR_ROW, c, vendor_run_seconds);
+    else {
+        atomic_fetch_add(&compressed_bytes, c->bytes_sent);
         atomic_fetch_add(&compressed_dense, dense_equivalent(c));
     }
     if (!exact && held_back >= 0) {
@@ -116,11 +144,12 @@ void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, i
         atomic_fetch_add(&held_back_n, 1);
     }
     if (stats_verbose(s, c->ctx)) {
-        printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%.4f "
-               "sent=%llu\n",
+        char held[32];
+        printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%s "
+               "bytes_sent=%llu\n",
                s->compress == COMPRESS_CLTK ? "cltk" : "topk", c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max, exact ? "exact" : "selected",
-               exact || held_back < 0 ? 0.0 : held_back, (unsigned long long)(c->bytes_sent + extra_bytes));
+               measured(held, sizeof held, exact ? -1 : held_back, 1, 4, 0), (unsigned long long)c->bytes_sent);
         fflush(stdout);
     }
 }
@@ -161,7 +190,7 @@ void stats_record_error(int rank, int reason)
 /* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
  * call's communicator, and bytes: the sum over ranks; times: the maximum
  * over ranks. */
-enum { N = SPARCML_ALG_COUNT_, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + PIGGYBACK_COUNTS_ + ROUTE_COUNT_ };
+enum { N = ROWS, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + PIGGYBACK_COUNTS_ + ROUTE_COUNT_ };
 
 static void gather_counts(uint64_t c[COUNTS])
 {
@@ -185,7 +214,8 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
            "dense_equiv", "ratio", "time_max_s");
     for (int a = 1; a < N; a++) {
         if (calls[a] == 0) continue;
-        printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n", sparcml_algorithm_name(a),
+        printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n",
+               a == VENDOR_ROW ? "vendor" : sparcml_algorithm_name((sparcml_algorithm)a),
                (unsigned long long)calls[a], (unsigned long long)bytes[a],
                (unsigned long long)dense[a], dense[a] ? (double)bytes[a] / (double)dense[a] : 0.0,
                (double)nsr[a] * 1e-9);
@@ -208,7 +238,7 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
         printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[PIPELINED]);
     if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
         printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
-               "(cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",
+               "(the table's vendor row; cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",
                (unsigned long long)route[ROUTE_SPARSE],
                (unsigned long long)(route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT]),
                (unsigned long long)route[ROUTE_VENDOR_MODEL], (unsigned long long)route[ROUTE_VENDOR_LEARNT],

@@ -36,20 +36,21 @@ typedef enum stats_route {
  * with SPARCML_VERBOSE. */
 int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx);
 
-/* Record a transparent call of N values: its route, the most nonzeros any
- * rank had (0 when not scanned), this rank's scan time and the vendor's
- * time on these buffers as the selector saw it (0: not timed, or not
- * agreed). */
-void stats_record_transparent(const sparcml_settings *s, const sparcml_ctx *ctx, uint64_t n, int vtype,
-                              stats_route route, uint64_t k_max, double scan_seconds, double vendor_seconds);
+/* Record a transparent call c: its route, the most nonzeros any rank had
+ * and this rank's scan time (both unknown on ROUTE_VENDOR_LEARNT, which
+ * does not scan), the vendor's time on these buffers as the selector saw
+ * it (0: not timed, or not agreed) and, on a vendor route, the vendor's
+ * run (c->bytes_sent: the call's bytes, in the table's vendor row). */
+void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, stats_route route, uint64_t k_max,
+                              double scan_seconds, double vendor_seconds, double vendor_run_seconds);
 
-/* Compression: a call summed from the ranks' selections of k_max values
- * each (bytes: the algorithm's c->bytes_sent and `extra_bytes`, this
- * rank's share of CLT-k's index broadcast; held_back: ||eps|| /
- * ||eps + g|| on this rank, negative when not known), or exactly, because
- * some rank's feedback memory is full. */
+/* Compression: a call summed from the ranks' selections (c->bytes_sent,
+ * counted in its algorithm's row by stats_record; held_back: ||eps|| /
+ * ||eps + g|| on this rank, negative when not known), or exactly by the
+ * vendor, because some rank's feedback memory is full (the table's vendor
+ * row, with the vendor's run time). */
 void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
-                             uint64_t extra_bytes);
+                             double vendor_run_seconds);
 
 /* Compression on any rank: a buffer's residual was dropped (its rhythm
  * changed, core/feedback.h), or it was summed exactly because the feedback

@@ -81,8 +81,9 @@ static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
     if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
 }
 
-/* The verbose line shows the vendor's agreed time (0 where none). */
-static void record_route(const sparcml_op *op)
+/* The verbose line shows the vendor's agreed time (0 where none);
+ * vendor_run is the vendor's own run on a vendor route. */
+static void record_route(const sparcml_op *op, double vendor_run)
 {
     const sparcml_call *c = &op->c;
     double vendor = 0;
@@ -90,8 +91,7 @@ static void record_route(const sparcml_op *op)
         sparcml_problem p = op_problem(op);
         vendor = p.timed_over[SPARCML_ALG_DENSE] * select_vendor_price(op->set, &p);
     }
-    stats_record_transparent(op->set, c->ctx, c->dim, c->vtype, (stats_route)op->route,
-                             op->route == ROUTE_VENDOR_LEARNT ? 0 : c->k_max, op->scan_seconds, vendor);
+    stats_record_transparent(op->set, c, (stats_route)op->route, c->k_max, op->scan_seconds, vendor, vendor_run);
 }
 
 /* The bytes of this rank's input stream (nnz nonzeros). */
@@ -176,11 +176,12 @@ static void scan(sparcml_op *op, const void *in)
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
+    double run = PMPI_Wtime() - op->t0;
     if (op_timing(op)) {
         sparcml_problem p = op_problem(op);
-        op_time_run(op, SPARCML_ALG_DENSE, PMPI_Wtime() - op->t0, select_vendor_price(op->set, &p));
+        op_time_run(op, SPARCML_ALG_DENSE, run, select_vendor_price(op->set, &p));
     }
-    record_route(op);
+    record_route(op, run);
     return MPI_SUCCESS;
 }
 
@@ -203,7 +204,7 @@ static int write_result(sched *s)
     sv result = stream_view(op->c.recvbuf);
     stream_densify(&result, op->recvbuf);
     op->route = ROUTE_SPARSE;
-    record_route(op);
+    record_route(op, 0);
     return MPI_SUCCESS;
 }
 

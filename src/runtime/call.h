@@ -65,7 +65,10 @@ typedef struct sparcml_call {
     const void *input_block;
     qsgd_params input_q;
     /* filled in by the algorithm */
-    uint64_t bytes_sent; /* by this rank (see docs/design.md for vendor phases) */
+    /* What this rank hands to MPI for the call, from its agreement on
+     * (sparcml(7), STATISTICS): messages, vendor collectives at a
+     * bandwidth-optimal share (runtime/schedule.c). */
+    uint64_t bytes_sent;
     uint64_t result_nnz;
     int result_dense;
     int chunks_run;      /* recursive doubling's chunks per round as it ran (0, 1: not pipelined) */

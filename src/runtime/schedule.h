@@ -92,8 +92,9 @@ static inline void sched_next_after_sends(sched *s, sched_step next)
     s->wait_sends = 1;
 }
 
-/* Post the round's operations.  Sends count their bytes in c->bytes_sent
- * (the collectives' callers count theirs). */
+/* Post the round's operations.  Each counts what this rank hands to MPI in
+ * c->bytes_sent: sends their bytes, collectives this rank's share of a
+ * bandwidth-optimal algorithm's (schedule.c). */
 int sched_send(sched *s, const wire *w, int dest, int tag);
 int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out, int *where);
 /* The same for a pipelined message's chunk after the first, matched and
