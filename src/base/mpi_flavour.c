@@ -432,7 +432,8 @@ int flv_iallreduce_vendor(const void *sendbuf, void *recvbuf, MPI_Count count, M
 
 enum family { FAM_OPEN_MPI, FAM_MPICH, FAM_OTHER };
 static const char *const family_name[] = {"Open MPI", "MPICH", "another MPI"};
-/* Where scripts/setup.sh builds the library for each kind. */
+/* Where scripts/setup.sh builds the library for each kind: the hint of a
+ * library that runs from a source tree's build. */
 static const char *const family_build[] = {
     "scripts/setup.sh builds it as build-openmpi/src/.libs/libsparcml.so",
     "scripts/setup.sh builds it as build/src/.libs/libsparcml.so",
@@ -549,18 +550,42 @@ static int launcher_rank(void)
     return -1;
 }
 
+/* Libtool keeps a build's shared library in a .libs directory; anywhere
+ * else the library was installed (make install, with or without DESTDIR,
+ * or copied), and a hint into a source tree would mean nothing. */
+static int runs_from_build_tree(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash - path >= 6 && strncmp(slash - 6, "/.libs", 6) == 0;
+}
+
+/* How to get the right library: from a build tree, where setup.sh builds
+ * it; installed, a build for that MPI under a prefix of its own, as this
+ * one's (SPARCML_PREFIX, configure's --prefix) is. */
+static void right_library_hint(enum family kind, const char *self, char *hint, size_t len)
+{
+    const char *mpi = kind == FAM_OTHER ? "that MPI" : family_name[kind];
+    if (runs_from_build_tree(self)) snprintf(hint, len, "%s", family_build[kind]);
+    else
+        snprintf(hint, len, "this one is installed under %s; install one built with %s's mpicc under a prefix of its "
+                 "own (configure --prefix=<dir> MPICC=<%s's mpicc>) and preload <dir>/lib/libsparcml.so",
+                 SPARCML_PREFIX, mpi, mpi);
+}
+
 void flv_require_own_mpi(void)
 {
     enum family kind = FAM_OTHER;
-    char lib[256];
+    char lib[256], hint[512];
     Dl_info self;
+    const char *path;
     if (!find_foreign(&kind, lib, sizeof lib)) return;
     if (launcher_rank() <= 0) {
+        path = dladdr((void *)flv_require_own_mpi, &self) && self.dli_fname ? self.dli_fname : "libsparcml.so";
+        right_library_hint(kind, path, hint, sizeof hint);
         fprintf(stderr, "sparcml: %s is built for %s but the program runs %s (%s): preload the libsparcml.so "
                         "built for %s instead (%s)\n",
-                dladdr((void *)flv_require_own_mpi, &self) && self.dli_fname ? self.dli_fname : "libsparcml.so",
-                family_name[built_for], family_name[kind], lib, kind == FAM_OTHER ? "that MPI" : family_name[kind],
-                family_build[kind]);
+                path, family_name[built_for], family_name[kind], lib,
+                kind == FAM_OTHER ? "that MPI" : family_name[kind], hint);
         fflush(stderr);
     } else {
         /* Rank 0 speaks for the job; the launcher stops the other ranks

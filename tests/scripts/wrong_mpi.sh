@@ -6,7 +6,9 @@
 # MPI's launcher), and the other build's library in programs of this one.
 # Programs: C (tests/mpi/no_shim.c), Fortran with `use mpi` and `use
 # mpi_f08` (their bindings reach MPI_Init differently), and mpi4py, which
-# loads its MPI only on import.  The other build is a sibling of this one
+# loads its MPI only on import.  A library in its build tree hints where
+# scripts/setup.sh builds the other; an installed one (a copy outside
+# .libs) names its own path and prefix instead.  The other build is a sibling of this one
 # in the source tree ($SRCDIR/build, $SRCDIR/build-openmpi: scripts/setup.sh);
 # without one (make distcheck) the test is skipped.
 . "$(dirname "$0")/common.sh"
@@ -60,6 +62,20 @@ both() {
             rc=$?
             stopped "$lib_mpi library, $prog_mpi C program, P=$p" "$lib_mpi" "$prog_mpi"
         done
+        check "$lib_mpi library in its build tree: the hint names where scripts/setup.sh builds the other" \
+            'grep -q "scripts/setup.sh builds it as build" "$bin/all"'
+        # Installed (a copy outside the build's .libs, as make install or
+        # make install DESTDIR=... leaves it): the hint names this library's
+        # path and install prefix, nothing of a source tree.
+        mkdir -p "$bin/installed_$tag/lib"
+        cp "$lib" "$bin/installed_$tag/lib/libsparcml.so"
+        run_mpi 1 "$YIELD:$bin/installed_$tag/lib/libsparcml.so" -- "$bin/no_shim_$tag" shim
+        rc=$?
+        stopped "$lib_mpi library installed, $prog_mpi C program" "$lib_mpi" "$prog_mpi"
+        check "$lib_mpi library installed: the line names its path and prefix ($(var "$1" prefix)), no source tree" \
+            'grep -qF "sparcml: $bin/installed_$tag/lib/libsparcml.so is built for" "$bin/all" &&
+             grep -qF "installed under $(var "$1" prefix);" "$bin/all" &&
+             ! grep -qE "setup\.sh|build-openmpi|\.libs" "$bin/all"'
     else
         not_ok "compile tests/mpi/no_shim.c with $mpicc"
     fi
