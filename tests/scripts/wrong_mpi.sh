@@ -49,7 +49,7 @@ stopped() {
 
 # both LIB_BUILD PROG_BUILD: the LIB_BUILD library in PROG_BUILD's programs.
 both() {
-    local lib="$1/src/.libs/libsparcml.so" lib_mpi prog_mpi tag mpicc mpifc p prog
+    local lib="$1/src/.libs/libsparcml.so" lib_mpi prog_mpi tag mpicc mpifc p prog prefix
     lib_mpi=$(var "$1" SPARCML_MPI)
     prog_mpi=$(var "$2" SPARCML_MPI)
     tag=$(echo "$prog_mpi" | tr -d ' ')
@@ -72,9 +72,10 @@ both() {
         run_mpi 1 "$YIELD:$bin/installed_$tag/lib/libsparcml.so" -- "$bin/no_shim_$tag" shim
         rc=$?
         stopped "$lib_mpi library installed, $prog_mpi C program" "$lib_mpi" "$prog_mpi"
-        check "$lib_mpi library installed: the line names its path and prefix ($(var "$1" prefix)), no source tree" \
+        prefix=$(var "$1" prefix)
+        check "$lib_mpi library installed: the line names its path and prefix ($prefix), no source tree" \
             'grep -qF "sparcml: $bin/installed_$tag/lib/libsparcml.so is built for" "$bin/all" &&
-             grep -qF "installed under $(var "$1" prefix);" "$bin/all" &&
+             grep -qF "installed under $prefix;" "$bin/all" &&
              ! grep -qE "setup\.sh|build-openmpi|\.libs" "$bin/all"'
     else
         not_ok "compile tests/mpi/no_shim.c with $mpicc"
