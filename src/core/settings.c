@@ -136,10 +136,11 @@ static const char *algorithm_choices(char *buf, size_t len)
 static const char *const compress_names[] = {"off", "topk", "cltk", NULL};
 static const char *const gather_names[] = {"auto", "vendor", "doubling", "ring", NULL};
 
+/* Keywords are case-insensitive, as SPARCML_ALGORITHM's always were. */
 static int parse_name(const char *v, const char *const *names, int *out)
 {
     for (int m = 0; names[m]; m++)
-        if (strcmp(v, names[m]) == 0) { *out = m; return 0; }
+        if (strcasecmp(v, names[m]) == 0) { *out = m; return 0; }
     return -1;
 }
 
@@ -209,7 +210,7 @@ static int parse_one(sparcml_settings *s, const struct var *v, const char *text)
                  v->name, text, v->min, v->max);
         return -1;
     case KIND_AUTO_OR_NUMBER:
-        if (strcmp(text, "auto") == 0) { *(double *)field = 0; return 0; }
+        if (strcasecmp(text, "auto") == 0) { *(double *)field = 0; return 0; }
         if (parse_number(text, v->min, v->max, &x) == 0) { *(double *)field = x * v->scale; return 0; }
         snprintf(s->error, sizeof s->error, "invalid %s='%s' (expected auto or a number in [%g, %g])",
                  v->name, text, v->min, v->max);

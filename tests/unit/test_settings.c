@@ -79,12 +79,16 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_ALPHA_US", "-1"},       {"SPARCML_ALPHA_US", "abc"},
         {"SPARCML_ALPHA_US", "5us"},      {"SPARCML_BETA_NS_PER_BYTE", "nan"},
         {"SPARCML_BETA_NS_PER_BYTE", "inf"}, {"SPARCML_GAMMA_NS_PER_ENTRY", "0"},
-        {"SPARCML_RANKS_PER_CORE", "0.5"}, {"SPARCML_RANKS_PER_CORE", "Auto"},
+        {"SPARCML_RANKS_PER_CORE", "0.5"}, {"SPARCML_RANKS_PER_CORE", "automatic"},
         {"SPARCML_RANKS_PER_CORE", ""},   {"SPARCML_PIGGYBACK", "on"},
         {"SPARCML_PIPELINE_CHUNKS", "9"}, {"SPARCML_PIPELINE_CHUNKS", "-1"},
         {"SPARCML_PIPELINE_CHUNKS", "auto"}, {"SPARCML_SPLIT_GATHER", "Library"},
         {"SPARCML_SPLIT_GATHER", "library"}, {"SPARCML_SPLIT_GATHER", ""},
+        /* Booleans are 0 or 1, in any case: no words. */
+        {"SPARCML_TRANSPARENT", "TRUE"},  {"SPARCML_COMPRESS_FEEDBACK", "On"},
+        {"SPARCML_COMPRESS", "TOP"},      {"SPARCML_QSGD_BITS", "auto"},
     };
+
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;
         ck_assert_int_eq(parse_with(&s, bad[i][0], bad[i][1]), -1);
@@ -112,6 +116,32 @@ START_TEST(name_messages_list_the_accepted_names)
     ck_assert_ptr_nonnull(strstr(s.error, "(expected auto, vendor, doubling or ring)"));
     ck_assert_int_eq(parse_with(&s, "SPARCML_COMPRESS", "on"), -1);
     ck_assert_ptr_nonnull(strstr(s.error, "(expected off, topk or cltk)"));
+}
+END_TEST
+
+/* Keywords in any case: the same field as in lower case. */
+START_TEST(keywords_are_case_insensitive)
+{
+    static const struct { const char *name, *value; size_t offset; int want; } cases[] = {
+        {"SPARCML_COMPRESS", "TOPK", offsetof(sparcml_settings, compress), COMPRESS_TOPK},
+        {"SPARCML_COMPRESS", "Cltk", offsetof(sparcml_settings, compress), COMPRESS_CLTK},
+        {"SPARCML_COMPRESS", "OFF", offsetof(sparcml_settings, compress), COMPRESS_OFF},
+        {"SPARCML_SPLIT_GATHER", "Ring", offsetof(sparcml_settings, split_gather), COST_GATHER_RING},
+        {"SPARCML_SPLIT_GATHER", "VENDOR", offsetof(sparcml_settings, split_gather), COST_GATHER_VENDOR},
+        {"SPARCML_SPLIT_GATHER", "dOUBLING", offsetof(sparcml_settings, split_gather), COST_GATHER_DOUBLING},
+        {"SPARCML_SPLIT_GATHER", "AUTO", offsetof(sparcml_settings, split_gather), COST_GATHER_MODEL},
+        {"SPARCML_ALGORITHM", "DENSE", offsetof(sparcml_settings, algorithm), SPARCML_ALG_DENSE},
+    };
+    sparcml_settings s;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(parse_with(&s, cases[i].name, cases[i].value), 0);
+        ck_assert_int_eq(*(const int *)((const char *)&s + cases[i].offset), cases[i].want);
+    }
+    ck_assert_int_eq(parse_with(&s, "SPARCML_RANKS_PER_CORE", "2"), 0);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_RANKS_PER_CORE", "AUTO"), 0);
+    ck_assert(s.ranks_per_core == 0);
+    ck_assert_int_eq(parse_with(&s, "SPARCML_RANKS_PER_CORE", "Auto"), 0);
+    ck_assert(s.ranks_per_core == 0);
 }
 END_TEST
 
@@ -149,6 +179,7 @@ Suite *settings_suite(void)
     tcase_add_test(tc, invalid_values_name_the_variable);
     tcase_add_test(tc, uint_range_is_exact_in_the_message);
     tcase_add_test(tc, name_messages_list_the_accepted_names);
+    tcase_add_test(tc, keywords_are_case_insensitive);
     tcase_add_test(tc, unknown_variable_is_an_error);
     tcase_add_test(tc, hash_tracks_selection_settings);
     suite_add_tcase(s, tc);
