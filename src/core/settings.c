@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -323,6 +324,125 @@ int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const ch
         j++;
     }
     return rc;
+}
+
+/* A field in the variable's unit: the shortest text that, set in the
+ * variable, gives the field (parse_one stores text * scale), so that
+ * different fields never give the same text; a field no text gives (a
+ * measured value) is written in full, its stored value (in seconds) after
+ * it. */
+static void number_text(double x, double scale, char *buf, size_t len)
+{
+    int used;
+    for (int digits = 1; digits <= 17; digits++) {
+        double t;
+        snprintf(buf, len, "%.*g", digits, x / scale);
+        t = strtod(buf, NULL);
+        if (t * scale != x) continue;
+        /* %g writes 20 as 2e+01: an exponent above the digits is an integer */
+        if (strchr(buf, 'e') && fabs(t) >= 1 && fabs(t) < 1e17) snprintf(buf, len, "%.0f", t);
+        return;
+    }
+    used = snprintf(buf, len, "%.17g", x / scale);
+    if (used >= 0 && (size_t)used < len) snprintf(buf + used, len - (size_t)used, " (%.17g s)", x);
+}
+
+/* The i-th name of a NULL-terminated list, or the number for a value out
+ * of range (never happens for parsed settings). */
+static void keyword_text(const char *const *names, int i, char *buf, size_t len)
+{
+    int count = 0;
+    while (names[count]) count++;
+    if (i >= 0 && i < count) snprintf(buf, len, "%s", names[i]);
+    else snprintf(buf, len, "%d", i);
+}
+
+/* A variable's field as text, in the terms the variable is set in. */
+static void field_text(const sparcml_settings *s, const struct var *v, char *buf, size_t len)
+{
+    const char *field = (const char *)s + v->offset;
+    switch (v->kind) {
+    case KIND_BOOL: case KIND_QBITS: snprintf(buf, len, "%d", *(const int *)field); return;
+    case KIND_ALGORITHM: {
+        int a = (int)*(const sparcml_algorithm *)field;
+        if (a >= 0 && a < SPARCML_ALG_COUNT_) snprintf(buf, len, "%s", sparcml_algorithms[a].name);
+        else snprintf(buf, len, "%d", a);
+        return;
+    }
+    case KIND_COMPRESS: keyword_text(compress_names, *(const int *)field, buf, len); return;
+    case KIND_GATHER: keyword_text(gather_names, *(const int *)field, buf, len); return;
+    case KIND_UINT: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field); return;
+    case KIND_AUTO_OR_NUMBER:
+        if (*(const double *)field == 0) { snprintf(buf, len, "auto"); return; }
+        number_text(*(const double *)field, v->scale, buf, len);
+        return;
+    case KIND_POSITIVE: number_text(*(const double *)field, v->scale, buf, len); return;
+    }
+    snprintf(buf, len, "?");
+}
+
+/* "name=value\n" at *used in out, whose last byte stays NUL. */
+static void digest_line(char *out, size_t *used, const char *name, const char *value)
+{
+    if (*used + 1 >= SETTINGS_DIGEST_BYTES) return;
+    int n = snprintf(out + *used, SETTINGS_DIGEST_BYTES - 1 - *used, "%s=%s\n", name, value);
+    if (n > 0) *used += (size_t)n;
+}
+
+static void scope_digest(const sparcml_settings *s, scope sc, char out[SETTINGS_DIGEST_BYTES])
+{
+    char value[96];
+    size_t used = 0;
+    memset(out, 0, SETTINGS_DIGEST_BYTES);
+    for (size_t i = 0; i < NVARS; i++) {
+        if (vars[i].scope != sc) continue;
+        field_text(s, &vars[i], value, sizeof value);
+        digest_line(out, &used, vars[i].name, value);
+    }
+    if (sc == SCOPE_CALL) { /* settings_hash covers it too */
+        number_text(s->vendor_gather, 1, value, sizeof value);
+        digest_line(out, &used, "vendor_gather", value);
+    }
+}
+
+void settings_digest(const sparcml_settings *s, char out[SETTINGS_DIGEST_BYTES])
+{
+    scope_digest(s, SCOPE_CALL, out);
+}
+
+void settings_job_digest(const sparcml_settings *s, char out[SETTINGS_DIGEST_BYTES])
+{
+    scope_digest(s, SCOPE_JOB, out);
+}
+
+/* The length of the line at p (up to its newline or end). */
+static size_t line_length(const char *p, const char *end)
+{
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    return (size_t)((nl ? nl : end) - p);
+}
+
+int settings_digest_difference(const char *a, int rank_a, const char *b, int rank_b, char *line, size_t len)
+{
+    const char *pa = a, *pb = b, *ea = a + strnlen(a, SETTINGS_DIGEST_BYTES), *eb = b + strnlen(b, SETTINGS_DIGEST_BYTES);
+    while (pa < ea || pb < eb) {
+        size_t la = line_length(pa, ea), lb = line_length(pb, eb);
+        const char *eq = memchr(pa, '=', la);
+        size_t name = eq ? (size_t)(eq - pa) : 0;
+        if (la == lb && memcmp(pa, pb, la) == 0) {
+            pa += la + (pa + la < ea);
+            pb += lb + (pb + lb < eb);
+            continue;
+        }
+        if (eq && lb > name && memcmp(pa, pb, name + 1) == 0) /* the same variable */
+            snprintf(line, len, "%.*s is %.*s on rank %d and %.*s on rank %d", (int)name, pa,
+                     (int)(la - name - 1), eq + 1, rank_a, (int)(lb - name - 1), pb + name + 1, rank_b);
+        else
+            snprintf(line, len, "settings '%.*s' on rank %d and '%.*s' on rank %d", (int)la, pa, rank_a,
+                     (int)lb, pb, rank_b);
+        return 1;
+    }
+    return 0;
 }
 
 /* A measured value within the variable's accepted range (in seconds). */

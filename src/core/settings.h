@@ -63,6 +63,22 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
  * all ranks and is not (NULL when they agree).  Returns an MPI error code. */
 int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name);
 
+/* A canonical text of the settings that must be equal on all ranks:
+ * "NAME=value\n" lines in table order, NUL-padded to the full size.
+ * settings_digest covers everything that enters s->hash (the SCOPE_CALL
+ * variables' effective values and the measured vendor_gather, named
+ * "vendor_gather"): equal text iff equal fields.  settings_job_digest
+ * covers the SCOPE_JOB variables, which MPI_Init compares. */
+enum { SETTINGS_DIGEST_BYTES = 1024 };
+void settings_digest(const sparcml_settings *s, char out[SETTINGS_DIGEST_BYTES]);
+void settings_job_digest(const sparcml_settings *s, char out[SETTINGS_DIGEST_BYTES]);
+
+/* Compares two digests (of rank_a and rank_b; each read up to
+ * SETTINGS_DIGEST_BYTES): 1 and the first differing line, in table order,
+ * as "SPARCML_ALGORITHM is auto on rank 0 and dense on rank 2" in line
+ * (truncated to len), or 0 if they are identical. */
+int settings_digest_difference(const char *a, int rank_a, const char *b, int rank_b, char *line, size_t len);
+
 /* The ranks per core the cost model assumes: SPARCML_RANKS_PER_CORE when
  * set, else what the communicator's placement detected. */
 static inline double settings_ranks_per_core(const sparcml_settings *s, double detected)

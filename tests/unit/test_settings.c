@@ -170,6 +170,125 @@ START_TEST(hash_tracks_selection_settings)
 }
 END_TEST
 
+/* The digest of the defaults, written out from sparcml(7)'s defaults. */
+START_TEST(digest_of_the_defaults)
+{
+    static const char want[] = "SPARCML_ALGORITHM=auto\nSPARCML_ALPHA_US=20\nSPARCML_BETA_NS_PER_BYTE=8.3\n"
+                               "SPARCML_GAMMA_NS_PER_ENTRY=2.5\nSPARCML_QSGD_BITS=0\nSPARCML_QSGD_BUCKET=512\n"
+                               "SPARCML_QSGD_SEED=0\nSPARCML_QSGD_SPARSE=0\nSPARCML_PIGGYBACK=1\n"
+                               "SPARCML_RANKS_PER_CORE=auto\nSPARCML_PIPELINE_CHUNKS=0\nSPARCML_SPLIT_GATHER=auto\n"
+                               "SPARCML_COMPRESS_DENSITY=0.01\nSPARCML_COMPRESS_FEEDBACK=1\nvendor_gather=1\n";
+    static const char want_job[] = "SPARCML_DISABLE=0\nSPARCML_STATS=0\nSPARCML_CALIBRATE=1\nSPARCML_TRANSPARENT=0\n"
+                                   "SPARCML_TRANSPARENT_MIN_BYTES=1048576\nSPARCML_COMPRESS=off\n"
+                                   "SPARCML_COMPRESS_MIN_BYTES=1048576\n";
+    sparcml_settings s;
+    char d[SETTINGS_DIGEST_BYTES];
+    parse_with(&s, NULL, NULL);
+    memset(d, 'x', sizeof d);
+    settings_digest(&s, d);
+    ck_assert_str_eq(d, want);
+    for (size_t i = strlen(d); i < sizeof d; i++) ck_assert_int_eq(d[i], 0); /* NUL-padded */
+    settings_job_digest(&s, d);
+    ck_assert_str_eq(d, want_job);
+}
+END_TEST
+
+/* Two ranks' digests: the first differing variable in table order, with
+ * both values and ranks; nothing for equal settings. */
+START_TEST(digest_difference_names_variable_and_values)
+{
+    sparcml_settings a, b;
+    char da[SETTINGS_DIGEST_BYTES], db[SETTINGS_DIGEST_BYTES], line[256];
+    parse_with(&a, NULL, NULL);
+    parse_with(&b, "SPARCML_VERBOSE", "1"); /* SCOPE_RANK: not in the digest */
+    settings_digest(&a, da);
+    settings_digest(&b, db);
+    strcpy(line, "untouched");
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 2, line, sizeof line), 0);
+    ck_assert_str_eq(line, "untouched");
+    parse_with(&b, "SPARCML_ALGORITHM", "SSAR_SPLIT_ALLGATHER");
+    settings_digest(&b, db);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 2, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_ALGORITHM is auto on rank 0 and ssar_split_allgather on rank 2");
+    ck_assert_int_eq(settings_digest_difference(db, 5, da, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_ALGORITHM is ssar_split_allgather on rank 5 and auto on rank 1");
+    /* Two differ: the first in table order. */
+    memset(fake, 0, sizeof fake);
+    fake[0] = "SPARCML_COMPRESS_FEEDBACK"; fake[1] = "0";
+    fake[2] = "SPARCML_QSGD_BUCKET"; fake[3] = "64";
+    ck_assert_int_eq(settings_parse(&b, lookup, NULL), 0);
+    settings_digest(&b, db);
+    ck_assert_int_eq(settings_digest_difference(da, 3, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_QSGD_BUCKET is 512 on rank 3 and 64 on rank 1");
+    /* Truncated to len, NUL-terminated. */
+    ck_assert_int_eq(settings_digest_difference(da, 3, db, 1, line, 12), 1);
+    ck_assert_str_eq(line, "SPARCML_QSG");
+    /* The SCOPE_JOB digest, which MPI_Init compares. */
+    parse_with(&b, "SPARCML_COMPRESS", "TopK");
+    settings_job_digest(&a, da);
+    settings_job_digest(&b, db);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_COMPRESS is off on rank 0 and topk on rank 1");
+}
+END_TEST
+
+/* Everything that enters the hash enters the digest: measured values and
+ * vendor_gather, and doubles one unit in the last place apart. */
+START_TEST(digest_follows_the_hash)
+{
+    sparcml_settings a, b;
+    char da[SETTINGS_DIGEST_BYTES], db[SETTINGS_DIGEST_BYTES], line[256];
+    parse_with(&a, NULL, NULL);
+    parse_with(&b, NULL, NULL);
+    settings_calibrate(&a, 3e-6, 2e-9, 4e-9, 1.5);
+    settings_calibrate(&b, 3e-6, 2e-9, 4e-9, 1.5);
+    settings_digest(&a, da);
+    settings_digest(&b, db);
+    ck_assert_uint_eq(a.hash, b.hash);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 0);
+    settings_calibrate(&b, 3e-6, 2e-9, 4e-9, 1.75);
+    settings_digest(&b, db);
+    ck_assert_uint_ne(a.hash, b.hash);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "vendor_gather is 1.5 on rank 0 and 1.75 on rank 1");
+    settings_calibrate(&b, 3e-6, 2e-9, 4e-9, 1.5);
+    parse_with(&a, "SPARCML_ALPHA_US", "12.5"); /* set: the measurement leaves it */
+    settings_calibrate(&a, 3e-6, 2e-9, 4e-9, 1.5);
+    settings_digest(&a, da);
+    settings_digest(&b, db);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_ALPHA_US is 12.5 on rank 0 and 3 on rank 1");
+    /* The measured gamma and its neighbour double: different text. */
+    parse_with(&a, NULL, NULL);
+    settings_calibrate(&a, 3e-6, 2e-9, 4e-9, 1.5);
+    settings_calibrate(&b, 3e-6, 2e-9, nextafter(4e-9, 1), 1.5);
+    settings_digest(&a, da);
+    settings_digest(&b, db);
+    ck_assert_uint_ne(a.hash, b.hash);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_msg(strncmp(line, "SPARCML_GAMMA_NS_PER_ENTRY is 4 on rank 0 and ", 46) == 0, "%s", line);
+}
+END_TEST
+
+/* The longest values of every variable fit, with room to spare. */
+START_TEST(digest_fits)
+{
+    sparcml_settings s;
+    char d[SETTINGS_DIGEST_BYTES];
+    parse_with(&s, "SPARCML_ALGORITHM", "ssar_recursive_double");
+    s.qsgd_seed = UINT64_MAX;
+    s.qsgd_bucket = UINT64_MAX;
+    s.pipeline_chunks = UINT64_MAX;
+    s.ranks_per_core = nextafter(1.0 / 3, 1);
+    s.compress_density = nextafter(1.0 / 3, 0);
+    settings_calibrate(&s, nextafter(1.0 / 3e5, 1), nextafter(1.0 / 3e8, 1), nextafter(1.0 / 7e8, 0),
+                       nextafter(4.0 / 3, 2));
+    settings_digest(&s, d);
+    ck_assert_uint_lt(strlen(d), SETTINGS_DIGEST_BYTES - 100);
+    ck_assert_ptr_nonnull(strstr(d, "\nvendor_gather="));
+}
+END_TEST
+
 Suite *settings_suite(void)
 {
     Suite *s = suite_create("settings");
@@ -182,6 +301,10 @@ Suite *settings_suite(void)
     tcase_add_test(tc, keywords_are_case_insensitive);
     tcase_add_test(tc, unknown_variable_is_an_error);
     tcase_add_test(tc, hash_tracks_selection_settings);
+    tcase_add_test(tc, digest_of_the_defaults);
+    tcase_add_test(tc, digest_difference_names_variable_and_values);
+    tcase_add_test(tc, digest_follows_the_hash);
+    tcase_add_test(tc, digest_fits);
     suite_add_tcase(s, tc);
     return s;
 }
