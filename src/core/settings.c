@@ -1,8 +1,10 @@
 /* settings.c -- parsing and validation of the SPARCML_* environment. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -280,10 +282,89 @@ static uint64_t settings_hash(const sparcml_settings *s)
     return scope_hash(s, SCOPE_CALL, NVARS) ^ (fnv_bytes(FNV_OFFSET, (const char *)&s->vendor_gather, sizeof s->vendor_gather) >> 2);
 }
 
+int settings_ignored_name(const char *name)
+{
+    /* What module systems and Spack set for a package (<PKG>_ROOT, ...). */
+    static const char *const suffixes[] = {"_ROOT", "_DIR", "_HOME", "_PREFIX", "_PATH", "_VERSION",
+                                           "_LIB", "_INC", "_INCLUDE", "_BIN"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n >= k && strcmp(name + n - k, suffixes[i]) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The optimal-string-alignment distance (Levenshtein with transpositions
+ * of neighbours, the commonest typo) of a and b, ignoring case; strings of
+ * SETTINGS_NAME_BYTES or more count as far from everything. */
+static int name_distance(const char *a, const char *b)
+{
+    int d[3][SETTINGS_NAME_BYTES + 1]; /* rows i - 2, i - 1, i, mod 3 */
+    size_t na = strlen(a), nb = strlen(b);
+    if (na >= SETTINGS_NAME_BYTES || nb >= SETTINGS_NAME_BYTES) return INT_MAX;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int *row = d[i % 3], *up = d[(i - 1) % 3], *up2 = d[(i + 1) % 3];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int ca = toupper((unsigned char)a[i - 1]), cb = toupper((unsigned char)b[j - 1]);
+            int best = up[j - 1] + (ca != cb);
+            if (up[j] + 1 < best) best = up[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            if (i > 1 && j > 1 && ca == toupper((unsigned char)b[j - 2])
+                && toupper((unsigned char)a[i - 2]) == cb && up2[j - 2] + 1 < best)
+                best = up2[j - 2] + 1;
+            row[j] = best;
+        }
+    }
+    return d[na % 3][nb];
+}
+
+const char *settings_nearest_name(const char *name)
+{
+    /* The shared "SPARCML_" is left out, and a third of the rest may be
+     * wrong (at least one edit): TRANSPARNT is a typo of TRANSPARENT, FOO
+     * of nothing. */
+    const size_t prefix = 8;
+    const char *best = NULL;
+    int best_d = INT_MAX, limit;
+    if (strncmp(name, "SPARCML_", prefix) != 0) return NULL;
+    limit = (int)(strlen(name + prefix) / 3);
+    if (limit < 1) limit = 1;
+    for (size_t i = 0; i < NVARS; i++) {
+        int d = name_distance(name + prefix, vars[i].name + prefix);
+        if (d <= limit && d < best_d) { best = vars[i].name; best_d = d; }
+    }
+    return best;
+}
+
+void settings_unknown_warning(const char *name, char *line, size_t len)
+{
+    const char *near = settings_nearest_name(name);
+    if (near)
+        snprintf(line, len, "sparcml: warning: unknown variable %s ignored (did you mean %s?)", name, near);
+    else
+        snprintf(line, len, "sparcml: warning: unknown variable %s ignored (see sparcml(7) for the SPARCML_* variables)",
+                 name);
+}
+
+/* Unknown names: those of module systems are dropped, the others kept for
+ * the warning at MPI_Init (where the ranks are known: settings_agree). */
+static void keep_unknown(sparcml_settings *s, const char *const *names)
+{
+    for (size_t i = 0; names && names[i]; i++) {
+        if (known_name(names[i]) || settings_ignored_name(names[i])) continue;
+        if (s->unknown_count == SETTINGS_UNKNOWN_MAX) break;
+        snprintf(s->unknown[s->unknown_count++], SETTINGS_NAME_BYTES, "%s", names[i]);
+    }
+}
+
 int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
                    const char *const *names)
 {
     memset(s, 0, sizeof *s);
+    keep_unknown(s, names); /* first: a typo is worth its warning beside a bad value */
     for (size_t i = 0; i < NVARS; i++) {
         const char *text = lookup(vars[i].name);
         if (parse_one(s, &vars[i], vars[i].def) != 0) return -1; /* defaults are valid */
@@ -292,38 +373,67 @@ int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
         if (text && vars[i].offset == offsetof(sparcml_settings, beta)) s->cost_set |= SETTINGS_SET_BETA;
         if (text && vars[i].offset == offsetof(sparcml_settings, gamma)) s->cost_set |= SETTINGS_SET_GAMMA;
     }
-    for (size_t i = 0; names && names[i]; i++) {
-        if (!known_name(names[i])) {
-            snprintf(s->error, sizeof s->error,
-                     "unknown variable %s (see man sparcml(7) for the SPARCML_* variables)", names[i]);
-            return -1;
-        }
-    }
     s->vendor_gather = 1;
     s->hash = settings_hash(s);
     return 0;
 }
 
-int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name)
+/* The two of the SETTINGS_WARN_SLOTS slots of an unknown name. */
+static void warn_slots(const char *name, size_t slot[2])
 {
-    /* Per SCOPE_JOB variable the maximum of h and of -h: they differ iff
-     * the ranks do. */
-    int64_t mine[2 * NVARS] = {0}, all[2 * NVARS];
-    size_t n = 0;
-    int rc;
+    uint64_t h = fnv_bytes(FNV_OFFSET, name, strlen(name));
+    slot[0] = (size_t)(h % SETTINGS_WARN_SLOTS);
+    slot[1] = (size_t)((h >> 32) % SETTINGS_WARN_SLOTS);
+}
+
+/* One MPI_MAX allreduce of int64 carries it all; "none" is INT64_MIN.
+ *  [0]                   -(the rank), on a rank that objects: the lowest.
+ *  [1, 1 + NVARS)        per SCOPE_JOB variable the hash h of its field,
+ *  [1 + NVARS, 1 + 2N)   and -h: the maxima show whether the ranks differ.
+ *  then the warn slots:  -(the rank) in both slots of each unknown name it
+ *                        holds.  The lowest rank holding a name is the
+ *                        lowest in both its slots unless lower ranks hold
+ *                        other names there: it prints when it is the
+ *                        lowest in either slot, a rank above it never, so
+ *                        a name is warned about at most once per job and
+ *                        missed only when other names collide with it in
+ *                        both slots on lower ranks (ranks may differ in
+ *                        their environment). */
+enum { AGREE_JOB = 1, AGREE_WARN = 1 + 2 * NVARS, AGREE_N = AGREE_WARN + SETTINGS_WARN_SLOTS };
+
+int settings_agree(const sparcml_settings *s, int objects, MPI_Comm comm, settings_verdict *v)
+{
+    int64_t mine[AGREE_N], all[AGREE_N];
+    size_t n = 0, slot[2];
+    int rank, rc = PMPI_Comm_rank(comm, &rank);
+    if (rc != MPI_SUCCESS) return rc;
+    for (size_t i = 0; i < AGREE_N; i++) mine[i] = INT64_MIN;
+    if (objects) mine[0] = -(int64_t)rank;
     for (size_t i = 0; i < NVARS; i++) {
         if (vars[i].scope != SCOPE_JOB) continue;
-        mine[n] = (int64_t)scope_hash(s, SCOPE_JOB, i);
-        mine[NVARS + n++] = -(int64_t)scope_hash(s, SCOPE_JOB, i);
+        mine[AGREE_JOB + n] = (int64_t)scope_hash(s, SCOPE_JOB, i);
+        mine[AGREE_JOB + NVARS + n++] = -(int64_t)scope_hash(s, SCOPE_JOB, i);
     }
-    *name = NULL;
-    rc = PMPI_Allreduce(mine, all, (int)(2 * NVARS), MPI_INT64_T, MPI_MAX, comm);
-    for (size_t i = 0, j = 0; rc == MPI_SUCCESS && i < NVARS && !*name; i++) {
+    for (int k = 0; k < s->unknown_count; k++) {
+        warn_slots(s->unknown[k], slot);
+        mine[AGREE_WARN + slot[0]] = mine[AGREE_WARN + slot[1]] = -(int64_t)rank;
+    }
+    rc = PMPI_Allreduce(mine, all, AGREE_N, MPI_INT64_T, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return rc;
+    v->first_objecting = all[0] == INT64_MIN ? -1 : (int)-all[0];
+    v->differs = NULL;
+    for (size_t i = 0, j = 0; i < NVARS && !v->differs; i++) {
         if (vars[i].scope != SCOPE_JOB) continue;
-        if (all[j] != -all[NVARS + j]) *name = vars[i].name;
+        if (all[AGREE_JOB + j] != -all[AGREE_JOB + NVARS + j]) v->differs = vars[i].name;
         j++;
     }
-    return rc;
+    for (int k = 0; k < SETTINGS_UNKNOWN_MAX; k++) {
+        v->warns[k] = 0;
+        if (k >= s->unknown_count) continue;
+        warn_slots(s->unknown[k], slot);
+        v->warns[k] = all[AGREE_WARN + slot[0]] == -(int64_t)rank || all[AGREE_WARN + slot[1]] == -(int64_t)rank;
+    }
+    return MPI_SUCCESS;
 }
 
 /* A field in the variable's unit: the shortest text that, set in the

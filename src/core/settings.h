@@ -2,6 +2,9 @@
  *
  * Variables are read once (settings_get) and validated: an invalid value is
  * reported with a message naming the variable, never replaced by a default.
+ * An unknown SPARCML_* name is not an error: the ones module systems set
+ * (SPARCML_ROOT, ...) are ignored, the others kept for one warning at
+ * MPI_Init.  Keyword values are case-insensitive.
  * Adding a variable: add a field, a row in settings.c's table, and a
  * paragraph in man/sparcml.7. */
 #ifndef SPARCML_SETTINGS_H
@@ -16,6 +19,9 @@
 
 /* SPARCML_COMPRESS: which lossy compression untagged gradient sums get. */
 typedef enum { COMPRESS_OFF, COMPRESS_TOPK, COMPRESS_CLTK } sparcml_compress;
+
+/* The unknown names a rank keeps for its warning, and their longest. */
+enum { SETTINGS_UNKNOWN_MAX = 8, SETTINGS_NAME_BYTES = 128 };
 
 /* Bits of sparcml_settings.cost_set. */
 enum { SETTINGS_SET_ALPHA = 1, SETTINGS_SET_BETA = 2, SETTINGS_SET_GAMMA = 4, SETTINGS_SET_MODEL = 7 };
@@ -49,19 +55,44 @@ typedef struct sparcml_settings {
     int calibrated;              /* the unset ones hold values measured at MPI_Init */
     double vendor_gather;        /* the vendor's gathers over their price: 1, or measured (core/calibrate.h) */
     uint64_t hash;               /* of everything that steers selection */
+    int unknown_count;           /* unknown SPARCML_* names kept (at most SETTINGS_UNKNOWN_MAX) */
+    char unknown[SETTINGS_UNKNOWN_MAX][SETTINGS_NAME_BYTES]; /* them, for MPI_Init's warning */
     char error[512];             /* non-empty: the settings are invalid */
 } sparcml_settings;
 
 /* Parse the settings from a lookup function (getenv in production, a table
  * in the unit tests); `names` lists every variable present in the
- * environment that starts with SPARCML_ (NULL-terminated) so that a
- * misspelt variable is an error too. Returns 0, or -1 with s->error set. */
+ * environment that starts with SPARCML_ (NULL-terminated): the unknown
+ * ones that settings_ignored_name does not ignore are kept in s->unknown.
+ * Returns 0, or -1 with s->error set. */
 int settings_parse(sparcml_settings *s, const char *(*lookup)(const char *name),
                    const char *const *names);
 
-/* Collective over comm: *name is the first setting that must be equal on
- * all ranks and is not (NULL when they agree).  Returns an MPI error code. */
-int settings_first_difference(const sparcml_settings *s, MPI_Comm comm, const char **name);
+/* 1 if an unknown name ends in a suffix of module systems and Spack
+ * (SPARCML_ROOT, SPARCML_DIR, ...): such names are not meant for the
+ * library and are ignored without a word. */
+int settings_ignored_name(const char *name);
+
+/* The known variable nearest to an unknown name (Damerau-Levenshtein,
+ * case-insensitive), or NULL when none is close enough to be a typo. */
+const char *settings_nearest_name(const char *name);
+
+/* The warning for an unknown name, without a newline: "sparcml: warning:
+ * unknown variable NAME ignored (did you mean KNOWN?)". */
+void settings_unknown_warning(const char *name, char *line, size_t len);
+
+/* What the ranks agree on at MPI_Init, in one allreduce. */
+enum { SETTINGS_WARN_SLOTS = 64 };
+typedef struct settings_verdict {
+    int first_objecting;   /* lowest rank that objected, or -1: none did */
+    const char *differs;   /* first SCOPE_JOB variable that differs between ranks, or NULL */
+    int warns[SETTINGS_UNKNOWN_MAX]; /* 1: this rank prints the warning for s->unknown[i] */
+} settings_verdict;
+
+/* Collective over comm: `objects` is 1 on a rank that objects to its
+ * settings (s->error, or a requirement MPI_Init finds unmet).  Returns an
+ * MPI error code; v is valid on MPI_SUCCESS only. */
+int settings_agree(const sparcml_settings *s, int objects, MPI_Comm comm, settings_verdict *v);
 
 /* A canonical text of the settings that must be equal on all ranks:
  * "NAME=value\n" lines in table order, NUL-padded to the full size.

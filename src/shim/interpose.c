@@ -8,6 +8,8 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
@@ -21,12 +23,33 @@
 #include "shim/persistent.h"
 #include "shim/registry.h"
 
+/* Only for a failed comparison: the ranks may not know each other's
+ * verdict, and MPI_Abort is what stops them all.  The launcher tears down
+ * output forwarding when a rank aborts: give the message time to reach it
+ * (no barrier: other ranks may be fine). */
 static void stop_job(void)
 {
-    /* The launcher tears down output forwarding when a rank aborts: give the
-     * message time to reach it (no barrier: other ranks may be fine). */
     nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Ends the job on a verdict every rank knows (settings_agree's allreduce),
+ * the same way on every rank and under both MPIs: finalize, then exit
+ * status 1, as the wrong-MPI check exits before MPI exists.  Not
+ * MPI_Abort, which at P = 4 printed the one line plus, under MPICH, one
+ * "Abort(1) on node ..." line per rank the launcher had not killed yet
+ * (0 to 4 of them, varying from run to run), under Open MPI a 7-line
+ * MPI_ABORT banner and ORTE_ERROR_LOG lines, and killed ranks whose output
+ * was still in flight (hence the sleep above).  Finalized ranks have
+ * delivered their output; mpiexec.mpich then adds nothing and returns 1,
+ * mpirun.openmpi returns 1 with its report of a non-zero exit status. */
+static _Noreturn void leave_job(void)
+{
+    if (PMPI_Finalize() != MPI_SUCCESS) {
+        fprintf(stderr, "sparcml: MPI_Finalize failed while stopping the job\n");
+        fflush(stderr);
+    }
+    exit(1);
 }
 
 /* This rank's objection to its settings ("" when none). */
@@ -40,42 +63,65 @@ static void settings_problem(const sparcml_settings *s, char *msg, size_t len)
                            "unset it or initialise MPI with MPI_THREAD_MULTIPLE", level);
 }
 
+/* One line on a SCOPE_JOB variable that differs (v.differs): rank 0's
+ * digest goes to every rank, and the lowest rank whose own differs names
+ * the first differing variable with both values.  Should that fail, rank
+ * 0 names the variable alone. */
+static void report_job_difference(const sparcml_settings *s, int rank, const char *differs)
+{
+    char root[SETTINGS_DIGEST_BYTES], mine[SETTINGS_DIGEST_BYTES], line[2 * SETTINGS_DIGEST_BYTES];
+    int me = INT_MAX, first = INT_MAX;
+    settings_job_digest(s, mine);
+    memcpy(root, mine, sizeof root);
+    if (PMPI_Bcast(root, (int)sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS) {
+        if (settings_digest_difference(root, 0, mine, rank, line, sizeof line)) me = rank;
+        if (PMPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) first = INT_MAX;
+    }
+    if (first == INT_MAX && rank == 0) snprintf(line, sizeof line, "%s differs", differs);
+    if (first == rank || (first == INT_MAX && rank == 0)) {
+        fprintf(stderr, "sparcml: settings differ between ranks: %s (it must be equal on all ranks: sparcml(7))\n",
+                line);
+        fflush(stderr);
+    }
+}
+
 /* A bad SPARCML_* value stops the job at start-up with a message, rather
  * than running with a setting the user did not ask for; so do settings
- * that must be equal on all ranks and are not.  One line per job: the
- * lowest rank with an objection prints it (the ranks learn it in one
- * allreduce), rank 0 a difference all ranks know.  Every rank takes part,
- * SPARCML_DISABLE or not. */
+ * that must be equal on all ranks and are not.  One line per job, one
+ * allreduce to agree on it: the lowest rank with an objection prints it,
+ * and each unknown name is warned about by the lowest rank that holds it
+ * (settings_agree).  Every rank takes part, SPARCML_DISABLE or not. */
 static void check_settings(void)
 {
     const sparcml_settings *s = settings_get();
-    const char *differs = NULL;
+    settings_verdict v;
     char msg[sizeof s->error + 128];
-    int rank = 0, mine, first;
+    int rank = 0;
     if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) rank = -1;
     settings_problem(s, msg, sizeof msg);
-    mine = msg[0] ? rank : INT_MAX;
-    if (PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
-        first = mine; /* each rank speaks for itself */
-    if (first != INT_MAX) {
-        if (first == rank) {
-            fprintf(stderr, "sparcml: rank %d: %s\n", rank, msg);
-            fflush(stderr);
-        }
-        stop_job();
-    }
-    if (settings_first_difference(s, MPI_COMM_WORLD, &differs) != MPI_SUCCESS) {
+    if (settings_agree(s, msg[0] != '\0', MPI_COMM_WORLD, &v) != MPI_SUCCESS) {
         fprintf(stderr, "sparcml: rank %d: could not compare the settings across ranks\n", rank);
         fflush(stderr);
         stop_job();
     }
-    if (!differs) return;
-    if (rank == 0) {
-        fprintf(stderr, "sparcml: %s differs between ranks (it must be equal on all ranks: sparcml(7))\n",
-                differs);
+    for (int k = 0; k < s->unknown_count; k++) {
+        char warning[SETTINGS_NAME_BYTES + 128];
+        if (!v.warns[k]) continue;
+        settings_unknown_warning(s->unknown[k], warning, sizeof warning);
+        fprintf(stderr, "%s\n", warning);
         fflush(stderr);
     }
-    stop_job();
+    if (v.first_objecting >= 0) {
+        if (v.first_objecting == rank) {
+            fprintf(stderr, "sparcml: rank %d: %s\n", rank, msg);
+            fflush(stderr);
+        }
+        leave_job();
+    }
+    if (v.differs) {
+        report_job_difference(s, rank, v.differs);
+        leave_job();
+    }
 }
 
 /* SPARCML_TRANSPARENT and SPARCML_COMPRESS: mark the predefined types

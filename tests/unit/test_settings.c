@@ -1,4 +1,5 @@
 /* Parsing and validation of the SPARCML_* variables. */
+#include <math.h>
 #include <string.h>
 
 #include "core/settings.h"
@@ -88,7 +89,6 @@ START_TEST(invalid_values_name_the_variable)
         {"SPARCML_TRANSPARENT", "TRUE"},  {"SPARCML_COMPRESS_FEEDBACK", "On"},
         {"SPARCML_COMPRESS", "TOP"},      {"SPARCML_QSGD_BITS", "auto"},
     };
-
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sparcml_settings s;
         ck_assert_int_eq(parse_with(&s, bad[i][0], bad[i][1]), -1);
@@ -145,11 +145,92 @@ START_TEST(keywords_are_case_insensitive)
 }
 END_TEST
 
-START_TEST(unknown_variable_is_an_error)
+/* What module systems and Spack set is ignored without a word; other
+ * unknown names are kept for the warning; neither is an error. */
+START_TEST(module_suffixes_are_ignored)
 {
+    static const char *const ignored[] = {
+        "SPARCML_ROOT", "SPARCML_DIR", "SPARCML_HOME", "SPARCML_PREFIX", "SPARCML_PATH",
+        "SPARCML_VERSION", "SPARCML_LIB", "SPARCML_INC", "SPARCML_INCLUDE", "SPARCML_BIN",
+        "SPARCML_PKG_CONFIG_PATH", "SPARCML_INSTALL_DIR",
+    };
+    static const char *const kept[] = {
+        "SPARCML_ROOTS", "SPARCML_ROOT_", "SPARCML_DIRECTORY", "SPARCML_LIBS", "SPARCML_BINARY",
+        "SPARCML_root", "SPARCML_TRANSPARNT", "SPARCML_",
+    };
     sparcml_settings s;
-    ck_assert_int_eq(parse_with(&s, "SPARCML_ALGORTHM", "dense"), -1);
-    ck_assert_ptr_nonnull(strstr(s.error, "SPARCML_ALGORTHM"));
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        ck_assert_int_eq(settings_ignored_name(ignored[i]), 1);
+        ck_assert_int_eq(parse_with(&s, ignored[i], "/opt/sparcml"), 0);
+        ck_assert_int_eq(s.unknown_count, 0);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        ck_assert_int_eq(settings_ignored_name(kept[i]), 0);
+        ck_assert_int_eq(parse_with(&s, kept[i], "1"), 0);
+        ck_assert_int_eq(s.unknown_count, 1);
+        ck_assert_str_eq(s.unknown[0], kept[i]);
+    }
+    ck_assert_int_eq(s.transparent, 0); /* a misspelt name sets nothing */
+}
+END_TEST
+
+/* Every unknown name is kept (up to SETTINGS_UNKNOWN_MAX), known ones not,
+ * and an invalid value still fails beside them. */
+START_TEST(unknown_names_are_kept_not_errors)
+{
+    const char *names[] = {"SPARCML_A1", "SPARCML_VERBOSE", "SPARCML_A2", "SPARCML_ROOT", "SPARCML_A3",
+                           "SPARCML_A4", "SPARCML_A5", "SPARCML_A6", "SPARCML_A7", "SPARCML_A8",
+                           "SPARCML_A9", NULL};
+    sparcml_settings s;
+    memset(fake, 0, sizeof fake);
+    fake[0] = "SPARCML_VERBOSE";
+    fake[1] = "1";
+    ck_assert_int_eq(settings_parse(&s, lookup, names), 0);
+    ck_assert_int_eq(s.verbose, 1);
+    ck_assert_int_eq(s.unknown_count, 8);
+    ck_assert_str_eq(s.unknown[0], "SPARCML_A1");
+    ck_assert_str_eq(s.unknown[1], "SPARCML_A2");
+    ck_assert_str_eq(s.unknown[7], "SPARCML_A8");
+    fake[1] = "2";
+    ck_assert_int_eq(settings_parse(&s, lookup, names), -1);
+    ck_assert_ptr_nonnull(strstr(s.error, "SPARCML_VERBOSE"));
+    ck_assert_int_eq(s.unknown_count, 8);
+}
+END_TEST
+
+/* The nearest known name for a typo (a letter missing, swapped, extra or
+ * wrong, any case); none for a name nothing resembles. */
+START_TEST(did_you_mean)
+{
+    static const char *const near[][2] = {
+        {"SPARCML_TRANSPARNT", "SPARCML_TRANSPARENT"},
+        {"SPARCML_ALGORTIHM", "SPARCML_ALGORITHM"},
+        {"SPARCML_SATTS", "SPARCML_STATS"}, /* a swap is one edit, two letters wrong two */
+        {"SPARCML_ALGORITM", "SPARCML_ALGORITHM"},
+        {"SPARCML_VERBOSEE", "SPARCML_VERBOSE"},
+        {"SPARCML_verbose", "SPARCML_VERBOSE"},
+        {"SPARCML_STAT", "SPARCML_STATS"},
+        {"SPARCML_TRANSPARENT_MIN_BYTE", "SPARCML_TRANSPARENT_MIN_BYTES"},
+        {"SPARCML_COMPRESS_DENSTY", "SPARCML_COMPRESS_DENSITY"},
+        {"SPARCML_QSGD_BIT", "SPARCML_QSGD_BITS"},
+        {"SPARCML_PROGRES_US", "SPARCML_PROGRESS_US"},
+    };
+    static const char *const far[] = {"SPARCML_FOO", "SPARCML_X", "SPARCML_", "SPARCML_DEBUG",
+                                      "SPARCML_NUM_THREADS", "SPARCML_LOG_LEVEL", "SPARCML_TRANSPORT_LAYER"};
+    char line[256];
+    for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+        const char *got = settings_nearest_name(near[i][0]);
+        ck_assert_msg(got && strcmp(got, near[i][1]) == 0, "%s: got %s, want %s", near[i][0],
+                      got ? got : "none", near[i][1]);
+    }
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++)
+        ck_assert_msg(settings_nearest_name(far[i]) == NULL, "%s: got %s", far[i], settings_nearest_name(far[i]));
+    settings_unknown_warning("SPARCML_TRANSPARNT", line, sizeof line);
+    ck_assert_str_eq(line, "sparcml: warning: unknown variable SPARCML_TRANSPARNT ignored "
+                           "(did you mean SPARCML_TRANSPARENT?)");
+    settings_unknown_warning("SPARCML_FOO", line, sizeof line);
+    ck_assert_ptr_null(strstr(line, "did you mean"));
+    ck_assert_ptr_nonnull(strstr(line, "unknown variable SPARCML_FOO ignored"));
 }
 END_TEST
 
@@ -267,6 +348,17 @@ START_TEST(digest_follows_the_hash)
     ck_assert_uint_ne(a.hash, b.hash);
     ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
     ck_assert_msg(strncmp(line, "SPARCML_GAMMA_NS_PER_ENTRY is 4 on rank 0 and ", 46) == 0, "%s", line);
+    /* Consecutive doubles, measured (no text sets some of them): each
+     * digest differs from the one before. */
+    for (int i = 0; i < 256; i++) {
+        double alpha = a.alpha, gamma = a.gamma;
+        settings_calibrate(&b, nextafter(alpha, 1), 2e-9, nextafter(gamma, 1), 1.5);
+        settings_digest(&b, db);
+        ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+        ck_assert_ptr_nonnull(strstr(line, "SPARCML_ALPHA_US is "));
+        memcpy(da, db, sizeof da);
+        a = b;
+    }
 }
 END_TEST
 
@@ -299,12 +391,14 @@ Suite *settings_suite(void)
     tcase_add_test(tc, uint_range_is_exact_in_the_message);
     tcase_add_test(tc, name_messages_list_the_accepted_names);
     tcase_add_test(tc, keywords_are_case_insensitive);
-    tcase_add_test(tc, unknown_variable_is_an_error);
-    tcase_add_test(tc, hash_tracks_selection_settings);
+    tcase_add_test(tc, module_suffixes_are_ignored);
+    tcase_add_test(tc, unknown_names_are_kept_not_errors);
+    tcase_add_test(tc, did_you_mean);
     tcase_add_test(tc, digest_of_the_defaults);
     tcase_add_test(tc, digest_difference_names_variable_and_values);
     tcase_add_test(tc, digest_follows_the_hash);
     tcase_add_test(tc, digest_fits);
+    tcase_add_test(tc, hash_tracks_selection_settings);
     suite_add_tcase(s, tc);
     return s;
 }
