@@ -8,9 +8,9 @@
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
 #include "core/calibrate.h"
@@ -35,21 +35,22 @@ static void stop_job(void)
 
 /* Ends the job on a verdict every rank knows (settings_agree's allreduce),
  * the same way on every rank and under both MPIs: finalize, then exit
- * status 1, as the wrong-MPI check exits before MPI exists.  Not
- * MPI_Abort, which at P = 4 printed the one line plus, under MPICH, one
- * "Abort(1) on node ..." line per rank the launcher had not killed yet
- * (0 to 4 of them, varying from run to run), under Open MPI a 7-line
- * MPI_ABORT banner and ORTE_ERROR_LOG lines, and killed ranks whose output
- * was still in flight (hence the sleep above).  Finalized ranks have
- * delivered their output; mpiexec.mpich then adds nothing and returns 1,
- * mpirun.openmpi returns 1 with its report of a non-zero exit status. */
+ * status 1.  Not MPI_Abort, which at P = 4 printed the one line plus,
+ * under MPICH, one "Abort(1) on node ..." line per rank the launcher had
+ * not killed yet (0 to 4 of them, varying from run to run), under Open MPI
+ * a 7-line MPI_ABORT banner and ORTE_ERROR_LOG lines, and killed ranks
+ * whose output was still in flight (hence the sleep above).  Finalized
+ * ranks have delivered their output; mpiexec.mpich then adds nothing and
+ * returns 1, mpirun.openmpi returns 1 with its report of a non-zero exit
+ * status.  _exit after flushing, as the wrong-MPI check leaves: the
+ * program's atexit handlers and destructors may call MPI (a blind
+ * MPI_Finalize in one printed MPICH's "Attempting to use an MPI routine
+ * ... after finalizing" on every rank). */
 static _Noreturn void leave_job(void)
 {
-    if (PMPI_Finalize() != MPI_SUCCESS) {
-        fprintf(stderr, "sparcml: MPI_Finalize failed while stopping the job\n");
-        fflush(stderr);
-    }
-    exit(1);
+    if (PMPI_Finalize() != MPI_SUCCESS) fprintf(stderr, "sparcml: MPI_Finalize failed while stopping the job\n");
+    fflush(NULL);
+    _exit(1);
 }
 
 /* This rank's objection to its settings ("" when none). */
