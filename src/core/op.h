@@ -69,7 +69,7 @@ typedef struct sparcml_op sparcml_op;
 
 /* The steps that settle a failure (op_fail.c): what the ranks tell each
  * other of it. */
-enum { OP_FACTS_BYTES = 1024 };
+enum { OP_FACTS_BYTES = SETTINGS_DIGEST_BYTES };
 typedef struct op_failure {
     unsigned char said[SPARCML_DETAIL_BYTES + OP_FACTS_BYTES];
     char mine[OP_FACTS_BYTES], facts0[OP_FACTS_BYTES];

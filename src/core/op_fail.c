@@ -33,9 +33,11 @@
 #include "core/op.h"
 #include "core/stats.h"
 
-/* The facts a mismatch across ranks is about, as "name=value" lines (the
- * same text on every rank that agrees); "" for other reasons. */
-static void mismatch_facts(const sparcml_op *op, int reason, char *buf, size_t len)
+/* The facts a mismatch across ranks is about, as "name=value" lines in
+ * the settings digest's form (the same text on every rank that agrees, so
+ * that settings_digest_difference names the first that differs); "" for
+ * other reasons. */
+static void mismatch_facts(const sparcml_op *op, int reason, char buf[OP_FACTS_BYTES], size_t len)
 {
     buf[0] = '\0';
     switch (reason) {
@@ -49,29 +51,9 @@ static void mismatch_facts(const sparcml_op *op, int reason, char *buf, size_t l
         snprintf(buf, len, "count=%lld\n", (long long)op->local.count);
         break;
     case SPARCML_R_CONFIG_MISMATCH:
-        snprintf(buf, len, "SPARCML_* settings hash=%016llx\n", (unsigned long long)op->set->hash);
+        settings_digest(op->set, buf);
         break;
     default: break;
-    }
-}
-
-/* "NAME is A on rank ra and B on rank rb": the first line of facts a and b
- * that differs (a line missing on one side: "unset"). */
-static void facts_difference(const char *a, int ra, const char *b, int rb, char *out, size_t len)
-{
-    while (*a || *b) {
-        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
-        if (la != lb || memcmp(a, b, la) != 0) {
-            size_t na = strcspn(a, "="), nb = strcspn(b, "=");
-            const char *name = na < la ? a : b;
-            int nl = (int)(na < la ? na : nb);
-            const char *va = na < la ? a + na + 1 : "unset", *vb = nb < lb ? b + nb + 1 : "unset";
-            int lva = na < la ? (int)(la - na - 1) : 5, lvb = nb < lb ? (int)(lb - nb - 1) : 5;
-            snprintf(out, len, "%.*s is %.*s on rank %d and %.*s on rank %d", nl, name, lva, va, ra, lvb, vb, rb);
-            return;
-        }
-        a += la + (a[la] == '\n');
-        b += lb + (b[lb] == '\n');
     }
 }
 
@@ -104,7 +86,8 @@ static int failure_values(sched *s)
     sparcml_op *op = op_of(s);
     op_failure *f = &op->fail;
     f->said[sizeof f->said - 1] = '\0';
-    facts_difference(f->facts0, 0, (const char *)f->said, f->which, op->outcome.detail, sizeof op->outcome.detail);
+    settings_digest_difference(f->facts0, 0, (const char *)f->said, f->which, op->outcome.detail,
+                               sizeof op->outcome.detail);
     return failure_print(s);
 }
 

@@ -499,16 +499,34 @@ static void digest_line(char *out, size_t *used, const char *name, const char *v
     if (n > 0) *used += (size_t)n;
 }
 
+/* Whether variable v holds a value MPI_Init measured (a cost-model
+ * parameter the user left unset, once calibrated). */
+static int measured(const sparcml_settings *s, const struct var *v)
+{
+    unsigned bit = v->offset == offsetof(sparcml_settings, alpha)   ? SETTINGS_SET_ALPHA
+                   : v->offset == offsetof(sparcml_settings, beta)  ? SETTINGS_SET_BETA
+                   : v->offset == offsetof(sparcml_settings, gamma) ? SETTINGS_SET_GAMMA
+                                                                    : 0;
+    return bit && s->calibrated && !(s->cost_set & bit);
+}
+
+/* Every variable as set (or its default) in table order, "measured" for
+ * a value MPI_Init measured, then the measured values: where ranks differ
+ * in a setting and, through it, in what they measured (ranks per core
+ * scale the measured alpha), the first difference is the setting. */
 static void scope_digest(const sparcml_settings *s, scope sc, char out[SETTINGS_DIGEST_BYTES])
 {
-    char value[96];
+    char value[96], name[64];
     size_t used = 0;
     memset(out, 0, SETTINGS_DIGEST_BYTES);
-    for (size_t i = 0; i < NVARS; i++) {
-        if (vars[i].scope != sc) continue;
-        field_text(s, &vars[i], value, sizeof value);
-        digest_line(out, &used, vars[i].name, value);
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < NVARS; i++) {
+            if (vars[i].scope != sc || (pass && !measured(s, &vars[i]))) continue;
+            if (!pass && measured(s, &vars[i])) snprintf(value, sizeof value, "measured");
+            else field_text(s, &vars[i], value, sizeof value);
+            snprintf(name, sizeof name, "%s%s", vars[i].name, pass ? " (measured)" : "");
+            digest_line(out, &used, name, value);
+        }
     if (sc == SCOPE_CALL) { /* settings_hash covers it too */
         number_text(s->vendor_gather, 1, value, sizeof value);
         digest_line(out, &used, "vendor_gather", value);

@@ -122,17 +122,24 @@ check "silent by default" '[ ! -s "$err" ] && ! grep -q sparcml: "$out"'
 timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" SPARCML_ALGORITHM=dense "$prog" shim : \
     -n 1 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
 rc=$?
-check "settings differing between ranks are an error on every rank" \
-    '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ]'
+# The line names the first variable that differs and the values of rank 0
+# and the lowest rank whose settings differ from rank 0's (the defaults as
+# sparcml(7) gives them).
+check "settings differing between ranks are an error on every rank, the line names the variable and two values" \
+    '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ] &&
+     grep -q "settings differ between ranks: SPARCML_ALGORITHM is dense on rank 0 and auto on rank 1\$" "$err"'
 # The same for the settings that change what the first call on a
 # communicator does (ranks per core, detected collectively unless set) or
 # how the agreement travels.
-for var in SPARCML_RANKS_PER_CORE=2 SPARCML_PIGGYBACK=0 SPARCML_COMPRESS_DENSITY=0.5 SPARCML_COMPRESS_FEEDBACK=0; do
+for run in "SPARCML_RANKS_PER_CORE=2 auto" "SPARCML_PIGGYBACK=0 1" "SPARCML_COMPRESS_DENSITY=0.5 0.01" \
+    "SPARCML_COMPRESS_FEEDBACK=0 1"; do
+    read -r var default <<<"$run"
     timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 1 env LD_PRELOAD="$with_shim" "$var" "$prog" shim : \
         -n 2 env LD_PRELOAD="$with_shim" "$prog" shim >"$out" 2>"$err"
     rc=$?
-    check "$var on one rank of 3 is an error on every rank" \
-        '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ]'
+    check "$var on one rank of 3 is an error on every rank, named with rank 1's $default" \
+        '[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(occurrences "settings differ between ranks" "$err")" -eq 1 ] &&
+         grep -q "settings differ between ranks: ${var%%=*} is ${var#*=} on rank 0 and $default on rank 1\$" "$err"'
 done
 # Settings that change which collective calls a rank makes outside a tagged
 # call (the report's at MPI_Finalize, whether tags are registered, which

@@ -338,7 +338,20 @@ START_TEST(digest_follows_the_hash)
     settings_digest(&a, da);
     settings_digest(&b, db);
     ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
-    ck_assert_str_eq(line, "SPARCML_ALPHA_US is 12.5 on rank 0 and 3 on rank 1");
+    ck_assert_str_eq(line, "SPARCML_ALPHA_US is 12.5 on rank 0 and measured on rank 1");
+    /* A setting that changes what is measured is named, not the measured
+     * value that follows from it. */
+    parse_with(&a, "SPARCML_RANKS_PER_CORE", "2");
+    settings_calibrate(&a, 6e-6, 2e-9, 4e-9, 1.5);
+    settings_digest(&a, da);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_RANKS_PER_CORE is 2 on rank 0 and auto on rank 1");
+    /* A measured value alone that differs is named as measured. */
+    parse_with(&a, NULL, NULL);
+    settings_calibrate(&a, 6e-6, 2e-9, 4e-9, 1.5);
+    settings_digest(&a, da);
+    ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "SPARCML_ALPHA_US (measured) is 6 on rank 0 and 3 on rank 1");
     /* The measured gamma and its neighbour double: different text. */
     parse_with(&a, NULL, NULL);
     settings_calibrate(&a, 3e-6, 2e-9, 4e-9, 1.5);
@@ -347,7 +360,7 @@ START_TEST(digest_follows_the_hash)
     settings_digest(&b, db);
     ck_assert_uint_ne(a.hash, b.hash);
     ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
-    ck_assert_msg(strncmp(line, "SPARCML_GAMMA_NS_PER_ENTRY is 4 on rank 0 and ", 46) == 0, "%s", line);
+    ck_assert_msg(strncmp(line, "SPARCML_GAMMA_NS_PER_ENTRY (measured) is 4 on rank 0 and ", 57) == 0, "%s", line);
     /* Consecutive doubles, measured (no text sets some of them): each
      * digest differs from the one before. */
     for (int i = 0; i < 256; i++) {
@@ -355,7 +368,7 @@ START_TEST(digest_follows_the_hash)
         settings_calibrate(&b, nextafter(alpha, 1), 2e-9, nextafter(gamma, 1), 1.5);
         settings_digest(&b, db);
         ck_assert_int_eq(settings_digest_difference(da, 0, db, 1, line, sizeof line), 1);
-        ck_assert_ptr_nonnull(strstr(line, "SPARCML_ALPHA_US is "));
+        ck_assert_ptr_nonnull(strstr(line, "SPARCML_ALPHA_US (measured) is "));
         memcpy(da, db, sizeof da);
         a = b;
     }
