@@ -47,13 +47,8 @@ enum { COMPRESS_QSGD_MESSAGE = 1 };
 int compress_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
     const sparcml_settings *s = settings_get();
-    int inter = 0;
-    if (s->compress == COMPRESS_OFF || op != MPI_SUM) return 0;
-    if (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE) return 0;
-    if (count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
-    if ((uint64_t)count * sparcml_value_size(vtype) < s->compress_min_bytes) return 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
-    return !inter;
+    if (s->compress == COMPRESS_OFF || (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE)) return 0;
+    return op_dense_qualifies(count, vtype, op, comm, s->compress_min_bytes);
 }
 
 uint64_t compress_k(uint64_t n, double density)
@@ -65,7 +60,7 @@ uint64_t compress_k(uint64_t n, double density)
 /* The application's gradient: sendbuf, or recvbuf in place. */
 static const void *gradient(const sparcml_op *op)
 {
-    return op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
+    return op_input(op->sendbuf, op->recvbuf);
 }
 
 /* The buffer's residual, NULL without feedback (its entry then only
@@ -168,18 +163,13 @@ static void gather_values(sv *s, const void *acc)
     }
 }
 
-static qsgd_params qsgd_of(const sparcml_settings *set)
-{
-    return (qsgd_params){.bits = set->qsgd_bits, .bucket = (uint32_t)set->qsgd_bucket, .seed = set->qsgd_seed};
-}
-
 /* QSGD of the contribution's values, in place: they are summed as they
  * are now, eps keeps the quantization error too, and the messages that
  * carry them travel as these codes (c->input_block; sums travel exact). */
 static void quantize(sparcml_op *op)
 {
     sparcml_call *c = &op->c;
-    qsgd_params q = qsgd_of(op->set);
+    qsgd_params q = op_qsgd_params(op->set);
     qsgd_key key = {.seed = q.seed, .rank = (uint64_t)c->ctx->rank, .call = c->ctx->calls,
                     .message = COMPRESS_QSGD_MESSAGE};
     void *block = ctx_buffer(c->ctx, POOL_QIN, qsgd_block_bound(c->input.nnz, c->vtype, &q)); /* reserved */
@@ -281,7 +271,7 @@ static int contribute(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_problem p;
-    if (op->set->qsgd_bits) c->input_q = qsgd_of(op->set);
+    if (op->set->qsgd_bits) c->input_q = op_qsgd_params(op->set);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
     p = op_problem(op);
     op->alg = op->kind->select(op->set, &p);
@@ -311,11 +301,7 @@ static int compress_agreed(sched *s)
     const void *acc;
     uint64_t k = op->local.nnz, words;
     void *buf;
-    if (op->agreed.exact) {
-        op->t0 = PMPI_Wtime();
-        sched_next(s, exact_done);
-        return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
-    }
+    if (op->agreed.exact) return op_vendor(s, exact_done);
     if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
     if (residual(op)) op->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
@@ -356,7 +342,7 @@ static void find_feedback(sparcml_op *op)
 static int reserve(sparcml_op *op, uint64_t k)
 {
     sparcml_call *c = &op->c;
-    qsgd_params q = qsgd_of(op->set);
+    qsgd_params q = op_qsgd_params(op->set);
     unsigned iw = sparcml_index_width(c->dim);
     return ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k))
            && ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes)
@@ -378,9 +364,8 @@ static int compress_begin(sched *s)
     c->q_sparse = 0;
     c->input_block = NULL;
     /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count, .nnz = k};
-    if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
-    else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count, .nnz = k,
+                             .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};
     if (local->reason != SPARCML_R_OK) return op_agree(s, compress_agreed);
     find_feedback(op);
     if (local->reason == SPARCML_R_OK && !local->exact && !reserve(op, k)) local->reason = SPARCML_R_NOMEM;

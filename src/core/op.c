@@ -33,13 +33,12 @@
 static int validate_local(const void *sendbuf, void *recvbuf, MPI_Count count, int vtype,
                           MPI_Op op, sv *input, char *detail, size_t detail_len)
 {
-    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    const void *in = op_input(sendbuf, recvbuf);
     uint64_t where = 0;
     int reason;
     if (op != MPI_SUM) return SPARCML_R_OP;
     if (count < 0) return SPARCML_R_NEGATIVE_COUNT;
-    if (!recvbuf || !in) return SPARCML_R_NULL_BUFFER;
-    if (sendbuf == recvbuf) return SPARCML_R_ALIASED;
+    if ((reason = op_buffers_reason(sendbuf, recvbuf)) != SPARCML_R_OK) return reason;
     if ((uintptr_t)recvbuf % SPARCML_WORD_BYTES) return SPARCML_R_UNALIGNED;
     if ((uint64_t)count > UINT64_MAX / SPARCML_WORD_BYTES) return SPARCML_R_STREAM_OVERFLOW;
     reason = stream_parse(in, (uint64_t)count * SPARCML_WORD_BYTES, vtype, input, &where);
@@ -306,6 +305,14 @@ static int pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES
     return held;
 }
 
+/* How the agreed problem's exchange runs: recursive doubling's chunks per
+ * round and who gathers a split algorithm's messages. */
+static void plan_exchange(sparcml_op *op, const sparcml_problem *p)
+{
+    op->c.pipeline_chunks = select_pipeline_chunks(op->set, p);
+    op->c.gather = select_gather_plan(op->set, p);
+}
+
 /* Why the algorithm's result cannot be the call's: it does not fit
  * recvbuf (every rank alike). */
 static void capacity_detail(const sparcml_op *op, sparcml_algorithm alg, char *detail, size_t len)
@@ -397,14 +404,40 @@ static void agree_end(sparcml_call *c, sv input, const agree_record *record, spa
     if (agreed->reason == SPARCML_R_OK) learn_pending(c->ctx, agreed);
 }
 
+qsgd_params op_qsgd_params(const sparcml_settings *s)
+{
+    return (qsgd_params){.bits = s->qsgd_bits, .bucket = (uint32_t)s->qsgd_bucket, .seed = s->qsgd_seed};
+}
+
 void op_quantization(sparcml_call *c, const sparcml_settings *s)
 {
     /* QSGD applies to floating-point values only: integers stay exact. */
     if (c->vtype != SPARCML_FLOAT && c->vtype != SPARCML_DOUBLE) return;
-    c->q.bits = s->qsgd_bits;
-    c->q.bucket = (uint32_t)s->qsgd_bucket;
-    c->q.seed = s->qsgd_seed;
+    c->q = op_qsgd_params(s);
     c->q_sparse = s->qsgd_sparse;
+}
+
+int op_buffers_reason(const void *sendbuf, const void *recvbuf)
+{
+    if (!recvbuf || !op_input(sendbuf, recvbuf)) return SPARCML_R_NULL_BUFFER;
+    return sendbuf == recvbuf ? SPARCML_R_ALIASED : SPARCML_R_OK;
+}
+
+int op_dense_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm, uint64_t min_bytes)
+{
+    int inter = 0;
+    if (op != MPI_SUM || count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
+    if ((uint64_t)count * sparcml_value_size(vtype) < min_bytes) return 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+    return !inter;
+}
+
+int op_vendor(sched *s, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    op->t0 = PMPI_Wtime();
+    sched_next(s, then);
+    return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
 }
 
 /* --- a call as one schedule: set-up, the kind's prologue, agreement,
@@ -454,8 +487,8 @@ static int scratch_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_ctx *ctx = op->c.ctx;
-    memcpy(ctx->agreed_capacity, op->reserved + 1, sizeof ctx->agreed_capacity);
     char detail[SPARCML_DETAIL_BYTES];
+    memcpy(ctx->agreed_capacity, op->reserved + 1, sizeof ctx->agreed_capacity);
     if (op->reserved[0] >= (uint64_t)ctx->size) return op_algorithm(s);
     snprintf(detail, sizeof detail, "the scratch of algorithm %s", sparcml_algorithm_name(op->alg));
     return op_fail(s, SPARCML_R_NOMEM, (int)op->reserved[0], detail);
@@ -468,8 +501,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     uint64_t need[CTX_CAPACITIES] = {0};
     int reason;
     c->chunks_run = 0;
-    c->pipeline_chunks = select_pipeline_chunks(op->set, p);
-    c->gather = select_gather_plan(op->set, p);
+    plan_exchange(op, p);
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
      * every rank alike (the problem is agreed) before it touches anything. */
@@ -573,8 +605,7 @@ static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     uint64_t need[CTX_CAPACITIES] = {0};
     op->alg = op->split;
-    c->pipeline_chunks = select_pipeline_chunks(op->set, p); /* for the memo (memo_choice) */
-    c->gather = select_gather_plan(op->set, p);
+    plan_exchange(op, p); /* the chunks: for the memo (memo_choice) */
     sparcml_algorithms[op->alg].scratch(c, p, need);
     if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
         s->then = then;
@@ -604,7 +635,7 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
      * along); the agreed problem's chunk count tells the memo in how many
      * the next call's exchange runs. */
     op->alg = SPARCML_ALG_RECURSIVE_DOUBLE;
-    c->pipeline_chunks = select_pipeline_chunks(op->set, p);
+    plan_exchange(op, p);
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) return call_fail(c, SPARCML_R_INTERNAL);
     rc = call_deliver(c, &c->pending); /* a result that does not fit: for `then` to report */

@@ -217,8 +217,28 @@ int op_timed_band(uint64_t dim, uint64_t k);
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);
 
-/* QSGD settings of a call (floating-point values only). */
+/* QSGD settings of a call (floating-point values only), from s. */
+qsgd_params op_qsgd_params(const sparcml_settings *s);
 void op_quantization(sparcml_call *c, const sparcml_settings *s);
+
+/* The application's input: sendbuf, or recvbuf under MPI_IN_PLACE. */
+static inline const void *op_input(const void *sendbuf, const void *recvbuf)
+{
+    return sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+}
+
+/* SPARCML_R_NULL_BUFFER, SPARCML_R_ALIASED (sendbuf == recvbuf without
+ * MPI_IN_PLACE) or SPARCML_R_OK for the application's buffers. */
+int op_buffers_reason(const void *sendbuf, const void *recvbuf);
+
+/* Whether an untagged call of `count` values of vtype may be taken over
+ * by a kind whose smallest call is min_bytes: MPI_SUM, a count the
+ * streams can carry, an intra-communicator. */
+int op_dense_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm, uint64_t min_bytes);
+
+/* The vendor's allreduce of the application's buffers, as they were
+ * given, over the private duplicate; `then` follows (op->t0: its start). */
+int op_vendor(sched *s, sched_step then);
 
 /* The context of comm with the policy as its extension (runtime/comm_ctx.h:
  * blocking creates it at once, else as the first steps of the call). */

@@ -46,12 +46,9 @@ enum { TRANSPARENT_SKIP = 15 };
 
 int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
-    int inter = 0;
-    if (!settings_get()->transparent) return 0; /* the types are marked for compression */
-    if (op != MPI_SUM || count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
-    if ((uint64_t)count * sparcml_value_size(vtype) < settings_get()->transparent_min_bytes) return 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
-    return !inter;
+    const sparcml_settings *s = settings_get();
+    /* Without transparent mode the types are marked for compression. */
+    return s->transparent && op_dense_qualifies(count, vtype, op, comm, s->transparent_min_bytes);
 }
 
 static int skipping(sparcml_ctx *ctx, MPI_Count count, int vtype)
@@ -189,9 +186,7 @@ static int vendor(sched *s, stats_route route)
 {
     sparcml_op *op = op_of(s);
     op->route = route;
-    op->t0 = PMPI_Wtime();
-    sched_next(s, vendor_done);
-    return sched_vendor_allreduce(s, op->sendbuf, op->recvbuf, op->count, op->datatype, op->mop);
+    return op_vendor(s, vendor_done);
 }
 
 /* --- the sparse route --------------------------------------------------- */
@@ -264,15 +259,13 @@ static int transparent_begin(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
-    const void *in = op->sendbuf == MPI_IN_PLACE ? op->recvbuf : op->sendbuf;
     if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
     /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count};
-    if (!op->recvbuf || !op->sendbuf) local->reason = SPARCML_R_NULL_BUFFER;
-    else if (op->sendbuf == op->recvbuf) local->reason = SPARCML_R_ALIASED;
+    *local = (sparcml_local){.vtype = c->vtype, .count = op->count,
+                             .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};
     if (local->reason == SPARCML_R_OK) {
         double t0 = PMPI_Wtime();
-        scan(op, in);
+        scan(op, op_input(op->sendbuf, op->recvbuf));
         op->scan_seconds = PMPI_Wtime() - t0;
     }
     op_piggyback(op);

@@ -171,26 +171,26 @@ __attribute__((constructor)) static void require_own_mpi_at_load(void)
     flv_require_own_mpi();
 }
 
+/* What follows the vendor's MPI_Init or MPI_Init_thread (returned rc). */
+static int initialised(int rc)
+{
+    if (rc != MPI_SUCCESS) return rc;
+    check_settings();
+    register_predefined();
+    calibrate_at_init();
+    return rc;
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
-    int rc;
     flv_require_own_mpi();
-    rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) check_settings();
-    if (rc == MPI_SUCCESS) register_predefined();
-    if (rc == MPI_SUCCESS) calibrate_at_init();
-    return rc;
+    return initialised(PMPI_Init(argc, argv));
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc;
     flv_require_own_mpi();
-    rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) check_settings();
-    if (rc == MPI_SUCCESS) register_predefined();
-    if (rc == MPI_SUCCESS) calibrate_at_init();
-    return rc;
+    return initialised(PMPI_Init_thread(argc, argv, required, provided));
 }
 
 int MPI_Finalize(void)
