@@ -2,17 +2,38 @@
 #include "config.h"
 
 #include "alg/algorithms.h"
+#include "base/errors.h"
 
-const sparcml_algorithm_desc sparcml_algorithms[SPARCML_ALG_COUNT_] = {
-    [SPARCML_ALG_AUTO] = {.name = "auto"},
-#define SPARCML_ALG_ROW(ID, NAME, STEM)                                                                \
-    [SPARCML_ALG_##ID] = {.name = NAME, .first = sparcml_##STEM, .restriction = STEM##_restriction,    \
-                          .cost = STEM##_cost, .scratch = STEM##_scratch},
+static const sparcml_algorithm_desc auto_row = {.name = "auto"};
+
+const sparcml_algorithm_desc *const sparcml_algorithms[SPARCML_ALG_COUNT_] = {
+    [SPARCML_ALG_AUTO] = &auto_row,
+#define SPARCML_ALG_ROW(ID, STEM) [SPARCML_ALG_##ID] = &sparcml_alg_##STEM,
     SPARCML_ALGORITHM_LIST(SPARCML_ALG_ROW)
 #undef SPARCML_ALG_ROW
 };
 
 const char *sparcml_algorithm_name(sparcml_algorithm a)
 {
-    return a >= 0 && a < SPARCML_ALG_COUNT_ ? sparcml_algorithms[a].name : "invalid";
+    return a >= 0 && a < SPARCML_ALG_COUNT_ ? sparcml_algorithms[a]->name : "invalid";
 }
+
+int sparcml_algorithm_restriction(sparcml_algorithm a, const sparcml_problem *p)
+{
+    const sparcml_algorithm_desc *d = sparcml_algorithms[a];
+    return d->restriction ? d->restriction(p) : SPARCML_R_OK;
+}
+
+/* The one row for which `is` holds (the list has exactly one). */
+static sparcml_algorithm the_row(int (*is)(const sparcml_algorithm_desc *d))
+{
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+        if (is(sparcml_algorithms[a])) return (sparcml_algorithm)a;
+    return SPARCML_ALG_AUTO;
+}
+
+static int rides_exchange(const sparcml_algorithm_desc *d) { return d->ride == ALG_RIDES_EXCHANGE; }
+static int is_dense(const sparcml_algorithm_desc *d) { return !d->sparse; }
+
+sparcml_algorithm sparcml_exchange_algorithm(void) { return the_row(rides_exchange); }
+sparcml_algorithm sparcml_dense_algorithm(void) { return the_row(is_dense); }

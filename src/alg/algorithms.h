@@ -1,16 +1,14 @@
 /* algorithms.h -- the table of the algorithms.
  *
- * One row per algorithm: its id (SPARCML_ALG_<ID>), its SPARCML_ALGORITHM
- * name and its file's stem.  The file alg/<stem>.c defines
- *   int sparcml_<stem>(sched *s)       the first step of its schedule;
- *   int <stem>_restriction(problem)    SPARCML_R_OK where it can run the
- *                                      problem, else the reason it cannot;
- *   double <stem>_cost(model, problem) its modelled time in seconds;
- *   void <stem>_scratch(call, problem, need) the most bytes each scratch
- *                                      pool may have to hold (alg/scratch.h);
- * and opens with Algorithm / Restrictions / Cost / Memory / Rounds.  The
- * enum, the settings' names, the selector and the dispatch all come from
- * this list: adding an algorithm is one file and one row. */
+ * One row per algorithm: its id (SPARCML_ALG_<ID>) and its file's stem.
+ * The file alg/<stem>.c opens with Algorithm / Restrictions / Cost /
+ * Memory / Rounds and defines the row's descriptor, sparcml_alg_<stem>
+ * (below): its SPARCML_ALGORITHM name, its first step, its restriction,
+ * cost and scratch, whether it pipelines and how the agreement may ride
+ * on it.  The enum, the settings' names, the selector, the agreement's
+ * ride and the dispatch all come from the list and the descriptors, never
+ * from a row's place or name: adding an algorithm is one file, one row and
+ * its line in Makefile.am. */
 #ifndef SPARCML_ALGORITHMS_H
 #define SPARCML_ALGORITHMS_H
 
@@ -19,49 +17,71 @@
 #include "runtime/schedule.h"
 
 #define SPARCML_ALGORITHM_LIST(X)                                             \
-    X(RECURSIVE_DOUBLE, "ssar_recursive_double", ssar_recursive_double)       \
-    X(SSAR_SPLIT_ALLGATHER, "ssar_split_allgather", ssar_split_allgather)     \
-    X(DSAR_SPLIT_ALLGATHER, "dsar_split_allgather", dsar_split_allgather)     \
-    X(DENSE, "dense", dense_allreduce)
+    X(RECURSIVE_DOUBLE, ssar_recursive_double)                                \
+    X(SSAR_SPLIT_ALLGATHER, ssar_split_allgather)                             \
+    X(DSAR_SPLIT_ALLGATHER, dsar_split_allgather)                             \
+    X(DENSE, dense_allreduce)
 
 typedef enum sparcml_algorithm {
     SPARCML_ALG_AUTO = 0, /* SPARCML_ALGORITHM=auto: the selector's choice */
-#define SPARCML_ALG_ENUM(ID, NAME, STEM) SPARCML_ALG_##ID,
+#define SPARCML_ALG_ENUM(ID, STEM) SPARCML_ALG_##ID,
     SPARCML_ALGORITHM_LIST(SPARCML_ALG_ENUM)
 #undef SPARCML_ALG_ENUM
     SPARCML_ALG_COUNT_
 } sparcml_algorithm;
 _Static_assert((int)SPARCML_ALG_COUNT_ == (int)COST_ALGORITHMS, "cost_model.h's COST_ALGORITHMS counts the algorithms");
 
-#define SPARCML_ALG_DECLARE(ID, NAME, STEM)                                   \
-    int sparcml_##STEM(sched *s);                                             \
-    int STEM##_restriction(const sparcml_problem *p);                         \
-    double STEM##_cost(const cost_model *m, const sparcml_problem *p);          \
-    void STEM##_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
-SPARCML_ALGORITHM_LIST(SPARCML_ALG_DECLARE)
-#undef SPARCML_ALG_DECLARE
+/* How the agreement's records (core/agree.h) may ride on an algorithm's
+ * messages, so that a call's agreement costs no rounds of its own
+ * (core/op.c decides when they do, from the communicator's history):
+ *  ALG_RIDES_NOT       never;
+ *  ALG_RIDES_EXCHANGE  on its whole exchange, every message carrying the
+ *                      combination so far (in the chunks of a pipelined
+ *                      run too); the sum is kept until the verdict and
+ *                      delivered then;
+ *  ALG_RIDES_PHASE     on its first phase (ride_phase), in which every rank
+ *                      sends a part to every other, each carrying its
+ *                      sender's own record; after the verdict the rest of
+ *                      the schedule (resume) runs on the pools reserved for
+ *                      the ride. */
+typedef enum alg_ride { ALG_RIDES_NOT, ALG_RIDES_EXCHANGE, ALG_RIDES_PHASE } alg_ride;
 
+/* An algorithm's row, defined by its file as sparcml_alg_<stem>. */
 typedef struct sparcml_algorithm_desc {
-    const char *name;
+    const char *name;    /* SPARCML_ALGORITHM's, and every message's */
+    int sparse;          /* sums streams; 0: the vendor's dense allreduce of the values */
     sched_step first;
+    /* SPARCML_R_OK where it can run the problem, else the reason it
+     * cannot; NULL: it runs any problem. */
     int (*restriction)(const sparcml_problem *p);
     double (*cost)(const cost_model *m, const sparcml_problem *p);
     void (*scratch)(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
+    /* Chunks per round of a pipelined run (select.h); NULL: never pipelined. */
+    int (*chunks)(const cost_model *m, const sparcml_problem *p);
+    alg_ride ride;
+    int (*ride_phase)(sched *s, sched_step then); /* ALG_RIDES_PHASE */
+    sched_step resume;                           /* ALG_RIDES_PHASE */
 } sparcml_algorithm_desc;
 
+#define SPARCML_ALG_DECLARE(ID, STEM) extern const sparcml_algorithm_desc sparcml_alg_##STEM;
+SPARCML_ALGORITHM_LIST(SPARCML_ALG_DECLARE)
+#undef SPARCML_ALG_DECLARE
+
 /* Indexed by sparcml_algorithm; row 0 is "auto" (no step, no cost). */
-extern const sparcml_algorithm_desc sparcml_algorithms[SPARCML_ALG_COUNT_];
+extern const sparcml_algorithm_desc *const sparcml_algorithms[SPARCML_ALG_COUNT_];
 
 /* "ssar_split_allgather", ...; "invalid" out of range. */
 const char *sparcml_algorithm_name(sparcml_algorithm a);
 
-/* The split algorithms from the end of their reduce-scatter
- * (split_phases.h), which the agreement's exchange ran (core/op.c): the
- * rest of their schedule. */
-int ssar_split_allgather_after_reduce_scatter(sched *s);
-int dsar_split_allgather_after_reduce_scatter(sched *s);
+/* The algorithm's restriction on p (SPARCML_R_OK where it has none). */
+int sparcml_algorithm_restriction(sparcml_algorithm a, const sparcml_problem *p);
 
-/* Recursive doubling's chunks per round (1: not pipelined; select.h). */
-int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p);
+/* The algorithm whose whole exchange the records ride on (the one row
+ * with ALG_RIDES_EXCHANGE): also the one that sums a single rank's
+ * stream, in no rounds. */
+sparcml_algorithm sparcml_exchange_algorithm(void);
+
+/* The vendor's dense allreduce (the one row that is not sparse). */
+sparcml_algorithm sparcml_dense_algorithm(void);
 
 #endif

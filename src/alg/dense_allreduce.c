@@ -92,7 +92,7 @@ static int union_known(sched *s)
     return dense_sum(s, c->recvbuf);
 }
 
-int sparcml_dense_allreduce(sched *s)
+static int sparcml_dense_allreduce(sched *s)
 {
     dense_state *st = sched_state(s);
     sparcml_call *c = s->c;
@@ -111,14 +111,14 @@ int sparcml_dense_allreduce(sched *s)
 
 /* The dense vector must fit the recv buffer: it is never expanded anywhere
  * else (a stream's dimension may be far beyond what any rank can hold). */
-int dense_allreduce_restriction(const sparcml_problem *p)
+static int dense_allreduce_restriction(const sparcml_problem *p)
 {
     return p->dense_fits ? SPARCML_R_OK : SPARCML_R_CAPACITY;
 }
 
 /* When the format is uncertain the index sets are OR-ed as bitmaps first
  * (N/8 bytes) and a sparse result is selected out of the dense sum. */
-double dense_allreduce_cost(const cost_model *m, const sparcml_problem *p)
+static double dense_allreduce_cost(const cost_model *m, const sparcml_problem *p)
 {
     double N = (double)p->dim, D = N * sparcml_value_size(p->vtype);
     double bitmap = cost_format_uncertain(p)
@@ -126,7 +126,7 @@ double dense_allreduce_cost(const cost_model *m, const sparcml_problem *p)
     return cost_vendor_allreduce(m, p, D) + bitmap + m->gamma * (double)p->k_max;
 }
 
-void dense_allreduce_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+static void dense_allreduce_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
 {
     (void)c;
     scratch_need(need, POOL_SEND, scratch_input_bytes(p));
@@ -134,3 +134,11 @@ void dense_allreduce_scratch(const sparcml_call *c, const sparcml_problem *p, ui
     scratch_need(need, POOL_PRESENCE, stream_presence_bytes(p->dim));
     scratch_need(need, POOL_ACC0, sparcml_dense_bytes(p->dim, p->vtype));
 }
+
+const sparcml_algorithm_desc sparcml_alg_dense_allreduce = {
+    .name = "dense",
+    .first = sparcml_dense_allreduce,
+    .restriction = dense_allreduce_restriction,
+    .cost = dense_allreduce_cost,
+    .scratch = dense_allreduce_scratch,
+};

@@ -108,7 +108,7 @@ static int gather_result(sched *s)
     return allgather_dense(s, &out);
 }
 
-int dsar_split_allgather_after_reduce_scatter(sched *s)
+static int dsar_split_allgather_after_reduce_scatter(sched *s)
 {
     sparcml_call *c = s->c;
     split_state *st = sched_state(s);
@@ -118,18 +118,18 @@ int dsar_split_allgather_after_reduce_scatter(sched *s)
     return split_union(s, gather_result);
 }
 
-int sparcml_dsar_split_allgather(sched *s)
+static int sparcml_dsar_split_allgather(sched *s)
 {
     return split_reduce_scatter(s, dsar_split_allgather_after_reduce_scatter);
 }
 
 /* Its result is written dense into recvbuf: that must hold it. */
-int dsar_split_allgather_restriction(const sparcml_problem *p)
+static int dsar_split_allgather_restriction(const sparcml_problem *p)
 {
     return p->dense_fits ? SPARCML_R_OK : SPARCML_R_CAPACITY;
 }
 
-double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
+static double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, D = N * cost_wire_value_bytes(p, 1);
     /* quantized: the owner encodes its dense slice, every rank decodes all */
@@ -141,7 +141,7 @@ double dsar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
 
 /* Besides the split phases' pools: with QSGD the owner's dense slice, its
  * codes, every rank's codes gathered and one decoded at a time. */
-void dsar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+static void dsar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
 {
     uint64_t d = (p->dim + (uint64_t)p->P - 1) / (uint64_t)p->P, coded;
     qsgd_params q = scratch_wire_q(p);
@@ -155,3 +155,15 @@ void dsar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *
     coded = qsgd_grid_bound(p->dim, sparcml_index_width(p->dim), p->vtype, &q, (uint64_t)p->P);
     scratch_need(need, POOL_GATHER, coded + coded / 16 + 8 * (uint64_t)p->P);
 }
+
+const sparcml_algorithm_desc sparcml_alg_dsar_split_allgather = {
+    .name = "dsar_split_allgather",
+    .sparse = 1,
+    .first = sparcml_dsar_split_allgather,
+    .restriction = dsar_split_allgather_restriction,
+    .cost = dsar_split_allgather_cost,
+    .scratch = dsar_split_allgather_scratch,
+    .ride = ALG_RIDES_PHASE,
+    .ride_phase = split_reduce_scatter,
+    .resume = dsar_split_allgather_after_reduce_scatter,
+};

@@ -307,7 +307,7 @@ static int rd_round(sched *s)
     return rc;
 }
 
-int sparcml_ssar_recursive_double(sched *s)
+static int sparcml_ssar_recursive_double(sched *s)
 {
     rd_state *st = sched_state(s);
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
@@ -323,12 +323,6 @@ int sparcml_ssar_recursive_double(sched *s)
     if (rank % 2 == 0) return rd_folded_rank(s);
     sched_next(s, rd_fold_added);
     return sched_recv_stream(s, rank - 1, TAG_FOLD_IN, POOL_RECV, POOL_QDEC, &st->other, NULL);
-}
-
-int ssar_recursive_double_restriction(const sparcml_problem *p)
-{
-    (void)p;
-    return SPARCML_R_OK;
 }
 
 /* Entries of the message of a recursive-doubling round among groups of
@@ -348,7 +342,7 @@ static int pipeline_applies(const sparcml_problem *p)
            && !sparcml_prefers_dense(p->dim, p->vtype, most);
 }
 
-int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
+static int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
 {
     double hidden = 0, rounds = 0, N = (double)p->dim, c;
     if (!pipeline_applies(p) || m->pipeline_chunks == 1) return 1;
@@ -368,7 +362,7 @@ int ssar_recursive_double_chunks(const cost_model *m, const sparcml_problem *p)
  * plus a chunk's share of the smaller (core/select.h); where the transfer
  * is a copy on the cores the merges share (cost_model.copy_bound), both in
  * full. */
-double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
+static double ssar_recursive_double_cost(const cost_model *m, const sparcml_problem *p)
 {
     int p2 = cost_largest_power_of_two(p->P), C = ssar_recursive_double_chunks(m, p);
     double t = 0, N = (double)p->dim;
@@ -394,7 +388,7 @@ static uint64_t chunk_bytes(const sparcml_problem *p, int chunks)
 
 /* Messages are the input (the fold, the first round), group sums and the
  * result; each may travel as QSGD codes. */
-void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+static void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
 {
     uint64_t sum = scratch_sum_bytes(p->dim, p->vtype, p->k_sum), in = scratch_input_bytes(p);
     uint64_t plain = sum > in ? sum : in, msg = plain;
@@ -424,3 +418,13 @@ void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_problem 
         scratch_need(need, POOL_RECV_NEXT, chunk > msg ? chunk : msg);
     }
 }
+
+const sparcml_algorithm_desc sparcml_alg_ssar_recursive_double = {
+    .name = "ssar_recursive_double",
+    .sparse = 1,
+    .first = sparcml_ssar_recursive_double,
+    .cost = ssar_recursive_double_cost,
+    .scratch = ssar_recursive_double_scratch,
+    .chunks = ssar_recursive_double_chunks,
+    .ride = ALG_RIDES_EXCHANGE,
+};

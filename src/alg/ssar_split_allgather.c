@@ -30,26 +30,20 @@
 #include "alg/algorithms.h"
 #include "alg/split_phases.h"
 
-int ssar_split_allgather_after_reduce_scatter(sched *s)
+static int ssar_split_allgather_after_reduce_scatter(sched *s)
 {
     return split_union(s, split_gather);
 }
 
-int sparcml_ssar_split_allgather(sched *s)
+static int sparcml_ssar_split_allgather(sched *s)
 {
     return split_reduce_scatter(s, ssar_split_allgather_after_reduce_scatter);
-}
-
-int ssar_split_allgather_restriction(const sparcml_problem *p)
-{
-    (void)p;
-    return SPARCML_R_OK;
 }
 
 /* The union sizes travel in a short allgather; the owner's slice is
  * copied into its message (slice_message) and the gathered slices into
  * place (stream_concat). */
-double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
+static double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
 {
     double P = p->P, N = (double)p->dim, u = cost_union_estimate(p, P);
     double gathered = cost_msg_bytes(p, u, N) + (P - 1) * SPARCML_HEADER_BYTES;
@@ -60,7 +54,18 @@ double ssar_split_allgather_cost(const cost_model *m, const sparcml_problem *p)
            + m->gamma * cost_qsgd(quantized, P * quantized);
 }
 
-void ssar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
+static void ssar_split_allgather_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need)
 {
     split_scratch(c, p, need);
 }
+
+const sparcml_algorithm_desc sparcml_alg_ssar_split_allgather = {
+    .name = "ssar_split_allgather",
+    .sparse = 1,
+    .first = sparcml_ssar_split_allgather,
+    .cost = ssar_split_allgather_cost,
+    .scratch = ssar_split_allgather_scratch,
+    .ride = ALG_RIDES_PHASE,
+    .ride_phase = split_reduce_scatter,
+    .resume = ssar_split_allgather_after_reduce_scatter,
+};

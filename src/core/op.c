@@ -177,7 +177,7 @@ int op_timed_band(uint64_t dim, uint64_t k)
 /* The multiple of `alg` in `band`: the dense algorithm's in every band. */
 static uint64_t *timed_ppm(struct op_timed *t, int band, sparcml_algorithm alg)
 {
-    return alg == SPARCML_ALG_DENSE ? &t->dense_ppm : &t->ppm[band][alg];
+    return sparcml_algorithms[alg]->sparse ? &t->ppm[band][alg] : &t->dense_ppm;
 }
 
 static struct op_timed *timed_slot(op_policy *pol, const sparcml_op *op, int add)
@@ -243,7 +243,7 @@ void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double p
  * messages on an exchange of one message per round). */
 static sparcml_algorithm memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
-    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE && op->c.pipeline_chunks <= 1) return alg;
+    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE && op->c.pipeline_chunks <= 1) return alg;
     return op->kind->scratch_ahead ? alg : SPARCML_ALG_AUTO;
 }
 
@@ -268,7 +268,7 @@ static uint64_t piggyback_union(uint64_t P, uint64_t dim, uint64_t cap)
 static sparcml_algorithm split_history(const sparcml_op *op)
 {
     sparcml_algorithm alg = op->set->piggyback ? op_policy_of(op->c.ctx)->memo.latest.alg : SPARCML_ALG_AUTO;
-    return alg == SPARCML_ALG_RECURSIVE_DOUBLE ? SPARCML_ALG_AUTO : alg;
+    return sparcml_algorithms[alg]->ride == ALG_RIDES_PHASE ? alg : SPARCML_ALG_AUTO;
 }
 
 /* The chunks per round of a piggybacked run of recursive doubling after a
@@ -291,7 +291,7 @@ static int doubling_history(const sparcml_op *op)
 {
     const select_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
     int chunks;
-    if (!op->set->piggyback || l->alg != SPARCML_ALG_RECURSIVE_DOUBLE) return 1;
+    if (!op->set->piggyback || sparcml_algorithms[l->alg]->ride != ALG_RIDES_EXCHANGE) return 1;
     chunks = ride_chunks(op->c.ctx, l->dim, l->vtype, l->k_max, l->chunks);
     return chunks ? chunks : 1;
 }
@@ -474,10 +474,9 @@ static int op_algorithm(sched *s)
     op->c.ctx->sealed = 1;
     if (!op->c.piggybacked) {
         op->t_run = PMPI_Wtime();
-        return sparcml_algorithms[op->alg].first(s);
+        return sparcml_algorithms[op->alg]->first(s);
     }
-    return op->alg == SPARCML_ALG_DSAR_SPLIT_ALLGATHER ? dsar_split_allgather_after_reduce_scatter(s)
-                                                       : ssar_split_allgather_after_reduce_scatter(s);
+    return sparcml_algorithms[op->alg]->resume(s);
 }
 
 /* The reservation's minima: the lowest rank that could not reserve (or P),
@@ -505,7 +504,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
      * every rank alike (the problem is agreed) before it touches anything. */
-    reason = sparcml_algorithms[op->alg].restriction(p);
+    reason = sparcml_algorithm_restriction(op->alg, p);
     if (reason != SPARCML_R_OK) {
         char detail[SPARCML_DETAIL_BYTES];
         capacity_detail(op, op->alg, detail, sizeof detail);
@@ -517,7 +516,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
      * it runs.  Else every rank reserves, and one allreduce of the lowest
      * rank that could not (or P) decides for all: no rank is ever short of
      * memory half-way through an exchange. */
-    sparcml_algorithms[op->alg].scratch(c, p, need);
+    sparcml_algorithms[op->alg]->scratch(c, p, need);
     if (op->kind->scratch_ahead) op->kind->scratch_ahead(op, p, need);
     if (pools_hold(c->ctx, need)) return op_algorithm(s);
     op->reserved[0] = (uint64_t)(ctx_reserve(c->ctx, need) ? c->ctx->size : op->rank);
@@ -553,9 +552,9 @@ int op_agree(sched *s, sched_step then)
     op->c.pipeline_chunks = op->c.split_exchange ? 1 : doubling_history(op);
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
-    if (op->split) return split_reduce_scatter(s, op_agreed);
+    if (op->split) return sparcml_algorithms[op->split]->ride_phase(s, op_agreed);
     s->then = op_agreed;
-    return sparcml_ssar_recursive_double(s);
+    return sparcml_algorithms[sparcml_exchange_algorithm()]->first(s);
 }
 
 /* A new context is set up as the first steps of its first call
@@ -606,8 +605,8 @@ static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
     uint64_t need[CTX_CAPACITIES] = {0};
     op->alg = op->split;
     plan_exchange(op, p); /* the chunks: for the memo (memo_choice) */
-    sparcml_algorithms[op->alg].scratch(c, p, need);
-    if (sparcml_algorithms[op->alg].restriction(p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
+    sparcml_algorithms[op->alg]->scratch(c, p, need);
+    if (sparcml_algorithm_restriction(op->alg, p) == SPARCML_R_OK && pools_hold(c->ctx, need)) {
         s->then = then;
         return op_algorithm(s);
     }
@@ -631,10 +630,10 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     int rc;
     if (op->split) return split_resume(s, p, then);
-    /* Recursive doubling ran in the exchange's chunks (the records rode
-     * along); the agreed problem's chunk count tells the memo in how many
-     * the next call's exchange runs. */
-    op->alg = SPARCML_ALG_RECURSIVE_DOUBLE;
+    /* The exchange algorithm ran in the exchange's chunks (the records
+     * rode along); the agreed problem's chunk count tells the memo in how
+     * many the next call's exchange runs. */
+    op->alg = sparcml_exchange_algorithm();
     plan_exchange(op, p);
     /* Absent only if some rank failed, which the records would say. */
     if (sv_is_absent(&c->pending)) return call_fail(c, SPARCML_R_INTERNAL);
@@ -670,9 +669,9 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
     whole.dim = dim;
     whole.pipeline_chunks = chunks;
     p = problem_of(&whole, &guess);
-    sparcml_algorithms[alg].scratch(&whole, &p, need);
+    sparcml_algorithms[alg]->scratch(&whole, &p, need);
     need[POOL_RECV] += sizeof(agree_record);
-    if (alg == SPARCML_ALG_RECURSIVE_DOUBLE) {
+    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE) {
         need[POOL_FRAME] = need[POOL_RECV];
         return;
     }
@@ -688,9 +687,10 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
 {
     uint64_t next[CTX_CAPACITIES] = {0};
     sparcml_algorithm kept = memo_choice(op, op->alg);
-    int chunks = kept == SPARCML_ALG_RECURSIVE_DOUBLE
+    alg_ride ride = sparcml_algorithms[kept]->ride;
+    int chunks = ride == ALG_RIDES_EXCHANGE
                      ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
-    if (!op->set->piggyback || kept == SPARCML_ALG_AUTO || kept == SPARCML_ALG_DENSE || !chunks) return;
+    if (!op->set->piggyback || ride == ALG_RIDES_NOT || !chunks) return;
     piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), chunks, next);
     for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
 }
@@ -722,7 +722,7 @@ void op_piggyback(sparcml_op *op)
     sparcml_algorithm alg = split_history(op);
     int chunks = alg == SPARCML_ALG_AUTO ? doubling_history(op) : 1, hit;
     if (alg == SPARCML_ALG_AUTO && chunks == 1) {
-        alg = SPARCML_ALG_RECURSIVE_DOUBLE;
+        alg = sparcml_exchange_algorithm();
         hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
         /* The latest call's exchange: where it had this count and value
@@ -731,7 +731,7 @@ void op_piggyback(sparcml_op *op)
          * a program that alternates a pipelined count with another keeps
          * the other's data riding); in chunks never quantized (a
          * pipelined run has no quantizer). */
-        alg = alg == SPARCML_ALG_AUTO ? SPARCML_ALG_RECURSIVE_DOUBLE : alg;
+        alg = alg == SPARCML_ALG_AUTO ? sparcml_exchange_algorithm() : alg;
         hit = memo->latest.count == count && memo->latest.vtype == c->vtype;
         dim = memo->latest.dim;
         k_max = memo->latest.k_max;

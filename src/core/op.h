@@ -52,7 +52,7 @@ typedef struct op_policy {
         const struct sparcml_op_kind *kind;
         MPI_Count count;
         int vtype;
-        uint64_t ppm[OP_TIMED_BANDS][COST_ALGORITHMS]; /* [band][SPARCML_ALG_DENSE]: unused */
+        uint64_t ppm[OP_TIMED_BANDS][COST_ALGORITHMS]; /* [band][the dense row]: unused */
         uint64_t dense_ppm;
         sparcml_algorithm ran;
         uint64_t growths;

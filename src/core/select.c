@@ -75,15 +75,14 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
     cost_model m = select_model(s, p);
     cost[SPARCML_ALG_AUTO] = INFINITY;
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
-        const sparcml_algorithm_desc *d = &sparcml_algorithms[a];
-        cost[a] = d->restriction(p) == SPARCML_R_OK ? d->cost(&m, p) : INFINITY;
+        cost[a] = sparcml_algorithm_restriction(a, p) == SPARCML_R_OK ? sparcml_algorithms[a]->cost(&m, p) : INFINITY;
     }
 }
 
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = select_model(s, p);
-    return ssar_recursive_double_chunks(&m, p);
+    return sparcml_algorithms[sparcml_exchange_algorithm()]->chunks(&m, p);
 }
 
 call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p)
@@ -98,19 +97,19 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
  * where nothing else gets in its way. */
 static void timed_prices(const sparcml_problem *p, double cost[SPARCML_ALG_COUNT_])
 {
-    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (p->timed_over[a] > 1) cost[a] *= p->timed_over[a];
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
 {
     double cost[SPARCML_ALG_COUNT_];
-    sparcml_algorithm best = SPARCML_ALG_RECURSIVE_DOUBLE;
+    sparcml_algorithm best = sparcml_exchange_algorithm();
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
-    if (p->P == 1) return SPARCML_ALG_RECURSIVE_DOUBLE; /* zero rounds: a copy */
+    if (p->P == 1) return best; /* zero rounds: a copy */
     select_costs(s, p, cost);
     timed_prices(p, cost);
-    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_COUNT_; a++)
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (cost[a] < cost[best]) best = a;
     return best;
 }
@@ -134,19 +133,19 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     /* Gathering the k nonzeros into a stream copies them; the dense result
      * is written in full (N values, at the cost of copies of 8 bytes). */
     double detour = COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8);
-    sparcml_algorithm best = SPARCML_ALG_DENSE;
+    sparcml_algorithm best = sparcml_dense_algorithm();
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
-    if (p->P == 1) return SPARCML_ALG_DENSE; /* the vendor's copy */
+    if (p->P == 1) return best; /* the vendor's copy */
     select_costs(s, p, cost);
     /* The vendor on the original buffers.  Its price holds a byte's
      * transfer and add as measured on messages that stay in the cache;
      * large buffers on shared memory, which the vendor moves through its
      * own copies, were timed at about 40 times that (bench/RESULTS.md,
      * "Transparent mode"): the timed multiple corrects it. */
-    cost[SPARCML_ALG_DENSE] = vendor_price(&m, p);
+    cost[best] = vendor_price(&m, p);
     timed_prices(p, cost);
-    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < SPARCML_ALG_DENSE; a++)
-        if (cost[a] + detour < cost[best]) best = a;
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+        if (sparcml_algorithms[a]->sparse && cost[a] + detour < cost[best]) best = a;
     return best;
 }
 
@@ -170,11 +169,12 @@ void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p,
                       int chunks)
 {
     int i = memo_find(m, count, p->vtype);
-    int pipelined = chosen == SPARCML_ALG_RECURSIVE_DOUBLE && chunks > 1;
-    int latest = pipelined || chosen == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || chosen == SPARCML_ALG_DSAR_SPLIT_ALLGATHER;
+    alg_ride ride = sparcml_algorithms[chosen]->ride;
+    int pipelined = ride == ALG_RIDES_EXCHANGE && chunks > 1;
+    int latest = pipelined || ride == ALG_RIDES_PHASE;
     m->latest = (select_latest){.alg = latest ? chosen : SPARCML_ALG_AUTO, .chunks = pipelined ? chunks : 1,
                                 .count = count, .dim = p->dim, .k_max = p->k_max, .vtype = p->vtype};
-    if (chosen != SPARCML_ALG_RECURSIVE_DOUBLE || pipelined) {
+    if (ride != ALG_RIDES_EXCHANGE || pipelined) {
         if (i < 0) return;
         m->used--; /* move the last slot into the hole */
         m->count[i] = m->count[m->used];

@@ -42,20 +42,20 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
 call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p);
 
 /* The forced algorithm (whether it applies is the caller's to check:
- * sparcml_algorithms[a].restriction), or the cheapest applicable one,
+ * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
  * (p->timed_over, core/op.c). */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
 /* Transparent mode (transparent.c): the algorithm for an untagged dense
- * sum whose nonzeros the agreement counted, SPARCML_ALG_DENSE meaning the
+ * sum whose nonzeros the agreement counted, the dense row meaning the
  * vendor on the original buffers (select_vendor_price).  The sparse
  * algorithms pay for building the input stream and writing the dense
  * result too; as for tagged calls, each costs at least what it was timed
  * at (p->timed_over). */
 sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
 /* The model's price of the vendor's allreduce of the problem's dense
- * vectors on the original buffers (transparent mode's SPARCML_ALG_DENSE). */
+ * vectors on the original buffers (transparent mode's dense row). */
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
 
 /* What a communicator's past calls predict of the next (core/op.c).

@@ -115,7 +115,7 @@ static int parse_bool(const char *v, int *out)
 static int parse_algorithm(const char *v, int *out)
 {
     for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
-        if (strcasecmp(v, sparcml_algorithms[a].name) == 0) { *out = a; return 0; }
+        if (strcasecmp(v, sparcml_algorithms[a]->name) == 0) { *out = a; return 0; }
     return -1;
 }
 
@@ -131,7 +131,7 @@ static const char *algorithm_choices(char *buf, size_t len)
 {
     size_t used = 0;
     for (int a = 0; a < SPARCML_ALG_COUNT_; a++)
-        append_choice(buf, len, &used, a, SPARCML_ALG_COUNT_, sparcml_algorithms[a].name);
+        append_choice(buf, len, &used, a, SPARCML_ALG_COUNT_, sparcml_algorithms[a]->name);
     return buf;
 }
 
@@ -475,7 +475,7 @@ static void field_text(const sparcml_settings *s, const struct var *v, char *buf
     case KIND_BOOL: case KIND_QBITS: snprintf(buf, len, "%d", *(const int *)field); return;
     case KIND_ALGORITHM: {
         int a = (int)*(const sparcml_algorithm *)field;
-        if (a >= 0 && a < SPARCML_ALG_COUNT_) snprintf(buf, len, "%s", sparcml_algorithms[a].name);
+        if (a >= 0 && a < SPARCML_ALG_COUNT_) snprintf(buf, len, "%s", sparcml_algorithms[a]->name);
         else snprintf(buf, len, "%d", a);
         return;
     }

@@ -49,7 +49,7 @@ static void timed_text(const double timed_over[COST_ALGORITHMS], char *text, siz
 {
     size_t used = 0;
     snprintf(text, len, "-");
-    for (int a = SPARCML_ALG_RECURSIVE_DOUBLE; a < COST_ALGORITHMS && used < len; a++)
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS && used < len; a++)
         if (timed_over[a] > 0)
             used += (size_t)snprintf(text + used, len - used, "%s%s:%.3g", used ? "," : "",
                                      sparcml_algorithm_name((sparcml_algorithm)a), timed_over[a]);
@@ -89,8 +89,8 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
     if (c->ctx->rank == 0) {
         if (c->piggybacked) atomic_fetch_add(&piggybacks[c->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
         if (chunks > 1) atomic_fetch_add(&piggybacks[PIPELINED], 1);
-        if (alg == SPARCML_ALG_DENSE)
-            atomic_fetch_add(&fallbacks[s->algorithm == SPARCML_ALG_DENSE ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
+        if (!sparcml_algorithms[alg]->sparse)
+            atomic_fetch_add(&fallbacks[s->algorithm == alg ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
     }
     if (stats_verbose(s, c->ctx)) {
         char timed[160];

@@ -86,7 +86,7 @@ static void record_route(const sparcml_op *op, double vendor_run)
     double vendor = 0;
     if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows it */
         sparcml_problem p = op_problem(op);
-        vendor = p.timed_over[SPARCML_ALG_DENSE] * select_vendor_price(op->set, &p);
+        vendor = p.timed_over[sparcml_dense_algorithm()] * select_vendor_price(op->set, &p);
     }
     stats_record_transparent(op->set, c, (stats_route)op->route, c->k_max, op->scan_seconds, vendor, vendor_run);
 }
@@ -176,7 +176,7 @@ static int vendor_done(sched *s)
     double run = PMPI_Wtime() - op->t0;
     if (op_timing(op)) {
         sparcml_problem p = op_problem(op);
-        op_time_run(op, SPARCML_ALG_DENSE, run, select_vendor_price(op->set, &p));
+        op_time_run(op, sparcml_dense_algorithm(), run, select_vendor_price(op->set, &p));
     }
     record_route(op, run);
     return MPI_SUCCESS;
@@ -216,7 +216,7 @@ static int piggybacked_written(sched *s)
     sparcml_op *op = op_of(s);
     const sparcml_call *c = &op->c;
     write_result(s);
-    if (c->selected == SPARCML_ALG_DENSE) learn_vendor(c->ctx, op->count, c->vtype);
+    if (!sparcml_algorithms[c->selected]->sparse) learn_vendor(c->ctx, op->count, c->vtype);
     else learn_sparse(c->ctx, op->count, c->vtype);
     return MPI_SUCCESS;
 }
@@ -235,7 +235,7 @@ static int transparent_agreed(sched *s)
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
     if (op_rode(op)) return op_resume(s, &p, piggybacked_done);
     op->alg = op->kind->select(op->set, &p);
-    if (op->alg == SPARCML_ALG_DENSE) {
+    if (!sparcml_algorithms[op->alg]->sparse) {
         /* The memo predicts no recursive doubling for this count now. */
         select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO, 1);
         learn_vendor(c->ctx, op->count, c->vtype);
