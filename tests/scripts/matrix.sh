@@ -7,7 +7,9 @@
 . "$(dirname "$0")/common.sh"
 # MATRIX_RANKS narrows P (scripts/test.sh does so for the distcheck re-run,
 # after the full matrix has run in the main build).
-for alg in auto ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
+algs=$(algorithms)
+check "the library names its algorithms: $algs" '[ -n "$algs" ]'
+for alg in auto $algs; do
     for p in ${MATRIX_RANKS:-1 2 3 4 5 6 7 8}; do
         case "$alg:$p" in *split*:[1234578]) continue ;; esac
         run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce"

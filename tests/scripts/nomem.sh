@@ -57,8 +57,10 @@ tagged() {
     check "tagged, $alg ${4:-}, $how, P=$p: $fails lines, from that rank" \
         '[ "$(occurrences "out of memory" "$err")" -eq "$fails" ] && [ "$(grep -c "rank $((p - 1)): out of memory" "$err")" -eq "$fails" ]'
 }
+algs=$(algorithms)
+check "the library names its algorithms: $algs" '[ -n "$algs" ]'
 for p in 2 3 4; do
-    for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do tagged "$p" "$alg" blocking; done
+    for alg in $algs; do tagged "$p" "$alg" blocking; done
     tagged "$p" ssar_recursive_double blocking piggybacked
     tagged "$p" ssar_split_allgather blocking piggybacked
 done

@@ -39,7 +39,9 @@ for p in ${MATRIX_RANKS:-1 2 3 4 5 6 7 8}; do
     rc=$?
     nb_check "--call=test auto P=$p double,int32"
 done
-for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
+algs=$(algorithms)
+check "the library names its algorithms: $algs" '[ -n "$algs" ]'
+for alg in $algs; do
     for p in 3 4; do
         run_mpi "$p" "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" --call=wait \
             --types=float,int64
