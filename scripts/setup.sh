@@ -10,7 +10,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-mpi4py python3-numpy python3-pip python3-venv python3-setuptools
           autoconf automake libtool check pkg-config make gcc gfortran
-          groff-base man-db valgrind)
+          groff-base man-db mandoc valgrind)
 
 missing=()
 for p in "${packages[@]}"; do
