@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench_calibration.sh -- the selector's regret with the calibration at
-# MPI_Init against the built-in defaults (sparcml(7), COST MODEL).
+# MPI_Init against the built-in defaults (sparcml(7), SPARCML_CALIBRATE; docs/design.md, "Calibration").
 #
 #   scripts/bench_calibration.sh shm|rig "P..." "DENSITIES" [PATTERN]
 #

@@ -4,7 +4,7 @@
 # side with the vendor in every run: P ranks on shared memory (default 2,
 # a core each), 16M floats at random positions, densities 1e-3 .. 1.
 #   auto         the library's choice, its blocking calls timed (the
-#                vendor's and the algorithms': sparcml(7), Timed prices)
+#                vendor's and the algorithms': docs/design.md, "Timed prices")
 #   model_only   the same with the whole cost model set (no timing): the
 #                values the calibration measures on this machine, read from
 #                a SPARCML_VERBOSE run

@@ -2,9 +2,9 @@
  * per rank, all equal or differing by less than VARY bytes (block r is
  * BYTES - (7919 r mod VARY)), against the link time (P-1) BYTES / 125 MB/s
  * of the Gigabit platform.  It shows why the split algorithms gather in
- * equal slots (src/alg/split_phases.c, bench/RESULTS.md "Equal slots"): MPICH's
- * ring allgatherv, as SimGrid copies it, runs at half the link when the
- * counts differ.
+ * equal slots (src/alg/split_gather.c; bench/RESULTS.md, "Split gathers",
+ * equal slots): MPICH's ring allgatherv, as SimGrid copies it, runs at
+ * half the link when the counts differ.
  *
  *   smpicc -O2 bench/smpi/allgatherv_counts.c -o build-smpi/allgatherv_counts
  *   smpirun -np 64 -platform build-smpi/gige.xml -hostfile build-smpi/gige.hosts \

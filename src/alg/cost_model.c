@@ -95,8 +95,8 @@ int cost_largest_power_of_two(int P)
  * 4.1 a ring or neighbour exchange (P/2 rounds) above a few KiB per rank.
  * MPICH's rule is modelled: its P - 1 rounds are also the upper bound.
  * Where the calibration measured the vendor's gather slower than that
- * price (MPICH on shared memory: 2-3 times an exchange of the same bytes,
- * its temporary buffers' copies), its factor scales the price. */
+ * price (MPICH on shared memory, its temporary buffers' copies:
+ * bench/RESULTS.md, "Split gathers"), its factor scales the price. */
 #define VENDOR_RING_BYTES_POW2 524288.0
 #define VENDOR_RING_BYTES 81920.0
 
@@ -124,11 +124,8 @@ double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, doub
  *    ceil(log2 P) rounds, each to a new partner, the last ones carrying
  *    half the bytes;
  *  - a ring: P - 1 rounds of one part each, always the same two partners.
- * Over TCP links the ring moves the bytes faster: at P = 8 on the emulated
- * Gigabit cluster recursive doubling takes 1.01-1.27 times a ring's time,
- * about 1.1 the median, from 1 to 64 MB in all (alone and inside SSAR and
- * DSAR split); 1.00-1.04 at P = 4.  On shared memory it takes
- * 0.84-1.24 times, 0.93 the median (bench/RESULTS.md, "Split gathers").  So
+ * Over TCP links the ring moves large gathers faster, on shared memory the
+ * two are about alike (bench/RESULTS.md, "Split gathers").  So
  * recursive doubling's bytes are priced COST_DOUBLING_BYTE_PENALTY dearer,
  * and the ring runs from where its extra rounds cost at most that
  * fraction of the bytes' time. */
@@ -171,11 +168,10 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
  * by recursive doubling, which saves the ring's extra rounds, up to where
  * its ring prices lower, and by the ring from there.  The library's ring
  * prices no higher than the vendor's, and is the one measured no slower:
- * on shared memory MPICH's copies through temporary buffers (2.0-3.5 times
- * the library's ring at 1 to 64 MB, where the calibration's 128 KiB,
- * gathered by MPICH's recursive doubling where P is a power of two, need
- * not show it), on the emulated cluster
- * the two are alike. */
+ * on shared memory MPICH's ring copies through temporary buffers (which
+ * the calibration's 128 KiB, gathered by MPICH's recursive doubling where
+ * P is a power of two, need not show), on the emulated cluster the two
+ * are alike (bench/RESULTS.md, "Split gathers"). */
 call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
 {
     const uint64_t never = UINT64_MAX;
@@ -208,9 +204,10 @@ double cost_split_gather(const cost_model *m, const sparcml_problem *p, double b
  * for recursive doubling, of (P-1)/P of them for Rabenseifner's reduce-
  * scatter: the term that decides on shared memory, where a byte's transfer
  * costs about as little as adding it.  Without it the vendor's allreduce
- * of 16M floats at P = 2 on shared memory priced as little as transparent
- * mode's dense write of the result alone, and the calibrated model chose
- * the vendor at d = 1e-3, 10-27 times slower than the sparse run. */
+ * on shared memory priced as little as transparent mode's dense write of
+ * the result alone, and the calibrated model chose the vendor where the
+ * sparse run is many times faster (bench/RESULTS.md, "Cost model: the
+ * measurements behind the design"). */
 double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P, L = cost_ceil_log2(p->P), add = COST_COPY_PER_MERGE * m->gamma * bytes / 8;

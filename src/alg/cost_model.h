@@ -49,27 +49,23 @@ typedef struct cost_model {
 } cost_model;
 
 /* CPU cost of QSGD per value relative to merge-adding one entry (gamma,
- * which the calibration measures by timing the merge: 0.61-0.66 ns on the
- * machine of bench/RESULTS.md).  Encoding draws a random number and
- * rounds per value: 0.38-0.41 ns per float in the kernel benchmark there
- * (8 values a step where the CPU has AVX2), 0.65 gamma (doubles take
- * twice that; gamma is a float merge and so are these prices).  Decoding
- * multiplies a level by the bucket's step, or looks it up, 0.06-0.09 ns
- * per float in cache at every width, and in a call writes the dense
- * result: on the rig (DSAR, d = 0.1 and 0.5, 8 ranks on 2 cores;
- * bench/results/qsgd_price_rig.csv) 0.23 ns is what the calls need (0.37
- * gamma of the merge at 0.61 ns); with these prices calls take 0.8-1.1 of
- * their price. */
+ * which the calibration measures by timing the merge).  Encoding draws a
+ * random number and rounds per value (8 values a step where the CPU has
+ * AVX2): the kernel's float time over the merge's.  Decoding multiplies a
+ * level by the bucket's step, or looks it up, and in a call writes the
+ * dense result: the price is what DSAR calls with QSGD need to meet their
+ * prices.  Doubles take twice that; gamma is a float merge and so are
+ * these prices.  Measurements: bench/RESULTS.md, "QSGD on the dense parts"
+ * and "Kernels". */
 #define COST_QSGD_ENCODE_PER_MERGE 0.65
 #define COST_QSGD_DECODE_PER_MERGE 0.37
 
 /* Copying an entry, or adding it into a dense sum in place, costs about a
- * quarter of merge-adding it (gamma, 2.5 ns): 0.6 ns per 8-byte entry,
- * between a memcpy's 0.2-0.5 ns per entry and the scatter-add's 0.7-1.6 ns
- * up to 256K entries (bench/RESULTS.md "Kernels"; from 1M entries both
- * leave the cache: 0.3-1.7 and 1.9-4.2 ns).  At half of gamma the model
- * would prefer recursive doubling to SSAR split on shared memory at
- * d = 1e-2, where SSAR was measured 1.15-1.28x faster. */
+ * quarter of merge-adding it (gamma): between a memcpy's and the
+ * scatter-add's time per entry.  At half of gamma the model would prefer
+ * recursive doubling to SSAR split on shared memory where SSAR is faster
+ * (bench/RESULTS.md, "Kernels" and "Cost model: the measurements behind
+ * the design"). */
 #define COST_COPY_PER_MERGE 0.25
 
 

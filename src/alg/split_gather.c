@@ -37,9 +37,8 @@
  *   its ring beyond (cost_gather_plan says why not the vendor's).
  *   For P not a power of two Bruck keeps both optima: recursive doubling
  *   with the surplus ranks folded in and out adds two rounds and moves the
- *   folded ranks' messages twice.  Measured on shared memory (16M floats,
- *   P = 4 and 8, 0.5-67 MB gathered), SSAR and DSAR split run 1.4-3.9
- *   times faster with the library's gathers than with MPICH's allgatherv
+ *   folded ranks' messages twice.  On shared memory SSAR and DSAR split
+ *   run faster with the library's gathers than with MPICH's allgatherv
  *   (bench/RESULTS.md, "Split gathers").
  * Memory: POOL_GATHER, the messages in place (no padding on the library's
  *   path); the vendor's padded slot in POOL_SLOT (split_scratch).
@@ -56,8 +55,7 @@
  * chunks of the smallest count.  When the counts differ, the block a rank
  * sends and the one it receives end at different chunks, and from there on
  * each sendrecv moves a whole chunk one way and a remainder the other: half
- * the link (1.7-1.8x slower at P = 16 to 64 in SimGrid's copy of that code,
- * bench/RESULTS.md).  Equal counts keep the chunks in step, so when padding
+ * the link (bench/RESULTS.md, "Split gathers", equal slots).  Equal counts keep the chunks in step, so when padding
  * every message to the largest costs at most 1/16 more bytes, all travel in
  * slots of that size.  Every rank knows every count: all choose alike. */
 static MPI_Count common_slot(const sparcml_ctx *ctx)

@@ -140,9 +140,9 @@ static int vendor_gather(const calib_op *op)
 /* One untimed run of `run`, then CALIB_ROUND_REPS timed: ps[r] is this
  * rank's time for run r.  The first run of each size and operation sets
  * up what the MPI needs for it (connections, the rendezvous protocol's
- * buffers; measured on shared memory up to 30 times a later run, and the
- * next few still slower), and no rank leaves it before every rank has
- * entered. */
+ * buffers: several times a later run, bench/RESULTS.md, "Cost model: the
+ * measurements behind the design"), and no rank leaves it before every
+ * rank has entered. */
 static int timed_runs(int (*run)(const calib_op *), const calib_op *op, int64_t ps[CALIB_ROUND_REPS])
 {
     int rc = run(op);

@@ -24,8 +24,8 @@
  *    ranks, over what the model prices it at with the alpha and beta just
  *    measured (cost_vendor_allgather), is the vendor_gather factor by
  *    which the model multiplies the vendor's gathers (1 below
- *    CALIB_VENDOR_MARGIN).  MPICH on shared memory takes 2-3 times an
- *    exchange of the same bytes.
+ *    CALIB_VENDOR_MARGIN).  MPICH on shared memory takes a multiple of
+ *    an exchange of the same bytes (bench/RESULTS.md, "Split gathers").
  * The fastest of a few runs, not a typical one: delays only add (another
  * process on the core, a partner not yet scheduled).  Gamma's short runs
  * mostly finish within a time slice: the price on a core of its own, as

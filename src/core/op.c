@@ -155,7 +155,7 @@ static sparcml_problem problem_of(const sparcml_call *c, const sparcml_agreed *a
  * largest; the agreement's minimum over ranks makes the verdict alike
  * wherever the ranks' bands differ.  A run is timed only after a run of
  * the same algorithm for the key with no pool grown since: a first run
- * pays its pools' first touch (several times the run on this VM).
+ * pays its pools' first touch, a multiple of the run itself.
  * Non-blocking calls neither time nor use the times: their time is the
  * application's as much as the library's. */
 int op_timing(const sparcml_op *op)

@@ -22,34 +22,24 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
 
 /* Moving a byte from one rank's memory to another's costs CPU time too:
  * it is copied into and out of a shared segment or a socket buffer.  Where
- * ranks share cores that, not the link, sets the pace: with 8 ranks on 2
- * cores (shared memory, bench/RESULTS.md) the vendor's dense allreduce of
- * 16M floats moves a byte in 1.5-2.2 ns, about ten times the 2-rank
- * ping-pong's 0.21 ns/B.  So where ranks share cores a byte costs at least
- * 1/8 of a merged 8-byte entry (gamma, scaled by the same sharing): 1.25
- * ns/B at the default 2.5 ns and 4 ranks per core; where the link is
- * slower than that (the 1 Gbit/s rig: 8.3 ns/B) nothing changes.  A rank
- * with a core of its own copies at the speed its measured beta already
- * holds, so no floor applies there: one would price every byte of a
- * 100 Gbit/s network (0.08 ns/B) at 0.31 ns/B and turn the choice between
- * recursive doubling and SSAR split the wrong way (bench/RESULTS.md, the
- * SimGrid fat tree with the kernels charged).
+ * ranks share cores that, not the link, sets the pace: a dense allreduce
+ * there moves a byte far slower than a 2-rank ping-pong's beta says.  So
+ * where ranks share cores a byte costs at least 1/8 of a merged 8-byte
+ * entry (gamma, scaled by the same sharing); where the link is slower than
+ * that (a Gigabit network) nothing changes.  A rank with a core of its own
+ * copies at the speed its measured beta already holds, so no floor
+ * applies there: one would overprice every byte of a fast network and turn
+ * the choice between recursive doubling and SSAR split the wrong way.
  *
  * Where that floor binds, the copy runs on the very cores the merges
  * need, all of them busy: it cannot travel while a merge runs, so
  * recursive doubling's pipelined rounds hide nothing and only add
- * messages.  On shared memory, 4 and 8 ranks on 2 cores, N = 4M floats,
- * d = 1e-3 and 1e-2, the model's 3 to 8 chunks (calibrated alpha 0.05-1.9
- * us) made recursive doubling 1.11-1.46 times slower than whole messages
- * (medians of 10 alternating rounds, whole messages faster in 8 to 10 of
- * them: bench/results/pipeline_shm_calibrated.csv).  Ranks on one node
- * with a core each move bytes the same way, through shared memory on the
- * cores that merge: where a byte costs no more than such a copy (the
- * calibration's beta at P = 2 on shared memory: 0.06 ns/B against a
- * gamma / 8 of 0.08), the model's 2 to 6 chunks made recursive doubling
- * 1.16-1.52 times slower at N = 16M and 1.16-1.18 times at 4M
- * (bench/results/pipeline_copies_compare_shm.csv); the emulated rig's
- * ranks share one node too, but MPI runs TCP between them at 8.3 ns/B. */
+ * messages.  Ranks on one node with a core each move bytes the same way,
+ * through shared memory on the cores that merge: where a byte costs no
+ * more than such a copy, recursive doubling runs whole messages too.  A
+ * rig whose ranks share one node but talk TCP keeps its link's beta.
+ * Measurements: bench/RESULTS.md, "Cost model: the measurements behind the
+ * design" and "Pipelined recursive doubling". */
 #define BYTE_PER_MERGE 0.125
 
 cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
@@ -57,10 +47,9 @@ cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
     /* alpha and gamma are for a rank with a core of its own
      * (base/placement.h); where ranks share cores both grow with the
-     * sharing: on the benchmark rig with 4 ranks per core, alpha is 95 us per
-     * collective round against a 19 us ping-pong, and a merged entry costs
-     * about 6 ns (3.5-8.8) against 2.5 on a core of its own
-     * (bench/RESULTS.md "Kernels"). */
+     * sharing: a collective round waits for its partner to be scheduled,
+     * and a merge shares its core (bench/RESULTS.md, "Cost model: the
+     * measurements behind the design"). */
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .link_beta = s->beta,
                     .gamma = s->gamma * share, .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
                     .vendor_gather = s->vendor_gather};
@@ -140,8 +129,8 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     /* The vendor on the original buffers.  Its price holds a byte's
      * transfer and add as measured on messages that stay in the cache;
      * large buffers on shared memory, which the vendor moves through its
-     * own copies, were timed at about 40 times that (bench/RESULTS.md,
-     * "Transparent mode"): the timed multiple corrects it. */
+     * own copies, were timed at many times that (bench/RESULTS.md,
+     * "Transparent mode", Timed prices): the timed multiple corrects it. */
     cost[best] = vendor_price(&m, p);
     timed_prices(p, cost);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)

@@ -71,8 +71,8 @@ static const struct var {
     {"SPARCML_RANKS_PER_CORE", SCOPE_CALL, KIND_AUTO_OR_NUMBER, "auto", offsetof(sparcml_settings, ranks_per_core), 1,
      1, 4096},
     /* Below 1 MiB the detour (a scan and the agreement's log2(P) rounds)
-     * costs more than 3 % of the vendor's allreduce of dense data on the
-     * benchmark machine (bench/RESULTS.md, "Transparent mode"). */
+     * costs a noticeable share of the vendor's allreduce of dense data
+     * (bench/RESULTS.md, "Transparent mode"). */
     {"SPARCML_TRANSPARENT", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, transparent), 0, 0, 0},
     {"SPARCML_TRANSPARENT_MIN_BYTES", SCOPE_JOB, KIND_UINT, "1048576",
      offsetof(sparcml_settings, transparent_min_bytes), 0, 1, 18446744073709551615.0},
