@@ -60,15 +60,16 @@ slowest ", MPICH"
 # The same suite against the Open MPI build (build-openmpi/, mpicc.openmpi,
 # mpirun.openmpi), plus the Python tests; to keep CI short the case
 # matrices are narrowed to P = 1, 3, 4, 8, the soak's communicator part
-# shortened, and the larger-P runs (P = 16, 31) and the unit tests under
-# valgrind (they use no MPI) left to the MPICH pass; the sanitizer pass
+# shortened, and the larger-P runs (P = 16, 31), the unit tests under
+# valgrind (they use no MPI) and the build of a tree with one more
+# algorithm (new_algorithm.sh) left to the MPICH pass; the sanitizer pass
 # below is MPICH's only.  The soak keeps its 10000 calls: with 2000 (a
 # 400-call warm-up) the measured window holds Open MPI's and the
 # allocator's one-time growth, 0.5-1.1 MB against the 1 MiB bound; after
 # the default 2000-call warm-up it grows by 4 kB.
 cd "$top/build-openmpi" || exit 1
 t0=$SECONDS
-MATRIX_RANKS="1 3 4 8" SCALE_RANKS=none SOAK_COMMS=300 VALGRIND_UNIT=none make -s -j2 check >/dev/null 2>&1
+MATRIX_RANKS="1 3 4 8" SCALE_RANKS=none SOAK_COMMS=300 VALGRIND_UNIT=none NEW_ALGORITHM=0 make -s -j2 check >/dev/null 2>&1
 collect "$top/build-openmpi" " (Open MPI)" $?
 echo "(make check, Open MPI: $((SECONDS - t0)) s)"
 slowest ", Open MPI"
@@ -82,7 +83,7 @@ cd "$top/build" || exit 1
 # (valgrind cannot run ASan binaries; it ran in the MPICH pass).  The case
 # matrices (matrix, non-blocking, transparent, compression, split gathers,
 # QSGD) are narrowed to P = 4, the larger-P runs (P = 8 there, 11, 16, 31)
-# left to the plain passes and the soak shortened (the full ones ran
+# and new_algorithm.sh left to the plain passes and the soak shortened (the full ones ran
 # above): under the sanitizers a rank takes about 3 times the CPU, and 8
 # ranks on 2 cores would make this pass half of CI's time.  Ranks that fold
 # (P = 3) still run there in the scripts' fixed cases: every algorithm
@@ -94,7 +95,7 @@ cd "$top/build" || exit 1
 t0=$SECONDS
 dcflags=--enable-sanitizers
 [ "${TEST_SANITIZERS:-1}" = 0 ] && dcflags=
-if MATRIX_RANKS=4 SCALE_RANKS=none SOAK_CALLS=2000 SOAK_COMMS=300 \
+if MATRIX_RANKS=4 SCALE_RANKS=none SOAK_CALLS=2000 SOAK_COMMS=300 NEW_ALGORITHM=0 \
     make -s -j2 distcheck DISTCHECK_CONFIGURE_FLAGS="$dcflags" >distcheck.log 2>&1; then
     dc_rc=0
 else

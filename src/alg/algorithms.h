@@ -1,7 +1,7 @@
 /* algorithms.h -- the table of the algorithms.
  *
- * One row per algorithm: its id (SPARCML_ALG_<ID>) and its file's stem.
- * The file alg/<stem>.c opens with Algorithm / Restrictions / Cost /
+ * One row per algorithm in alg/algorithm_list.h: its id (SPARCML_ALG_<ID>)
+ * and its file's stem.  The file alg/<stem>.c opens with Algorithm / Restrictions / Cost /
  * Memory / Rounds and defines the row's descriptor, sparcml_alg_<stem>
  * (below): its SPARCML_ALGORITHM name, its first step, its restriction,
  * cost and scratch, whether it pipelines and how the agreement may ride
@@ -12,15 +12,10 @@
 #ifndef SPARCML_ALGORITHMS_H
 #define SPARCML_ALGORITHMS_H
 
+#include "alg/algorithm_list.h"
 #include "alg/cost_model.h"
 #include "alg/scratch.h"
 #include "runtime/schedule.h"
-
-#define SPARCML_ALGORITHM_LIST(X)                                             \
-    X(RECURSIVE_DOUBLE, ssar_recursive_double)                                \
-    X(SSAR_SPLIT_ALLGATHER, ssar_split_allgather)                             \
-    X(DSAR_SPLIT_ALLGATHER, dsar_split_allgather)                             \
-    X(DENSE, dense_allreduce)
 
 typedef enum sparcml_algorithm {
     SPARCML_ALG_AUTO = 0, /* SPARCML_ALGORITHM=auto: the selector's choice */
@@ -29,7 +24,7 @@ typedef enum sparcml_algorithm {
 #undef SPARCML_ALG_ENUM
     SPARCML_ALG_COUNT_
 } sparcml_algorithm;
-_Static_assert((int)SPARCML_ALG_COUNT_ == (int)COST_ALGORITHMS, "cost_model.h's COST_ALGORITHMS counts the algorithms");
+_Static_assert((int)SPARCML_ALG_COUNT_ == (int)COST_ALGORITHMS, "both count auto and the list's rows");
 
 /* How the agreement's records (core/agree.h) may ride on an algorithm's
  * messages, so that a call's agreement costs no rounds of its own

@@ -10,11 +10,14 @@
 
 #include <stdint.h>
 
+#include "alg/algorithm_list.h"
 #include "runtime/call.h"
 
-/* The algorithms' ids (alg/algorithms.h, which checks the number) index
- * the problem's timed_over. */
-enum { COST_ALGORITHMS = 5 };
+/* The algorithms' ids (alg/algorithms.h) index the problem's timed_over:
+ * auto and one per row of the list. */
+#define COST_ALGORITHM_ROW(ID, STEM) +1
+enum { COST_ALGORITHMS = 1 SPARCML_ALGORITHM_LIST(COST_ALGORITHM_ROW) };
+#undef COST_ALGORITHM_ROW
 
 typedef struct sparcml_problem {
     int P;

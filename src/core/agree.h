@@ -62,10 +62,11 @@ typedef struct sparcml_agreed {
     uint64_t timed_ppm[COST_ALGORITHMS]; /* the fastest any rank timed (0: none) */
 } sparcml_agreed;
 
-enum { AGREE_FIELDS = 21 };
+/* Seventeen fields, and one per algorithm (agree.c). */
+enum { AGREE_FIELDS = 17 + (COST_ALGORITHMS - 1) };
 
-/* The record on the wire: 168 bytes, a multiple of 8 so that a stream can
- * follow it in the same message. */
+/* The record on the wire: 8 bytes a field, so that a stream can follow
+ * it in the same message. */
 typedef struct agree_record {
     int64_t v[AGREE_FIELDS];
 } agree_record;
