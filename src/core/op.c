@@ -344,11 +344,11 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     }
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
-    c->selected = c->piggybacked ? op->kind->select(set, p) : alg;
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, c->selected), c->pipeline_chunks);
+    op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : alg;
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, memo_choice(op, op->ride.selected), c->pipeline_chunks);
     learn(c->ctx, p, c);
     c->ctx->calls++;
-    stats_record(set, c, alg, PMPI_Wtime() - op->t0, p->timed_over);
+    stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, p->timed_over);
     return then ? then(s) : MPI_SUCCESS;
 }
 
@@ -472,7 +472,7 @@ static int op_algorithm(sched *s)
     sparcml_op *op = op_of(s);
     if (op->ready) op->ready(op);
     op->c.ctx->sealed = 1;
-    if (!op->c.piggybacked) {
+    if (!op->ride.piggybacked) {
         op->t_run = PMPI_Wtime();
         return sparcml_algorithms[op->alg]->first(s);
     }
@@ -531,7 +531,7 @@ static int op_agreed(sched *s)
     sparcml_call *c = &op->c;
     agree_end(c, op->input, &op->record, &op->agreed);
     if (op->agreed.reason != SPARCML_R_OK) {
-        if (c->piggybacked) stats_record_piggybacked_failure(op->rank);
+        if (op->ride.piggybacked) stats_record_piggybacked_failure(op->rank);
         return op_fail(s, op->agreed.reason, op->agreed.reason_rank,
                        op->local.reason == op->agreed.reason ? op->detail : NULL);
     }
@@ -548,8 +548,8 @@ int op_agree(sched *s, sched_step then)
     timed_local(op);
     op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
     op->split = split_history(op);
-    op->c.split_exchange = op->split != SPARCML_ALG_AUTO;
-    op->c.pipeline_chunks = op->c.split_exchange ? 1 : doubling_history(op);
+    op->ride.split_exchange = op->split != SPARCML_ALG_AUTO;
+    op->c.pipeline_chunks = op->ride.split_exchange ? 1 : doubling_history(op);
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
     if (op->split) return sparcml_algorithms[op->split]->ride_phase(s, op_agreed);
@@ -610,17 +610,16 @@ static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
         s->then = then;
         return op_algorithm(s);
     }
-    c->declined = 1;
-    c->piggybacked = 0;
+    op->ride.declined = 1;
+    op->ride.piggybacked = 0;
     return op->agreed_then(s);
 }
 
 int op_rode(sparcml_op *op)
 {
-    sparcml_call *c = &op->c;
-    if (c->piggybacked && !op->agreed.declined) return 1;
-    c->declined |= c->piggybacked;
-    c->piggybacked = 0; /* the call runs as any other */
+    if (op->ride.piggybacked && !op->agreed.declined) return 1;
+    op->ride.declined |= op->ride.piggybacked;
+    op->ride.piggybacked = 0; /* the call runs as any other */
     return 0;
 }
 
@@ -709,8 +708,8 @@ static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uin
     uint64_t need[CTX_CAPACITIES] = {0};
     if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), chunks, need);
     op->local.piggyback = hit && pools_hold(c->ctx, need);
-    c->piggybacked = op->local.piggyback;
-    if (c->piggybacked && op->local.reason == SPARCML_R_OK)
+    op->ride.piggybacked = op->local.piggyback;
+    if (op->ride.piggybacked && op->local.reason == SPARCML_R_OK)
         op->local.declined = c->input.dim != dim || c->input.nnz > piggyback_cap(dim, k_max);
 }
 

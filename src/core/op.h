@@ -19,6 +19,7 @@
 #include "core/feedback.h"
 #include "core/select.h"
 #include "core/settings.h"
+#include "core/stats.h"
 #include "runtime/schedule.h"
 
 enum { OP_TIMED_SLOTS = 4, OP_TIMED_BANDS = 8 };
@@ -104,6 +105,7 @@ struct sparcml_op {
     agree_record record;       /* the agreement's, riding on the messages */
     agree_record own;          /* this rank's alone (the split exchange sends it) */
     call_rider rider;
+    stats_ride ride;           /* how the agreement travelled (core/stats.h) */
     /* The agreement rides on a split algorithm's reduce-scatter (the
      * memo's latest call's; SPARCML_ALG_AUTO: on recursive doubling, in
      * c.pipeline_chunks per round). */

@@ -80,14 +80,14 @@ int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx)
     return s->verbose && ctx->rank == 0;
 }
 
-void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
+void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_ride *ride, sparcml_algorithm alg,
                   double seconds, const double timed_over[COST_ALGORITHMS])
 {
     uint64_t dense = dense_equivalent(c);
     int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
     count_row(alg, c, seconds);
     if (c->ctx->rank == 0) {
-        if (c->piggybacked) atomic_fetch_add(&piggybacks[c->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
+        if (ride->piggybacked) atomic_fetch_add(&piggybacks[ride->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
         if (chunks > 1) atomic_fetch_add(&piggybacks[PIPELINED], 1);
         if (!sparcml_algorithms[alg]->sparse)
             atomic_fetch_add(&fallbacks[s->algorithm == alg ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
@@ -102,8 +102,8 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algo
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
-               c->piggybacked ? "piggybacked" : c->declined ? "declined" : "separate",
-               c->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name((sparcml_algorithm)c->selected),
+               ride->piggybacked ? "piggybacked" : ride->declined ? "declined" : "separate",
+               ride->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name(ride->selected),
                settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed);
         fflush(stdout);
     }

@@ -12,9 +12,19 @@
 #include "runtime/call.h"
 #include "core/settings.h"
 
+/* How a call's agreement travelled (core/op.c): its data rode along with
+ * the records (piggybacked), on a split algorithm's reduce-scatter
+ * (split_exchange) rather than recursive doubling's exchange, or was to
+ * and some rank declined; and what the selector picks for the agreed
+ * numbers (selected). */
+typedef struct stats_ride {
+    int piggybacked, split_exchange, declined;
+    sparcml_algorithm selected;
+} stats_ride;
+
 /* Record one finished tagged call that ran `alg` for `seconds`, with the
  * agreed timed multiples of the model's prices (problem.timed_over). */
-void stats_record(const sparcml_settings *s, const sparcml_call *c, sparcml_algorithm alg,
+void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_ride *ride, sparcml_algorithm alg,
                   double seconds, const double timed_over[COST_ALGORITHMS]);
 
 /* Record a tagged call that failed with `reason` (with SPARCML_VERBOSE,

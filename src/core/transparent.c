@@ -209,14 +209,14 @@ static int sparse_done(sched *s)
 }
 
 /* The data rode on the agreement: the sum is the call's, whatever the
- * selector made of the agreed numbers (c->selected); a vendor pick
+ * selector made of the agreed numbers (op->ride.selected); a vendor pick
  * applies from the next call on. */
 static int piggybacked_written(sched *s)
 {
     sparcml_op *op = op_of(s);
     const sparcml_call *c = &op->c;
     write_result(s);
-    if (!sparcml_algorithms[c->selected]->sparse) learn_vendor(c->ctx, op->count, c->vtype);
+    if (!sparcml_algorithms[op->ride.selected]->sparse) learn_vendor(c->ctx, op->count, c->vtype);
     else learn_sparse(c->ctx, op->count, c->vtype);
     return MPI_SUCCESS;
 }
@@ -269,7 +269,7 @@ static int transparent_begin(sched *s)
         op->scan_seconds = PMPI_Wtime() - t0;
     }
     op_piggyback(op);
-    if (c->piggybacked && local->reason == SPARCML_R_OK && !input_built(&c->input)) local->declined = 1;
+    if (op->ride.piggybacked && local->reason == SPARCML_R_OK && !input_built(&c->input)) local->declined = 1;
     return op_agree(s, transparent_agreed);
 }
 

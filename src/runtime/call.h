@@ -91,10 +91,6 @@ typedef struct sparcml_call {
      * at it: they ask call_may_write_result. */
     const call_rider *rider;
     sv pending;
-    int piggybacked;          /* this call's data travelled with the records */
-    int split_exchange;       /* the records rode on a split algorithm's reduce-scatter */
-    int declined;             /* ... was to, but some rank declined (core/op.c) */
-    int selected;             /* what the selector picks for the agreed numbers */
 } sparcml_call;
 
 
