@@ -47,8 +47,7 @@
 #define VMERGE_SCALAR_MAX 16  /* windows taking the scalar merge per probe before giving up */
 /* Windows with a sum per probe that make the next fold always: with fewer,
  * a branch per window mispredicts less often than folding every window
- * costs (float merges with 1-5 % of the entries shared measured fastest
- * at 24-32). */
+ * costs (the threshold: bench/RESULTS.md, Kernels, the folding rows). */
 #define VMERGE_FOLD_MIN 24
 /* What a window did, as counts that add up in one word over a probe's
  * windows (fewer than 256). */

@@ -37,7 +37,7 @@ typedef uint64_t index_lanes8 __attribute__((vector_size(16)));
 /* Copy n indices from (src, sw) minus `shift` (plus it if `add`) to (dst,
  * dw).  Every result fits dw, so at one width the sum modulo 2^(8 dw) is
  * exact: those loops carry no width test per index, and take 16 bytes a
- * step (an index a step measured 1.5-2.8x slower). */
+ * step (an index a step was slower: bench/RESULTS.md, Kernels, slicing). */
 static void copy_indices(void *dst, unsigned dw, const void *src, unsigned sw, uint64_t n,
                          uint64_t shift, int add)
 {
