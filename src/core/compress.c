@@ -57,6 +57,18 @@ uint64_t compress_k(uint64_t n, double density)
     return k < 1 ? 1 : k >= (double)n ? n : (uint64_t)k;
 }
 
+/* A compressed call's own state (the op's kind state): the buffer's
+ * residual (NULL: none kept), ||eps + g||^2 and ||eps||^2 after the call
+ * on this rank. */
+typedef struct compress_state {
+    feedback_entry *feedback;
+    double acc_norm2, held_norm2;
+} compress_state;
+OP_KIND_STATE_FITS(compress_state);
+
+static compress_state *cs(sparcml_op *op) { return op_kind_state(op); }
+static const compress_state *cs_c(const sparcml_op *op) { return op_kind_state_c(op); }
+
 /* The application's gradient: sendbuf, or recvbuf in place. */
 static const void *gradient(const sparcml_op *op)
 {
@@ -67,7 +79,7 @@ static const void *gradient(const sparcml_op *op)
  * counts the calls). */
 static void *residual(const sparcml_op *op)
 {
-    return op->feedback ? op->feedback->eps : NULL;
+    return cs_c(op)->feedback ? cs_c(op)->feedback->eps : NULL;
 }
 
 /* acc: the residual once g is added to it (compress_agreed), the gradient
@@ -125,7 +137,7 @@ static void add_values(void *out, const void *a, const void *b, uint64_t n, int 
  * (core/feedback.h), joins the residual. */
 static void join_held(sparcml_op *op)
 {
-    feedback_entry *e = op->feedback;
+    feedback_entry *e = cs(op)->feedback;
     if (!e || !e->held || !e->confirmed) return;
     add_values(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
     feedback_release_held(&op_policy_of(op->c.ctx)->feedback, e);
@@ -245,7 +257,7 @@ static int compressed_written(sched *s)
     sv result = stream_view(op->c.recvbuf);
     double held_back = -1;
     stream_densify(&result, op->recvbuf);
-    if (residual(op) && op->acc_norm2 > 0) held_back = sqrt(fmax(op->held_norm2, 0) / op->acc_norm2);
+    if (residual(op) && cs(op)->acc_norm2 > 0) held_back = sqrt(fmax(cs(op)->held_norm2, 0) / cs(op)->acc_norm2);
     stats_record_compressed(op->set, &op->c, 0, held_back, 0);
     return MPI_SUCCESS;
 }
@@ -260,7 +272,7 @@ static int compressed_done(sched *s)
 static void contribution_ready(sparcml_op *op)
 {
     if (op->set->qsgd_bits) quantize(op);
-    if (residual(op)) op->held_norm2 = op->acc_norm2 + hold_back(residual(op), &op->c.input);
+    if (residual(op)) cs(op)->held_norm2 = cs(op)->acc_norm2 + hold_back(residual(op), &op->c.input);
 }
 
 /* This rank's contribution is in c->input: run the sparse algorithm the
@@ -302,9 +314,9 @@ static int compress_agreed(sched *s)
     uint64_t k = op->local.nnz, words;
     void *buf;
     if (op->agreed.exact) return op_vendor(s, exact_done);
-    if (op->feedback) op->feedback->sequence = op->agreed.sequence + 1;
+    if (cs(op)->feedback) cs(op)->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
-    if (residual(op)) op->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
+    if (residual(op)) cs(op)->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
     acc = acc_of(op);
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
     if (op->set->compress == COMPRESS_TOPK) {
@@ -325,7 +337,7 @@ static void find_feedback(sparcml_op *op)
     sparcml_local *local = &op->local;
     op_policy *pol = op_policy_of(op->c.ctx);
     switch (feedback_lookup(&pol->feedback, op->recvbuf, op->count, op->datatype, op->c.vtype,
-                            op->set->compress_feedback, op->set->compress_max_bytes, &op->feedback)) {
+                            op->set->compress_feedback, op->set->compress_max_bytes, &cs(op)->feedback)) {
     case FEEDBACK_RESET: stats_record_feedback_reset(op->set, op->rank, op->recvbuf, op->count); break;
     case FEEDBACK_CAPPED:
         local->exact = 1;
@@ -334,7 +346,7 @@ static void find_feedback(sparcml_op *op)
     case FEEDBACK_NOMEM: local->reason = SPARCML_R_NOMEM; break;
     default: break;
     }
-    local->sequence = op->feedback ? op->feedback->sequence : 0;
+    local->sequence = cs(op)->feedback ? cs(op)->feedback->sequence : 0;
 }
 
 /* Scratch of the agreed path, reserved before the agreement: does this

@@ -70,7 +70,7 @@ typedef struct sparcml_op sparcml_op;
 
 /* The steps that settle a failure (op_fail.c): what the ranks tell each
  * other of it. */
-enum { OP_FACTS_BYTES = SETTINGS_DIGEST_BYTES };
+enum { OP_FACTS_BYTES = SETTINGS_DIGEST_BYTES, OP_KIND_STATE_BYTES = 64 };
 typedef struct op_failure {
     unsigned char said[SPARCML_DETAIL_BYTES + OP_FACTS_BYTES];
     char mine[OP_FACTS_BYTES], facts0[OP_FACTS_BYTES];
@@ -139,12 +139,14 @@ struct sparcml_op {
     MPI_Count count;
     MPI_Datatype datatype;
     MPI_Op mop;
-    int route;                 /* transparent mode's and compression's (core/stats.h) */
-    double scan_seconds;
-    feedback_entry *feedback;  /* compression: the buffer's residual (NULL: none kept) */
-    double acc_norm2;          /* compression: ||eps + g||^2 on this rank */
-    double held_norm2;         /* compression: ||eps||^2 after the call */
+    /* The kind's own state between its steps: its file defines the struct
+     * (OP_KIND_STATE_FITS) and reaches it with op_kind_state; opaque here. */
+    _Alignas(max_align_t) unsigned char kind_state[OP_KIND_STATE_BYTES];
 };
+
+static inline void *op_kind_state(sparcml_op *op) { return op->kind_state; }
+static inline const void *op_kind_state_c(const sparcml_op *op) { return op->kind_state; }
+#define OP_KIND_STATE_FITS(type) _Static_assert(sizeof(type) <= OP_KIND_STATE_BYTES, #type " fits an op's kind state")
 
 /* Start: fill in the op (the kind's fill) and prepare its schedule, or say
  * that the vendor takes the call (an invalid communicator: the vendor

@@ -41,6 +41,17 @@
 #include "core/stats.h"
 #include "core/transparent.h"
 
+/* A transparent call's own state (the op's kind state): where it went
+ * (core/stats.h) and how long this rank's scan took. */
+typedef struct transparent_state {
+    int route;
+    double scan_seconds;
+} transparent_state;
+OP_KIND_STATE_FITS(transparent_state);
+
+static transparent_state *ts(sparcml_op *op) { return op_kind_state(op); }
+static const transparent_state *ts_c(const sparcml_op *op) { return op_kind_state_c(op); }
+
 /* Calls that go straight to the vendor after an agreed vendor choice. */
 enum { TRANSPARENT_SKIP = 15 };
 
@@ -88,7 +99,7 @@ static void record_route(const sparcml_op *op, double vendor_run)
         sparcml_problem p = op_problem(op);
         vendor = p.timed_over[sparcml_dense_algorithm()] * select_vendor_price(op->set, &p);
     }
-    stats_record_transparent(op->set, c, (stats_route)op->route, c->k_max, op->scan_seconds, vendor, vendor_run);
+    stats_record_transparent(op->set, c, (stats_route)ts_c(op)->route, c->k_max, ts_c(op)->scan_seconds, vendor, vendor_run);
 }
 
 /* The bytes of this rank's input stream (nnz nonzeros). */
@@ -185,7 +196,7 @@ static int vendor_done(sched *s)
 static int vendor(sched *s, stats_route route)
 {
     sparcml_op *op = op_of(s);
-    op->route = route;
+    ts(op)->route = route;
     return op_vendor(s, vendor_done);
 }
 
@@ -198,7 +209,7 @@ static int write_result(sched *s)
     sparcml_op *op = op_of(s);
     sv result = stream_view(op->c.recvbuf);
     stream_densify(&result, op->recvbuf);
-    op->route = ROUTE_SPARSE;
+    ts(op)->route = ROUTE_SPARSE;
     record_route(op, 0);
     return MPI_SUCCESS;
 }
@@ -266,7 +277,7 @@ static int transparent_begin(sched *s)
     if (local->reason == SPARCML_R_OK) {
         double t0 = PMPI_Wtime();
         scan(op, op_input(op->sendbuf, op->recvbuf));
-        op->scan_seconds = PMPI_Wtime() - t0;
+        ts(op)->scan_seconds = PMPI_Wtime() - t0;
     }
     op_piggyback(op);
     if (op->ride.piggybacked && local->reason == SPARCML_R_OK && !input_built(&c->input)) local->declined = 1;
