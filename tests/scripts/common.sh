@@ -70,8 +70,9 @@ default_model="SPARCML_ALPHA_US=20 SPARCML_BETA_NS_PER_BYTE=8.3 SPARCML_GAMMA_NS
 
 # algorithms: the library's algorithms (SPARCML_ALGORITHM's values but
 # auto), as the library itself lists them when the variable is invalid:
-# scripts that run every algorithm take a new one without a change.
+# scripts that run every algorithm take a new one without a change.  The
+# preload as run_mpi's (YIELD first: the sanitizer build's runtime).
 algorithms() {
-    timeout -k 10 60 "$MPIEXEC" -n 1 env LD_PRELOAD="$SHIM" SPARCML_ALGORITHM=? "$TESTBIN/no_shim" shim 2>&1 |
+    timeout -k 10 60 "$MPIEXEC" -n 1 env LD_PRELOAD="$YIELD:$SHIM" SPARCML_ALGORITHM=? "$TESTBIN/no_shim" shim 2>&1 |
         sed -n "s/.*invalid SPARCML_ALGORITHM='?' (expected auto, \(.*\))\$/\1/p" | sed 's/,//g; s/ or / /'
 }
