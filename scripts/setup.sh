@@ -8,7 +8,7 @@
 # packages such as mpi4py switch the generic `mpicc` alternative.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-mpi4py python3-numpy python3-pip python3-venv python3-setuptools
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-mpi4py python3-numpy python3-pip python3-venv python3-setuptools python3-torch python3-sklearn
           autoconf automake libtool check pkg-config make gcc gfortran
           groff-base man-db mandoc valgrind)
 
