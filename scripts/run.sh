@@ -4,7 +4,8 @@
 # synthetic sparse data set -- with P = 4: once with the dense MPI_FLOAT
 # allreduce (no shim), and with libsparcml preloaded in lossless sparse and
 # in top-k mode; then a side-by-side summary; then the Python main job
-# (python/examples/topk_sgd.py, mpi4py on Open MPI) dense and sparse.
+# (python/examples/topk_sgd.py, mpi4py on Open MPI) dense and sparse; then
+# the PyTorch job (python/examples/torch_ddp.py, DDP with sparcml.torch).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
@@ -58,6 +59,36 @@ echo "== python summary (P=$P)"
 for m in dense sparse; do
     grep '^summary ' "$logs/py_$m" | sed 's/^summary /  /'
 done
+
+# The PyTorch job (python/examples/torch_ddp.py): DDP on the digits data set
+# with an embedding-heavy model, gloo's allreduce against sparcml.torch's
+# hook without the library, in transparent mode, compressed (topk, cltk),
+# and with sparse embedding gradients.
+if /usr/bin/python3 -c "import torch, sklearn" 2>/dev/null; then
+    tex="$top/python/examples/torch_ddp.py"
+    truns=("gloo||--mode=gloo" "hook||--mode=hook" "transparent|SPARCML_TRANSPARENT=1|--mode=hook"
+           "topk|SPARCML_COMPRESS=topk|--mode=hook" "cltk|SPARCML_COMPRESS=cltk|--mode=hook" "sparse|-|--mode=sparse")
+    for r in "${truns[@]}"; do
+        IFS='|' read -r name envs targs <<<"$r"
+        pre=() disp=""
+        if [ -n "$envs" ]; then pre=(-x LD_PRELOAD="$ompi_shim") disp="-x LD_PRELOAD=libsparcml.so "; fi
+        if [ -n "$envs" ] && [ "$envs" != - ]; then pre+=(-x "$envs") disp+="-x $envs "; fi
+        echo
+        echo "== torch $name: mpirun.openmpi -n $P ${disp}python3 python/examples/torch_ddp.py $targs"
+        timeout 300 mpirun.openmpi -n "$P" "${pre[@]}" /usr/bin/python3 "$tex" $targs --label="$name" | tee "$logs/torch_$name"
+    done
+    echo
+    echo "== torch summary (P=$P, DDP on digits, embedding model, same data, same seed)"
+    tfield() { grep '^summary ' "$logs/torch_$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+    printf '%-12s %8s %9s %8s %8s %9s %14s %14s\n' mode library test_acc loss comm_s step_s bytes/rank "comm speedup"
+    gloo_comm=$(tfield gloo comm_s)
+    for r in "${truns[@]}"; do
+        m=${r%%|*}
+        printf '%-12s %8s %9s %8s %8s %9s %14s %14s\n' "$m" "$(tfield "$m" library)" "$(tfield "$m" test_acc)" \
+            "$(tfield "$m" loss)" "$(tfield "$m" comm_s)" "$(tfield "$m" step_s)" "$(tfield "$m" bytes)" \
+            "$(awk -v d="$gloo_comm" -v c="$(tfield "$m" comm_s)" 'BEGIN { printf "%.1fx", d / c }')"
+    done
+fi
 
 cat <<MSG
 
