@@ -123,6 +123,8 @@ def main():
     ap.add_argument("--rank-powersgd", type=int, default=4, help="powerSGD_hook's matrix_approximation_rank")
     ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
     ap.add_argument("--label", default=None, help="the mode's name in the summary")
+    ap.add_argument("--master-addr", default="127.0.0.1",
+                    help="rank 0's address for gloo (another host: its address there, and GLOO_SOCKET_IFNAME)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
@@ -131,9 +133,9 @@ def main():
     port = None
     if rank == 0:
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+            s.bind((args.master_addr, 0))
             port = s.getsockname()[1]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(comm.bcast(port)))
+    os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(comm.bcast(port)))
     dist.init_process_group("gloo", rank=rank, world_size=size)
     torch.set_num_threads(1)
 
