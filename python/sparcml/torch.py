@@ -25,6 +25,7 @@ Only CPU tensors: a CUDA tensor raises ``TypeError`` (the library sums host
 memory).  docs/python.md, "PyTorch", is the user's guide.
 """
 
+import atexit
 import ctypes
 import queue
 import threading
@@ -107,20 +108,30 @@ class _Completer:
     """A daemon thread that completes the hook's futures in the order the
     buckets were started: it waits for each request (MPI_Wait, which also
     advances the library's pending calls) and sets the future's result,
-    or its exception."""
+    or its exception.  At exit it is stopped and joined before the
+    interpreter finalizes (and before mpi4py's MPI_Finalize): a thread still
+    returning from torch's set_result into a finalizing interpreter would
+    be unwound through C++ frames and abort the process."""
 
     def __init__(self, state: "State") -> None:
         self.state = state
-        self.jobs: "queue.Queue[_Job]" = queue.Queue()
+        self.jobs: "queue.Queue[Optional[_Job]]" = queue.Queue()
         self.thread = threading.Thread(target=self._main, name="sparcml-ddp", daemon=True)
         self.thread.start()
+        atexit.register(self.stop)
 
     def submit(self, job: _Job) -> None:
         self.jobs.put(job)
 
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.thread.join(timeout=30)
+
     def _main(self) -> None:
         while True:
             job = self.jobs.get()
+            if job is None:
+                return
             try:
                 value = job.run()
             except BaseException as e:  # the future carries it to DDP's wait
