@@ -82,7 +82,7 @@ static size_t append(char *buf, size_t len, size_t n, const char *fmt, const cha
     return w < 0 ? len : n + (size_t)w;
 }
 
-void sparcml_outcome_line(const sparcml_outcome *st, const char *call, int self, char *buf, size_t len)
+static void outcome_line(const sparcml_outcome *st, const char *call, int self, char *buf, size_t len)
 {
     char rank[32] = "", mpi[MPI_MAX_ERROR_STRING] = "";
     int mpi_len = 0, who = st->rank >= 0 ? st->rank : self;
@@ -102,7 +102,7 @@ void sparcml_outcome_line(const sparcml_outcome *st, const char *call, int self,
 void sparcml_outcome_print(sparcml_outcome *st, const char *call, int self)
 {
     char line[MPI_MAX_ERROR_STRING + SPARCML_DETAIL_BYTES];
-    sparcml_outcome_line(st, call, self, line, sizeof line);
+    outcome_line(st, call, self, line, sizeof line);
     fprintf(stderr, "%s\n", line);
     fflush(stderr);
     st->printed = 1;
@@ -160,7 +160,7 @@ _Noreturn void sparcml_abort(MPI_Comm comm, int code)
     /* The launcher tears down output forwarding when a rank aborts: give
      * what this rank printed time to reach it. */
     fflush(stderr);
-    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
     (void)PMPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
     _Exit(code); /* MPI_Abort does not return; should it, this rank still ends */
 }
@@ -169,7 +169,7 @@ int sparcml_outcome_code(const sparcml_outcome *st, const char *call)
 {
     char line[MPI_MAX_ERROR_STRING];
     if (st->reason == SPARCML_R_OK) return st->code;
-    sparcml_outcome_line(st, call, -1, line, sizeof line);
+    outcome_line(st, call, -1, line, sizeof line);
     return code_of(st->reason, line);
 }
 

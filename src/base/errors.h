@@ -90,13 +90,11 @@ void sparcml_outcome_set(sparcml_outcome *st, int reason, int rank, const char *
  * the library called; MPI_SUCCESS leaves st as it is. */
 void sparcml_outcome_set_code(sparcml_outcome *st, int code, int rank);
 
-/* The call's line, "sparcml: CALL: rank R: <reason>[: detail]" (R: the
- * rank at fault, in the call's communicator, else `self`, the rank that
- * speaks, if >= 0; for an MPI code, the MPI's string of the code). */
-void sparcml_outcome_line(const sparcml_outcome *st, const char *call, int self, char *buf, size_t len);
-
-/* Print the call's line on stderr (one write, so that the lines of
- * several ranks do not interleave) and mark it printed. */
+/* Print the call's line, "sparcml: CALL: rank R: <reason>[: detail]" (R:
+ * the rank at fault, in the call's communicator, else `self`, the rank
+ * that speaks, if >= 0; for an MPI code, the MPI's string of the code),
+ * on stderr in one write (the lines of several ranks do not interleave),
+ * and mark it printed. */
 void sparcml_outcome_print(sparcml_outcome *st, const char *call, int self);
 
 /* Whether comm's error handler aborts the job (MPI_ERRORS_ARE_FATAL,

@@ -9,9 +9,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/errors.h"
 #include "base/mpi_flavour.h" /* mpi-ext.h where the persistent allreduce is an extension */
 #include "core/calibrate.h"
 #include "core/compress.h"
@@ -24,13 +24,12 @@
 #include "shim/registry.h"
 
 /* Only for a failed comparison: the ranks may not know each other's
- * verdict, and MPI_Abort is what stops them all.  The launcher tears down
- * output forwarding when a rank aborts: give the message time to reach it
- * (no barrier: other ranks may be fine). */
+ * verdict, and MPI_Abort is what stops them all (sparcml_abort gives the
+ * message time to reach the launcher; no barrier: other ranks may be
+ * fine). */
 static void stop_job(void)
 {
-    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    sparcml_abort(MPI_COMM_WORLD, 1);
 }
 
 /* Ends the job on a verdict every rank knows (settings_agree's allreduce),
