@@ -28,7 +28,7 @@ _Static_assert((int)SPARCML_ALG_COUNT_ == (int)COST_ALGORITHMS, "both count auto
 
 /* How the agreement's records (core/agree.h) may ride on an algorithm's
  * messages, so that a call's agreement costs no rounds of its own
- * (core/op.c decides when they do, from the communicator's history):
+ * (core/op_ride.c decides when they do, from the communicator's history):
  *  ALG_RIDES_NOT       never;
  *  ALG_RIDES_EXCHANGE  on its whole exchange, every message carrying the
  *                      combination so far (in the chunks of a pipelined

@@ -32,7 +32,7 @@ typedef struct sparcml_problem {
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
     int one_node;          /* bytes move through shared memory: copies by the ranks' cores */
     /* The fastest run of each algorithm on calls like this one over its
-     * price, as agreed (core/op.c; 0: never timed): the selector prices an
+     * price, as agreed (core/timed.h; 0: never timed): the selector prices an
      * algorithm at least at that multiple of its model. */
     double timed_over[COST_ALGORITHMS];
 } sparcml_problem;

@@ -40,7 +40,7 @@ static int slice_parts(sparcml_call *c, uint64_t head, sv *parts)
 }
 
 /* While the call's rider is set (the agreement rides on the parts:
- * core/op.c) and this rank's data stays back, every part is absent and
+ * core/op_ride.c) and this rank's data stays back, every part is absent and
  * the record goes alone. */
 static int records_alone(sparcml_call *c, sv *parts, wire *wires)
 {

@@ -13,7 +13,7 @@
  *   while chunk i + 1 travels (its receive is started before the merge).
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
  *   where the caller's chunk count allows it (select_pipeline_chunks, or
- *   for the agreement's exchange core/op.c's ride_chunks): no chunk can go
+ *   for the agreement's exchange core/op_ride.c, ride_chunks): no chunk can go
  *   dense, no QSGD.
  *   A round's chunks after the first travel bare (wire.bare): records the
  *   caller carries on the messages (call.h) ride on the first.

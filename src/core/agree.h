@@ -6,7 +6,7 @@
  * records of all ranks are combined (maxima, minima and sums) along the
  * recursive-doubling schedule, riding on the messages of
  * ssar_recursive_double.c, or on the parts of the split algorithms'
- * reduce-scatter, which every rank sends to every other (core/op.c says
+ * reduce-scatter, which every rank sends to every other (core/op_ride.c says
  * which, and when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
  * same algorithm, and a failure on any rank is known to all ranks together:
@@ -44,7 +44,7 @@ typedef struct sparcml_local {
     uint64_t sequence;
     /* This rank's fastest run of each algorithm (by id) on calls of this
      * kind, count and type so far, in millionths of its price (0: none
-     * timed; core/op.c). */
+     * timed; core/timed.h). */
     uint64_t timed_ppm[COST_ALGORITHMS];
 } sparcml_local;
 

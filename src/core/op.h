@@ -20,9 +20,8 @@
 #include "core/select.h"
 #include "core/settings.h"
 #include "core/stats.h"
+#include "core/timed.h"
 #include "runtime/schedule.h"
-
-enum { OP_TIMED_SLOTS = 4, OP_TIMED_BANDS = 8 };
 
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
@@ -40,25 +39,9 @@ typedef struct op_policy {
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
     /* How fast each algorithm ran on the last few kinds, counts and types
-     * (op_timing), agreed (the minimum over ranks) at each agreement for
-     * them, lowered by this rank's own runs in between: this rank's own
-     * numbers, which the selector sees only through the agreement.  The
-     * sparse algorithms' per density band (op_timed_band), the dense
-     * one's (the vendor's allreduce of every value) once.  `ran` and
-     * `growths`: what the latest call of the key ran, and the pools'
-     * growths when it ended (a run is timed only after one of the same
-     * algorithm, with no pool grown since: the first touch of a pool's
-     * pages is no part of an algorithm's speed). */
-    struct op_timed {
-        const struct sparcml_op_kind *kind;
-        MPI_Count count;
-        int vtype;
-        uint64_t ppm[OP_TIMED_BANDS][COST_ALGORITHMS]; /* [band][the dense row]: unused */
-        uint64_t dense_ppm;
-        sparcml_algorithm ran;
-        uint64_t growths;
-    } timed[OP_TIMED_SLOTS];
-    int timed_next;
+     * (core/timed.h): this rank's own numbers, which the selector sees
+     * only through the agreement. */
+    timed_table timed;
     /* Compression: what this rank held back of each buffer (its own; the
      * agreed part is each entry's sequence). */
     feedback_table feedback;
@@ -123,7 +106,7 @@ struct sparcml_op {
      * reserve the algorithm's scratch, else P; then ctx_capacities. */
     uint64_t reserved[1 + CTX_CAPACITIES];
     double t0;
-    double t_run;              /* when the algorithm's exchange began (op_timing) */
+    double t_run;              /* when the algorithm's exchange began (core/timed.h) */
     uint64_t growths;          /* the context's pool growths when the call began */
     /* What became of the call (base/errors.h), and the program's call
      * that names it ("MPI_Iallreduce", ...). */
@@ -185,7 +168,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then);
 int op_conclude(sched *s, sched_step then);
 int op_fail(sched *s, int reason, int rank, const char *detail);
 
-/* Piggybacking (op_agree), for kinds whose input stream is built before
+/* Piggybacking (op_ride.c; op_agree), for kinds whose input stream is built before
  * the agreement: where the memo predicts recursive doubling for the call's
  * count and value type, or the communicator's latest call ran a split
  * algorithm or pipelined recursive doubling on that count and type, and
@@ -204,22 +187,31 @@ int op_rode(sparcml_op *op);
 int op_resume(sched *s, const sparcml_problem *p, sched_step then);
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES]);
 
-/* Timing (op.c): whether this call times its run and carries the times
- * into its agreement (blocking, and the user did not set the whole cost
- * model); and, in such a call, this rank's run of `alg` that took
- * `seconds` where the model priced it at `price` (op.c times the
- * algorithms; transparent mode its vendor route). */
+/* Timing (core/timed.h): whether this call times its run and carries the
+ * times into its agreement; its key in the communicator's timed table; in
+ * such a call, this rank's run of `alg` that took `seconds` where the
+ * model priced it at `price` (op.c times the algorithms, transparent mode
+ * its vendor route). */
 int op_timing(const sparcml_op *op);
+timed_key op_timed_key(const sparcml_op *op);
 void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price);
-
-/* The density band the sparse algorithms' timed multiples are kept in for
- * k entries of dim: 0 above a quarter of dim, b above dim / 4^(b+1) and
- * up to dim / 4^b (rounded down at each step), OP_TIMED_BANDS - 1 all
- * below (and no entries). */
-int op_timed_band(uint64_t dim, uint64_t k);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);
+
+/* Between op.c and op_ride.c: the problem of call c with the agreed
+ * numbers a; whether the pools every rank is known to hold (the
+ * communicator's agreed capacities) cover `need`; how the agreed
+ * problem's exchange runs (recursive doubling's chunks per round, who
+ * gathers a split algorithm's messages); the second half of learning
+ * the union of a dense result (op.c, learn); starting op->alg on its
+ * reserved pools; what the memo keeps of a call that ran `alg`. */
+sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a);
+int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES]);
+void op_plan_exchange(sparcml_op *op, const sparcml_problem *p);
+void op_learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a);
+int op_algorithm(sched *s);
+sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg);
 
 /* QSGD settings of a call (floating-point values only), from s. */
 qsgd_params op_qsgd_params(const sparcml_settings *s);

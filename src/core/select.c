@@ -81,7 +81,7 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
 }
 
 /* Each price at least what its algorithm was timed at on calls like this
- * one (core/op.c): the model's price times the agreed multiple, where it
+ * one (core/timed.h): the model's price times the agreed multiple, where it
  * exceeds 1.  Only upwards: a model's price is what an algorithm takes
  * where nothing else gets in its way. */
 static void timed_prices(const sparcml_problem *p, double cost[SPARCML_ALG_COUNT_])

@@ -44,7 +44,7 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
- * (p->timed_over, core/op.c). */
+ * (p->timed_over, core/timed.h). */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
 /* Transparent mode (transparent.c): the algorithm for an untagged dense

@@ -12,7 +12,7 @@
 #include "runtime/call.h"
 #include "core/settings.h"
 
-/* How a call's agreement travelled (core/op.c): its data rode along with
+/* How a call's agreement travelled (core/op_ride.c): its data rode along with
  * the records (piggybacked), on a split algorithm's reduce-scatter
  * (split_exchange) rather than recursive doubling's exchange, or was to
  * and some rank declined; and what the selector picks for the agreed

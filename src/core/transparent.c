@@ -16,7 +16,7 @@
  *    the choice came from agreed facts and the calls are collective, so all
  *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
  *    and an agreement per call.  The vendor's blocking runs are timed as
- *    the algorithms' are (core/op.c, op_timing): for the selector it costs
+ *    the algorithms' are (core/timed.h): for the selector it costs
  *    at least the fastest any rank saw.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo

@@ -27,7 +27,7 @@ typedef struct sv {
 } sv;
 
 /* "No stream": what a rank contributes while only its agreement record
- * travels (core/op.c), and what any sum with it becomes. */
+ * travels (core/op_ride.c), and what any sum with it becomes. */
 static inline sv sv_absent(void) { sv s = {0}; return s; }
 static inline int sv_is_absent(const sv *s) { return s->base == NULL; }
 

@@ -76,7 +76,7 @@ typedef struct sparcml_call {
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
     /* Chunks per round of recursive doubling (<= 1: none): the agreed
      * problem's (select_pipeline_chunks), or, while the agreement runs,
-     * its exchange's (core/op.c: from the memo). */
+     * its exchange's (core/op_ride.c: from the memo). */
     int pipeline_chunks;
     /* Who gathers a split algorithm's messages, by their bytes in all
      * (call_gather_for; select_gather_plan: from agreed facts, so every

@@ -358,17 +358,17 @@ END_TEST
 START_TEST(timed_bands_by_density)
 {
     const uint64_t M16 = UINT64_C(1) << 24;
-    ck_assert_int_eq(op_timed_band(65536, 65536), 0);
-    ck_assert_int_eq(op_timed_band(65536, 16385), 0);
-    ck_assert_int_eq(op_timed_band(65536, 16384), 1);
-    ck_assert_int_eq(op_timed_band(65536, 4097), 1);
-    ck_assert_int_eq(op_timed_band(65536, 4096), 2);
-    ck_assert_int_eq(op_timed_band(M16, M16 / 10 * 3), op_timed_band(M16, M16));
-    ck_assert_int_eq(op_timed_band(M16, M16 / 1000), 4);  /* (1/1024, 1/256] */
-    ck_assert_int_eq(op_timed_band(M16, M16 / 10000), 6); /* (1/16384, 1/4096] */
-    ck_assert_int_eq(op_timed_band(M16, 1), OP_TIMED_BANDS - 1);
-    ck_assert_int_eq(op_timed_band(M16, 0), OP_TIMED_BANDS - 1);
-    ck_assert_int_eq(op_timed_band(3, 1), 0); /* below 4 entries: one band */
+    ck_assert_int_eq(timed_band(65536, 65536), 0);
+    ck_assert_int_eq(timed_band(65536, 16385), 0);
+    ck_assert_int_eq(timed_band(65536, 16384), 1);
+    ck_assert_int_eq(timed_band(65536, 4097), 1);
+    ck_assert_int_eq(timed_band(65536, 4096), 2);
+    ck_assert_int_eq(timed_band(M16, M16 / 10 * 3), timed_band(M16, M16));
+    ck_assert_int_eq(timed_band(M16, M16 / 1000), 4);  /* (1/1024, 1/256] */
+    ck_assert_int_eq(timed_band(M16, M16 / 10000), 6); /* (1/16384, 1/4096] */
+    ck_assert_int_eq(timed_band(M16, 1), TIMED_BANDS - 1);
+    ck_assert_int_eq(timed_band(M16, 0), TIMED_BANDS - 1);
+    ck_assert_int_eq(timed_band(3, 1), 0); /* below 4 entries: one band */
 }
 END_TEST
 

@@ -1,0 +1,306 @@
+/* op_ride.c -- the agreement stage, and the data riding on it (op.h).
+ *
+ * Every rank's agreement record travels along an exchange algorithm's
+ * messages: recursive doubling's, or the reduce-scatter of the split
+ * algorithm the communicator's latest call chose.  Where the memo
+ * predicts that algorithm for this call and the pools every rank is known
+ * to hold cover it, the data rides in the same messages and the
+ * algorithm's exchange is done by the time the records have met
+ * (op_piggyback decides, op_rode and op_resume go on after the verdict;
+ * op_scratch_ahead reserves for the next call).  Which algorithm carries
+ * the records, and from where it resumes, is what its row in the table
+ * says (alg/algorithms.h: ride, ride_phase, resume): no algorithm is
+ * named here. */
+#include "config.h"
+
+#include <string.h>
+
+#include "alg/algorithms.h"
+#include "alg/scratch.h"
+#include "core/op.h"
+
+/* What the memo keeps of a call that ran `alg` (select.h): recursive
+ * doubling in whole messages after any kind of call; a split algorithm,
+ * or recursive doubling pipelined, only after a call of a kind whose data
+ * rides (those that reserve ahead for it: tagged and transparent;
+ * compressed calls' data never rides, and records alone cost fewer
+ * messages on an exchange of one message per round). */
+sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg)
+{
+    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE && op->c.pipeline_chunks <= 1) return alg;
+    return op->kind->scratch_ahead ? alg : SPARCML_ALG_AUTO;
+}
+
+/* A piggybacked call takes inputs of up to twice the memo's k_max (room
+ * for inputs that vary). */
+static uint64_t piggyback_cap(uint64_t dim, uint64_t k_max)
+{
+    return k_max < dim / 2 ? 2 * k_max : dim;
+}
+
+/* The most entries a piggybacked sum can have on P ranks: each input
+ * within the cap, or else absent (declined). */
+static uint64_t piggyback_union(uint64_t P, uint64_t dim, uint64_t cap)
+{
+    return cap < dim / P ? P * cap : dim;
+}
+
+/* The split algorithm whose reduce-scatter this call's agreement rides on
+ * (the memo's latest call's, select.h), or SPARCML_ALG_AUTO: recursive
+ * doubling's exchange.  From agreed history and call-scoped settings only:
+ * every rank takes the same exchange, whatever its arguments. */
+static sparcml_algorithm split_history(const sparcml_op *op)
+{
+    sparcml_algorithm alg = op->set->piggyback ? op_policy_of(op->c.ctx)->memo.latest.alg : SPARCML_ALG_AUTO;
+    return sparcml_algorithms[alg]->ride == ALG_RIDES_PHASE ? alg : SPARCML_ALG_AUTO;
+}
+
+/* The chunks per round of a piggybacked run of recursive doubling after a
+ * call of dimension dim and largest input k_max that chose it with
+ * `chunks` (select_pipeline_chunks): those, or 0 where a chunk could go
+ * dense (a range stream holds a sparse part of the whole dimension:
+ * stream_range), which a sum within piggyback_union may; then no data
+ * rides. */
+static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t k_max, int chunks)
+{
+    if (chunks <= 1) return 1;
+    return sparcml_prefers_dense(dim, vtype, piggyback_union((uint64_t)ctx->size, dim, piggyback_cap(dim, k_max)))
+               ? 0 : chunks;
+}
+
+/* The chunks per round of recursive doubling's exchange, as split_history:
+ * the memo's latest call's where it ran pipelined and its data may ride
+ * in them (ride_chunks), else 1 (whole messages). */
+static int doubling_history(const sparcml_op *op)
+{
+    const select_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
+    int chunks;
+    if (!op->set->piggyback || sparcml_algorithms[l->alg]->ride != ALG_RIDES_EXCHANGE) return 1;
+    chunks = ride_chunks(op->c.ctx, l->dim, l->vtype, l->k_max, l->chunks);
+    return chunks ? chunks : 1;
+}
+
+/* The agreement stage: every rank's record travels along the schedule
+ * of recursive doubling (in the latest call's chunks per round where it
+ * ran pipelined: doubling_history), or, where the communicator's latest
+ * call was a tagged or transparent one that chose a split algorithm (the
+ * memo, select.h), along that algorithm's reduce-scatter, in which every rank
+ * sends a part to every other: each message carries its sender's
+ * record, so every rank holds all P records at the end.  Without
+ * piggybacking, streams are absent and the messages are records only
+ * (one small allreduce; on the split exchange one latency, with P-1
+ * messages per rank).  With it, each rank's stream comes along and the
+ * algorithm's exchange is done in the same messages, saving the
+ * agreement's latencies: the prediction that it would be chosen comes
+ * from the memo, identical on all ranks (a split algorithm then runs
+ * the rest of its schedule after the verdict: split_resume).  If a
+ * rank's input is invalid, its stream is absent and the records tell
+ * every rank at the end; if ranks predicted differently (an erroneous
+ * program), they still exchange the same messages, and the records say
+ * so.  A piggybacked exchange allocates nothing: it runs only where the
+ * pools every rank is known to hold cover it (the call before reserved
+ * them: op_scratch_ahead), and a rank whose input is beyond that
+ * declines -- its stream stays back, so every rank's sum is absent, and
+ * the records tell all ranks to run the call after the agreement
+ * instead.  No rank's choice depends on its own memory, so none can
+ * fail alone.
+ *
+ * agree_begin prepares the call (and returns the input it hides while
+ * records only travel), agree_end reads the verdict. */
+static sv agree_begin(sparcml_call *c, sparcml_local *local, agree_record *record, agree_record *own,
+                      call_rider *rider)
+{
+    const op_policy *pol = op_policy_of(c->ctx);
+    sv input = c->input;
+    local->union_part = pol->union_pending ? pol->union_part : 0;
+    agree_record_init(record, c->ctx->rank, local);
+    if (own) *own = *record;
+    *rider = agree_rider(record, own);
+    c->rider = rider;
+    c->pending = sv_absent();
+    if (!local->piggyback || local->declined || local->reason != SPARCML_R_OK) c->input = sv_absent();
+    c->ctx->sealed = local->piggyback;
+    return input;
+}
+
+static void agree_end(sparcml_call *c, sv input, const agree_record *record, sparcml_agreed *agreed)
+{
+    c->rider = NULL;
+    c->ctx->sealed = 0;
+    c->input = input;
+    agree_record_read(record, agreed);
+    if (agreed->reason == SPARCML_R_OK) op_learn_pending(c->ctx, agreed);
+}
+static int op_agreed(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    const sparcml_agreed *a = &op->agreed;
+    agree_end(c, op->input, &op->record, &op->agreed);
+    if (op->agreed.reason != SPARCML_R_OK) {
+        if (op->ride.piggybacked) stats_record_piggybacked_failure(op->rank);
+        return op_fail(s, op->agreed.reason, op->agreed.reason_rank,
+                       op->local.reason == op->agreed.reason ? op->detail : NULL);
+    }
+    c->k_max = op->agreed.k_max;
+    c->k_sum = op->agreed.k_sum;
+    if (op_timing(op)) timed_lower(&op_policy_of(c->ctx)->timed, op_timed_key(op), c->dim, a->k_max, a->timed_ppm);
+    return op->agreed_then(s);
+}
+
+int op_agree(sched *s, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    op->local.settings_hash = op->set->hash;
+    memset(op->local.timed_ppm, 0, sizeof op->local.timed_ppm);
+    if (op_timing(op)) timed_lookup(&op_policy_of(op->c.ctx)->timed, op_timed_key(op), op->c.dim, op->local.nnz,
+                                    op->local.timed_ppm);
+    op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
+    op->split = split_history(op);
+    op->ride.split_exchange = op->split != SPARCML_ALG_AUTO;
+    op->c.pipeline_chunks = op->ride.split_exchange ? 1 : doubling_history(op);
+    op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
+    op->agreed_then = then;
+    if (op->split) return sparcml_algorithms[op->split]->ride_phase(s, op_agreed);
+    s->then = op_agreed;
+    return sparcml_algorithms[sparcml_exchange_algorithm()]->first(s);
+}
+/* The memo's split algorithm ran its reduce-scatter within the agreement,
+ * and every rank's data came along: the rest of its schedule follows on
+ * the pools reserved for it (reserving now would move the sums).  Its
+ * restriction holds (the memo's call had the same count and dimension),
+ * and the pools hold what the rest needs for inputs up to the cap; were
+ * either not so, every rank alike would drop the sums and run the call as
+ * any other: the kind's step after the agreement, as for a call that
+ * declined. */
+static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    uint64_t need[CTX_CAPACITIES] = {0};
+    op->alg = op->split;
+    op_plan_exchange(op, p); /* the chunks: for the memo (op_memo_choice) */
+    sparcml_algorithms[op->alg]->scratch(c, p, need);
+    if (sparcml_algorithm_restriction(op->alg, p) == SPARCML_R_OK && op_pools_hold(c->ctx, need)) {
+        s->then = then;
+        return op_algorithm(s);
+    }
+    op->ride.declined = 1;
+    op->ride.piggybacked = 0;
+    return op->agreed_then(s);
+}
+
+int op_rode(sparcml_op *op)
+{
+    if (op->ride.piggybacked && !op->agreed.declined) return 1;
+    op->ride.declined |= op->ride.piggybacked;
+    op->ride.piggybacked = 0; /* the call runs as any other */
+    return 0;
+}
+
+int op_resume(sched *s, const sparcml_problem *p, sched_step then)
+{
+    sparcml_op *op = op_of(s);
+    sparcml_call *c = &op->c;
+    int rc;
+    if (op->split) return split_resume(s, p, then);
+    /* The exchange algorithm ran in the exchange's chunks (the records
+     * rode along); the agreed problem's chunk count tells the memo in how
+     * many the next call's exchange runs. */
+    op->alg = sparcml_exchange_algorithm();
+    op_plan_exchange(op, p);
+    /* Absent only if some rank failed, which the records would say. */
+    if (sv_is_absent(&c->pending)) return call_fail(c, SPARCML_R_INTERNAL);
+    rc = call_deliver(c, &c->pending); /* a result that does not fit: for `then` to report */
+    return rc == MPI_SUCCESS ? then(s) : rc;
+}
+
+/* What a piggybacked run of `alg` may ask of the pools: recursive
+ * doubling in `chunks` per round (a round's first chunk, or a whole
+ * message, framed in POOL_FRAME) or a split algorithm (each part written
+ * behind this rank's record), of dimension `dim` and inputs of up to `cap`
+ * entries, every message behind a record -- from agreed numbers and
+ * call-scoped settings, the same on every rank. */
+static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap, int chunks,
+                              uint64_t need[CTX_CAPACITIES])
+{
+    uint64_t P = (uint64_t)c->ctx->size;
+    sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union(P, dim, cap)};
+    sparcml_call whole = *c;
+    sparcml_problem p;
+    whole.dim = dim;
+    whole.pipeline_chunks = chunks;
+    p = op_call_problem(&whole, &guess);
+    sparcml_algorithms[alg]->scratch(&whole, &p, need);
+    need[POOL_RECV] += sizeof(agree_record);
+    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE) {
+        need[POOL_FRAME] = need[POOL_RECV];
+        return;
+    }
+    need[POOL_SEND] += P * sizeof(agree_record);
+    if (p.qbits) need[POOL_QMSG] += P * sizeof(agree_record); /* quantized parts, each behind one */
+}
+
+/* A call the memo will keep for recursive doubling or a split algorithm
+ * reserves, beside its own scratch, what the next call of its count may
+ * ask of the pools piggybacked: so the next call piggybacks on pools every
+ * rank is known to hold, and nobody allocates while the records travel. */
+void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
+{
+    uint64_t next[CTX_CAPACITIES] = {0};
+    sparcml_algorithm kept = op_memo_choice(op, op->alg);
+    alg_ride ride = sparcml_algorithms[kept]->ride;
+    int chunks = ride == ALG_RIDES_EXCHANGE
+                     ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
+    if (!op->set->piggyback || ride == ALG_RIDES_NOT || !chunks) return;
+    piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), chunks, next);
+    for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
+}
+
+/* Decided when the call runs, not when it is started: the memo and the
+ * agreed capacities are what the communicator's previous calls left, the
+ * same on every rank only once they have all completed.  The data rides on
+ * `alg`'s exchange where `hit` (from the memo) and the pools every rank is
+ * known to hold allow it for calls of dimension `dim` and up to `k_max`
+ * entries (recursive doubling in `chunks` per round); a rank whose input
+ * is beyond the reservation declines (agree_begin). */
+static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uint64_t dim, uint64_t k_max,
+                             int chunks)
+{
+    sparcml_call *c = &op->c;
+    uint64_t need[CTX_CAPACITIES] = {0};
+    if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), chunks, need);
+    op->local.piggyback = hit && op_pools_hold(c->ctx, need);
+    op->ride.piggybacked = op->local.piggyback;
+    if (op->ride.piggybacked && op->local.reason == SPARCML_R_OK)
+        op->local.declined = c->input.dim != dim || c->input.nnz > piggyback_cap(dim, k_max);
+}
+
+void op_piggyback(sparcml_op *op)
+{
+    const sparcml_call *c = &op->c;
+    const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
+    uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0;
+    sparcml_algorithm alg = split_history(op);
+    int chunks = alg == SPARCML_ALG_AUTO ? doubling_history(op) : 1, hit;
+    if (alg == SPARCML_ALG_AUTO && chunks == 1) {
+        alg = sparcml_exchange_algorithm();
+        hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
+    } else {
+        /* The latest call's exchange: where it had this count and value
+         * type, or, in chunks, where the slots keep the pair for whole
+         * messages and its chunks stay sparse (chunks add the same bits:
+         * a program that alternates a pipelined count with another keeps
+         * the other's data riding); in chunks never quantized (a
+         * pipelined run has no quantizer). */
+        alg = alg == SPARCML_ALG_AUTO ? sparcml_exchange_algorithm() : alg;
+        hit = memo->latest.count == count && memo->latest.vtype == c->vtype;
+        dim = memo->latest.dim;
+        k_max = memo->latest.k_max;
+        if (!hit && chunks > 1 && select_memo_hit(memo, count, c->vtype, &dim, &k_max))
+            hit = ride_chunks(c->ctx, dim, c->vtype, k_max, chunks) != 0;
+        hit &= chunks == 1 || !c->q.bits;
+    }
+    piggyback_decide(op, alg, hit, dim, k_max, chunks);
+}
+

@@ -1,0 +1,88 @@
+/* timed.c -- timed multiples of the model's prices (timed.h).
+ *
+ * A run is timed from the start of its exchange (the agreement's, where
+ * the data rode on it) to its conclusion.  A sparse algorithm's multiple
+ * is kept per density band: how far its price is off depends on how much
+ * of the vector its messages and merges carry (a split exchange of dense
+ * slices through memory, not of a few entries), and a program's density
+ * may move (a sparsification schedule) while its counts stay.  The dense
+ * algorithm moves every value whatever the density: one multiple.  A rank
+ * looks its band up by its own input's entries and stores by the agreed
+ * largest; the agreement's minimum over ranks makes the verdict alike
+ * wherever the ranks' bands differ. */
+#include "config.h"
+
+#include "core/timed.h"
+
+int timed_band(uint64_t dim, uint64_t k)
+{
+    int band = 0;
+    if (k == 0) return TIMED_BANDS - 1;
+    while (band < TIMED_BANDS - 1 && k <= dim / 4) {
+        dim /= 4;
+        band++;
+    }
+    return band;
+}
+
+/* The multiple of `alg` in `band`: the dense algorithm's in every band. */
+static uint64_t *slot_ppm(struct timed_slot *t, int band, sparcml_algorithm alg)
+{
+    return sparcml_algorithms[alg]->sparse ? &t->ppm[band][alg] : &t->dense_ppm;
+}
+
+static int same_key(const struct timed_slot *t, timed_key key)
+{
+    return t->key.kind == key.kind && t->key.count == key.count && t->key.vtype == key.vtype;
+}
+
+/* The key's slot; where it has none, NULL, or with `add` the oldest slot
+ * made the key's. */
+static struct timed_slot *slot_of(timed_table *table, timed_key key, int add)
+{
+    struct timed_slot *t;
+    for (int i = 0; i < TIMED_SLOTS; i++)
+        if (same_key(&table->slot[i], key)) return &table->slot[i];
+    if (!add) return NULL;
+    t = &table->slot[table->next];
+    table->next = (table->next + 1) % TIMED_SLOTS;
+    *t = (struct timed_slot){.key = key, .ran = SPARCML_ALG_AUTO};
+    return t;
+}
+
+static void lower(uint64_t *ppm, uint64_t to)
+{
+    if (to && (!*ppm || to < *ppm)) *ppm = to;
+}
+
+void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ALGORITHMS])
+{
+    struct timed_slot *t = slot_of(table, key, 0);
+    int band = timed_band(dim, nnz);
+    for (int a = 0; a < COST_ALGORITHMS; a++) ppm[a] = t && a != SPARCML_ALG_AUTO ? *slot_ppm(t, band, a) : 0;
+}
+
+void timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
+                 const uint64_t agreed[COST_ALGORITHMS])
+{
+    struct timed_slot *t;
+    uint64_t any = 0;
+    int band = timed_band(dim, k_max);
+    for (int a = 0; a < COST_ALGORITHMS; a++) any |= agreed[a];
+    if (!any) return;
+    t = slot_of(table, key, 1);
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS; a++) lower(slot_ppm(t, band, a), agreed[a]);
+}
+
+void timed_note_run(timed_table *table, const timed_run *run)
+{
+    struct timed_slot *t = slot_of(table, run->key, 1);
+    if (t->ran == run->alg && t->growths == run->growths_before && run->growths_after == run->growths_before &&
+        run->price > 0) {
+        double ppm = 1e6 * run->seconds / run->price;
+        lower(slot_ppm(t, timed_band(run->dim, run->k_max), run->alg),
+              ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);
+    }
+    t->ran = run->alg;
+    t->growths = run->growths_after;
+}
