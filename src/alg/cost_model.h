@@ -35,6 +35,10 @@ typedef struct sparcml_problem {
      * price, as agreed (core/timed.h; 0: never timed): the selector prices an
      * algorithm at least at that multiple of its model. */
     double timed_over[COST_ALGORITHMS];
+    /* The rationing of trials (core/timed.h): whether this call may start
+     * trying an algorithm never timed here while another was, and the
+     * algorithm of the trial under way (0, SPARCML_ALG_AUTO: none). */
+    int may_try, trying;
 } sparcml_problem;
 
 /* The parameters the costs are computed with (core/select.c adjusts the

@@ -204,6 +204,7 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now. */
     op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : alg;
+    if (stats_verbose(set, c->ctx)) op->ride.chosen_by = select_basis_of(set, p, op->ride.selected, op->kind->select);
     select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, op_memo_choice(op, op->ride.selected), c->pipeline_chunks);
     learn(c->ctx, p, c);
     c->ctx->calls++;
@@ -258,7 +259,10 @@ sparcml_op *op_of(sched *s)
 
 sparcml_problem op_problem(const sparcml_op *op)
 {
-    return op_call_problem(&op->c, &op->agreed);
+    sparcml_problem p = op_call_problem(&op->c, &op->agreed);
+    p.may_try = op->trial.may_start;
+    p.trying = op->trial.trying;
+    return p;
 }
 
 int op_conclude(sched *s, sched_step then)

@@ -108,6 +108,7 @@ struct sparcml_op {
     double t0;
     double t_run;              /* when the algorithm's exchange began (core/timed.h) */
     uint64_t growths;          /* the context's pool growths when the call began */
+    timed_trial trial;         /* what the rationing of trials lets it try (core/timed.h) */
     /* What became of the call (base/errors.h), and the program's call
      * that names it ("MPI_Iallreduce", ...). */
     sparcml_outcome outcome;

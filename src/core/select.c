@@ -83,11 +83,21 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
 /* Each price at least what its algorithm was timed at on calls like this
  * one (core/timed.h): the model's price times the agreed multiple, where it
  * exceeds 1.  Only upwards: a model's price is what an algorithm takes
- * where nothing else gets in its way. */
+ * where nothing else gets in its way.  An algorithm never timed here keeps
+ * its model's price, the lowest it could be, but where another has been
+ * timed it competes only as a trial the rationing allows (the one under
+ * way, or any while one may start): running it is the only way to learn
+ * its price, and a call that runs it may take many times the best known
+ * price; the rationing bounds how many calls do (timed.h). */
 static void timed_prices(const sparcml_problem *p, double cost[SPARCML_ALG_COUNT_])
 {
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+    int timed = 0;
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
         if (p->timed_over[a] > 1) cost[a] *= p->timed_over[a];
+        timed |= p->timed_over[a] > 0 && cost[a] < INFINITY;
+    }
+    for (int a = SPARCML_ALG_AUTO + 1; timed && a < SPARCML_ALG_COUNT_; a++)
+        if (p->timed_over[a] == 0 && (p->trying ? a != p->trying : !p->may_try)) cost[a] = INFINITY;
 }
 
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
@@ -136,6 +146,21 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (sparcml_algorithms[a]->sparse && cost[a] + detour < cost[best]) best = a;
     return best;
+}
+
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm chosen,
+                             sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *))
+{
+    sparcml_problem model = *p;
+    int timed = 0;
+    if (s->algorithm != SPARCML_ALG_AUTO) return SELECT_BY_FORCED;
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
+        timed |= p->timed_over[a] > 0;
+        model.timed_over[a] = 0;
+    }
+    if (timed && p->timed_over[chosen] == 0) return SELECT_BY_TRIAL;
+    if (select(s, &model) != chosen) return SELECT_BY_TIMED;
+    return s->calibrated && s->cost_set != SETTINGS_SET_MODEL ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
 }
 
 static int memo_find(const sparcml_memo *m, uint64_t count, int vtype)

@@ -44,7 +44,8 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
- * (p->timed_over, core/timed.h). */
+ * (p->timed_over, core/timed.h); one never timed there, where another
+ * was, only as a trial the rationing allows (p->may_try, p->trying). */
 sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
 /* Transparent mode (transparent.c): the algorithm for an untagged dense
@@ -57,6 +58,18 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
 /* The model's price of the vendor's allreduce of the problem's dense
  * vectors on the original buffers (transparent mode's dense row). */
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
+
+/* What the selector's choice rests on (the verbose line's chosen_by=):
+ * SPARCML_ALGORITHM; the model with fixed parameters (the defaults or the
+ * user's); the model with parameters measured at MPI_Init; timed
+ * multiples that moved the choice off the model's; a trial of an
+ * algorithm never timed here.  `select` is the kind's selector, which
+ * chose `chosen` for p. */
+typedef enum {
+    SELECT_BY_FORCED, SELECT_BY_MODEL, SELECT_BY_CALIBRATED, SELECT_BY_TIMED, SELECT_BY_TRIAL
+} select_basis;
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm chosen,
+                             sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *));
 
 /* What a communicator's past calls predict of the next (core/op.c).
  *

@@ -33,8 +33,9 @@ static atomic_uint_fast64_t compressed_calls, compressed_exact;
 static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, held_back_n, feedback_resets,
     feedback_full;
 
-/* By call_gather. */
+/* By call_gather, and by select_basis. */
 static const char *const gather_names[] = {"none", "vendor", "doubling", "ring"};
+static const char *const basis_names[] = {"forced", "model", "calibrated", "timed", "trial"};
 
 /* What a bandwidth-optimal dense allreduce of the same vector sends. */
 static uint64_t dense_equivalent(const sparcml_call *c)
@@ -97,14 +98,15 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
         timed_text(timed_over, timed, sizeof timed);
         printf("sparcml: allreduce algorithm=%s P=%d N=%llu type=%s max_k=%llu result_nnz=%llu "
                "result=%s bytes_sent=%llu dense_bytes=%llu time_us=%.1f agreement=%s exchange=%s selector=%s "
-               "ranks_per_core=%g pipeline_chunks=%d gather=%s timed_over=%s\n",
+               "ranks_per_core=%g pipeline_chunks=%d gather=%s timed_over=%s chosen_by=%s\n",
                sparcml_algorithm_name(alg), c->ctx->size, (unsigned long long)c->dim,
                sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max,
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                ride->piggybacked ? "piggybacked" : ride->declined ? "declined" : "separate",
                ride->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name(ride->selected),
-               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed);
+               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed,
+               basis_names[ride->chosen_by]);
         fflush(stdout);
     }
 }

@@ -10,16 +10,19 @@
 
 #include "alg/cost_model.h"
 #include "runtime/call.h"
+#include "core/select.h"
 #include "core/settings.h"
 
 /* How a call's agreement travelled (core/op_ride.c): its data rode along with
  * the records (piggybacked), on a split algorithm's reduce-scatter
  * (split_exchange) rather than recursive doubling's exchange, or was to
- * and some rank declined; and what the selector picks for the agreed
- * numbers (selected). */
+ * and some rank declined; what the selector picks for the agreed
+ * numbers (selected), and on what (chosen_by, set where the verbose line
+ * shows it). */
 typedef struct stats_ride {
     int piggybacked, split_exchange, declined;
     sparcml_algorithm selected;
+    select_basis chosen_by;
 } stats_ride;
 
 /* Record one finished tagged call that ran `alg` for `seconds`, with the

@@ -9,10 +9,14 @@
  * algorithm moves every value whatever the density: one multiple.  A rank
  * looks its band up by its own input's entries and stores by the agreed
  * largest; the agreement's minimum over ranks makes the verdict alike
- * wherever the ranks' bands differ. */
+ * wherever the ranks' bands differ.  The rationing of trials (timed.h)
+ * counts a key's calls whatever their band: its share is of the calls the
+ * program makes. */
 #include "config.h"
 
 #include "core/timed.h"
+
+_Static_assert(COST_ALGORITHMS <= 32, "the known algorithms fit an unsigned's bits");
 
 int timed_band(uint64_t dim, uint64_t k)
 {
@@ -46,7 +50,7 @@ static struct timed_slot *slot_of(timed_table *table, timed_key key, int add)
     if (!add) return NULL;
     t = &table->slot[table->next];
     table->next = (table->next + 1) % TIMED_SLOTS;
-    *t = (struct timed_slot){.key = key, .ran = SPARCML_ALG_AUTO};
+    *t = (struct timed_slot){.key = key, .ran = SPARCML_ALG_AUTO, .trying = SPARCML_ALG_AUTO};
     return t;
 }
 
@@ -62,21 +66,51 @@ void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz,
     for (int a = 0; a < COST_ALGORITHMS; a++) ppm[a] = t && a != SPARCML_ALG_AUTO ? *slot_ppm(t, band, a) : 0;
 }
 
-void timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
-                 const uint64_t agreed[COST_ALGORITHMS])
+int timed_may_start(uint64_t calls, uint64_t trials)
 {
-    struct timed_slot *t;
-    uint64_t any = 0;
+    return TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1) <= calls;
+}
+
+timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
+                        const uint64_t agreed[COST_ALGORITHMS])
+{
+    struct timed_slot *t = slot_of(table, key, 1);
     int band = timed_band(dim, k_max);
-    for (int a = 0; a < COST_ALGORITHMS; a++) any |= agreed[a];
-    if (!any) return;
-    t = slot_of(table, key, 1);
-    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS; a++) lower(slot_ppm(t, band, a), agreed[a]);
+    t->known = 0;
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS; a++) {
+        lower(slot_ppm(t, band, a), agreed[a]);
+        if (agreed[a]) t->known |= 1u << a;
+    }
+    t->agreed = 1;
+    /* A trial ends with its algorithm's multiple, or after its calls
+     * (a pool grew in its second run: it may start again later). */
+    if (t->trying != SPARCML_ALG_AUTO && (t->known >> t->trying & 1 || t->tried >= TIMED_TRIAL_CALLS))
+        t->trying = SPARCML_ALG_AUTO;
+    return (timed_trial){.may_start = timed_may_start(t->calls + 1, t->trials), .trying = t->trying};
+}
+
+/* A call ran alg: after an agreement that carried some multiple but none
+ * of alg's, a trial call, and so is a call without an agreement that runs
+ * the trial's algorithm (transparent mode's calls after a vendor choice);
+ * any other run ends a trial. */
+static void count_call(struct timed_slot *t, sparcml_algorithm alg)
+{
+    int trial = t->agreed ? t->known && !(t->known >> alg & 1) : t->trying == alg;
+    t->calls++;
+    t->agreed = 0;
+    if (!trial) {
+        t->trying = SPARCML_ALG_AUTO;
+        return;
+    }
+    t->trials++;
+    t->tried = t->trying == alg ? t->tried + 1 : 1;
+    t->trying = alg;
 }
 
 void timed_note_run(timed_table *table, const timed_run *run)
 {
     struct timed_slot *t = slot_of(table, run->key, 1);
+    count_call(t, run->alg);
     if (t->ran == run->alg && t->growths == run->growths_before && run->growths_after == run->growths_before &&
         run->price > 0) {
         double ppm = 1e6 * run->seconds / run->price;

@@ -11,7 +11,22 @@
  * fastest any rank saw (timed_lookup before it, timed_lower after): the
  * selector prices every algorithm at least at that, alike on
  * every rank (sparcml_problem.timed_over).  Which calls time is the
- * caller's rule (core/op.c, op_timing). */
+ * caller's rule (core/op.c, op_timing).
+ *
+ * Learning a price means running the algorithm, and an algorithm the
+ * model underprices may be far slower than the one it would replace: so
+ * trying is rationed.  Once some algorithm has an agreed multiple in a
+ * call's band, one never timed there runs only as a trial, and a trial
+ * starts only while the key's trial calls stay within a share of its calls
+ * (timed_may_start: at most 1 + calls / TIMED_TRIAL_SHARE), one trial at a
+ * time, TIMED_TRIAL_CALLS calls each (its first run is never timed;
+ * transparent mode's vendor keeps the calls it is chosen for); the
+ * selector tries the cheapest by the model, and only where that is below
+ * the best timed price (core/select.c).  A share, not a fixed number of
+ * trials: a short run spends little on them, a long one still learns every
+ * price.  The counts change only with agreed outcomes (timed_lower after
+ * each agreement, timed_note_run after each run), in call order, so they
+ * are identical on every rank, as the selector's input must be. */
 #ifndef SPARCML_TIMED_H
 #define SPARCML_TIMED_H
 
@@ -20,7 +35,7 @@
 
 #include "alg/algorithms.h"
 
-enum { TIMED_SLOTS = 4, TIMED_BANDS = 8 };
+enum { TIMED_SLOTS = 4, TIMED_BANDS = 8, TIMED_TRIAL_SHARE = 4, TIMED_TRIAL_CALLS = 2 };
 
 /* A rank's own timed multiples of the last few kinds, counts and types,
  * lowered by its runs and by each agreement for them.  The sparse
@@ -43,23 +58,47 @@ typedef struct timed_table {
         uint64_t dense_ppm;
         sparcml_algorithm ran;
         uint64_t growths;
+        /* The rationing: runs noted, trial calls among them, the trial
+         * under way (SPARCML_ALG_AUTO: none) and its calls so far; the
+         * algorithms the latest agreement carried a multiple of (bits),
+         * for the run that follows it (`agreed`: 0 once that run is noted,
+         * or where the call had no agreement). */
+        uint64_t calls, trials;
+        sparcml_algorithm trying;
+        int tried;
+        unsigned known;
+        int agreed;
     } slot[TIMED_SLOTS];
     int next;
 } timed_table;
+
+/* What the rationing lets a call do (sparcml_problem.may_try, trying). */
+typedef struct timed_trial {
+    int may_start;            /* a trial may start */
+    sparcml_algorithm trying; /* the algorithm of the trial under way, or SPARCML_ALG_AUTO */
+} timed_trial;
+
+/* Whether a trial of TIMED_TRIAL_CALLS calls may start after `trials`
+ * trial calls in a key's `calls` calls, counting the one that would start
+ * it: the trial calls then stay at most 1 + calls / TIMED_TRIAL_SHARE. */
+int timed_may_start(uint64_t calls, uint64_t trials);
 
 /* This rank's multiples for `key` in the band of its own input (nnz of
  * dim entries) into ppm[] (0: never timed), for its agreement record. */
 void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ALGORITHMS]);
 
 /* The agreed record's multiples (the fastest any rank saw) into the key's
- * slot, in the band of the agreed largest input. */
-void timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
-                 const uint64_t agreed[COST_ALGORITHMS]);
+ * slot, in the band of the agreed largest input; returns what the
+ * rationing lets the call try. */
+timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
+                        const uint64_t agreed[COST_ALGORITHMS]);
 
 /* A run of `alg` on this rank that took `seconds` where the model priced
  * it at `price`: it lowers the key's multiple if the key's previous run
  * was of the same algorithm and no pool grew since (growths: the
- * context's pool growths when the call began and when it ended). */
+ * context's pool growths when the call began and when it ended).  It
+ * counts the call, after an agreement (timed_lower) as a trial call where
+ * that carried some multiple but none of alg's. */
 typedef struct timed_run {
     timed_key key;
     uint64_t dim, k_max;

@@ -1,5 +1,6 @@
 /* The cost model and the selection rule. */
 #include <math.h>
+#include <string.h>
 
 #include "alg/split_phases.h"
 #include "core/op.h"
@@ -329,7 +330,9 @@ END_TEST
  * here the vendor must lose.  The model alone prices its allreduce of 64
  * MiB at about 6 ms, so at d = 0.1 and 1 it loses only with its time as
  * the calls measured it (p.timed_over: 170 ms, the fastest run's
- * median, over the model's price). */
+ * median, over the model's price), on a call the rationing lets try a
+ * sparse algorithm never timed (p.may_try; without it the timed vendor
+ * stays: core/timed.h). */
 START_TEST(transparent_shm_measured)
 {
     sparcml_settings s = defaults();
@@ -346,6 +349,7 @@ START_TEST(transparent_shm_measured)
             s.beta = models[m][1];
             s.gamma = models[m][2];
             p.timed_over[SPARCML_ALG_DENSE] = pts[i].vendor / select_vendor_price(&s, &p);
+            p.may_try = 1;
             a = select_transparent(&s, &p);
             ck_assert_msg(ALG_BIT(a) & sparse, "d = %g, vendor %g s: chose %d", pts[i].d, pts[i].vendor, (int)a);
         }
@@ -372,13 +376,55 @@ START_TEST(timed_bands_by_density)
 }
 END_TEST
 
-/* The timed prices at work, as the driver feeds them (core/op.c): each
- * call runs the selector's choice, which then costs at least the multiple
- * of its model price it was timed at.  Transparent mode, P = 2 on shared
- * memory, 16M floats, the two calibrated models above, the times each
- * route took there (bench/results/transparent_vendor_timed_shm.csv,
- * medians, ms: RD, SSAR split, DSAR split, the vendor): within 8 calls
- * the choice settles on the fastest route of the measurement and stays. */
+/* One rank's timed table driven as op.c drives it, for `calls` calls of
+ * one key: each agreement carries the rank's own lookup (timed_lower),
+ * the kind's selector chooses under the rationing, and the run takes
+ * ms[alg] (ms[SPARCML_ALG_DENSE]: transparent mode's vendor).  Every
+ * call checks the rationing's bound (trial calls at most 1 + calls / 4);
+ * returns the last choice, *trials the trial calls, and each call's
+ * choice in ran[] (unless NULL). */
+static sparcml_algorithm drive(const sparcml_settings *s, sparcml_problem p, const double ms[SPARCML_ALG_COUNT_],
+                               sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *),
+                               int calls, int *trials, sparcml_algorithm *ran)
+{
+    static timed_table table;
+    timed_key key = {.kind = &table, .count = (MPI_Count)p.dim, .vtype = p.vtype};
+    sparcml_algorithm a = SPARCML_ALG_AUTO;
+    memset(&table, 0, sizeof table);
+    *trials = 0;
+    for (int call = 1; call <= calls; call++) {
+        uint64_t ppm[COST_ALGORITHMS];
+        double price[SPARCML_ALG_COUNT_];
+        int timed = 0;
+        timed_trial trial;
+        timed_lookup(&table, key, p.dim, p.k_max, ppm);
+        trial = timed_lower(&table, key, p.dim, p.k_max, ppm);
+        for (int i = 0; i < COST_ALGORITHMS; i++) {
+            p.timed_over[i] = 1e-6 * (double)ppm[i];
+            timed |= ppm[i] != 0;
+        }
+        p.may_try = trial.may_start;
+        p.trying = trial.trying;
+        a = select(s, &p);
+        if (ran) ran[call - 1] = a;
+        *trials += timed && ppm[a] == 0;
+        ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
+        select_costs(s, &p, price);
+        if (select == select_transparent) price[SPARCML_ALG_DENSE] = select_vendor_price(s, &p);
+        timed_note_run(&table, &(timed_run){.key = key, .dim = p.dim, .k_max = p.k_max, .alg = a,
+                                            .seconds = 1e-3 * ms[a], .price = price[a]});
+    }
+    return a;
+}
+
+/* The timed prices at work: each call runs the selector's choice, which
+ * then costs at least the multiple of its model price it was timed at.
+ * Transparent mode, P = 2 on shared memory, 16M floats, the two
+ * calibrated models above, the times each route took there
+ * (bench/results/transparent_vendor_timed_shm.csv, medians, ms: RD, SSAR
+ * split, DSAR split, the vendor): within 32 calls the choice settles on
+ * the fastest route of the measurement, having tried at most a quarter of
+ * the calls (plus one), and stays. */
 START_TEST(timed_prices_settle_on_the_fastest)
 {
     sparcml_settings s = defaults();
@@ -393,21 +439,68 @@ START_TEST(timed_prices_settle_on_the_fastest)
     for (size_t m = 0; m < 2; m++)
         for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
             sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
-            sparcml_algorithm a = SPARCML_ALG_AUTO;
+            int trials, more;
             s.alpha = models[m][0];
             s.beta = models[m][1];
             s.gamma = models[m][2];
-            for (int call = 0; call < 8; call++) {
-                double price[SPARCML_ALG_COUNT_], over;
-                a = select_transparent(&s, &p);
-                select_costs(&s, &p, price);
-                price[SPARCML_ALG_DENSE] = select_vendor_price(&s, &p);
-                over = 1e-3 * pts[i].ms[a] / price[a];
-                if (p.timed_over[a] == 0 || over < p.timed_over[a]) p.timed_over[a] = over;
-            }
-            ck_assert_msg(a == pts[i].fastest, "model %zu, d = %g: settled on %d", m, pts[i].d, (int)a);
-            ck_assert_int_eq(select_transparent(&s, &p), a);
+            ck_assert_msg(drive(&s, p, pts[i].ms, select_transparent, 32, &trials, NULL) == pts[i].fastest,
+                          "model %zu, d = %g: not settled", m, pts[i].d);
+            ck_assert_int_eq(drive(&s, p, pts[i].ms, select_transparent, 64, &more, NULL), pts[i].fastest);
+            ck_assert_int_eq(more, trials); /* nothing left to try */
         }
+}
+END_TEST
+
+/* The rationing's rule: a trial of 2 calls starts only where the trial
+ * calls stay at most 1 + calls / 4, counting the call that starts it. */
+START_TEST(trial_share)
+{
+    static const struct { uint64_t calls, trials; int may; } cases[] = {
+        {1, 0, 0}, {3, 0, 0}, {4, 0, 1}, {11, 2, 0}, {12, 2, 1}, {19, 4, 0}, {20, 4, 1}, {1000, 200, 1},
+        {1000, 249, 1}, {1000, 250, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(timed_may_start(cases[i].calls, cases[i].trials) == cases[i].may, "case %zu", i);
+}
+END_TEST
+
+/* The rationing at work on one key, tagged calls: the model prefers
+ * recursive doubling, which runs 4 times its price; the other three run
+ * at theirs.  Calls 1-2 run recursive doubling (nothing timed: the model
+ * alone), the second timed; call 3 stays on it (a trial of 2 calls
+ * would make 2 of 3 calls trials); calls 4-5 try the cheapest of the
+ * others by the model, which then runs, at its price, to the end (2
+ * trial calls in 24).  Then an accurate
+ * model (every algorithm at its price): nothing beats the first
+ * algorithm's timed price, and nothing is tried. */
+START_TEST(trials_rationed)
+{
+    sparcml_settings s = defaults();
+    sparcml_problem p = problem(8, 1u << 20, 1u << 10, 1);
+    double price[SPARCML_ALG_COUNT_], ms[SPARCML_ALG_COUNT_];
+    sparcml_algorithm first = select_algorithm(&s, &p), ran[24];
+    int trials;
+    ck_assert_int_eq(first, SPARCML_ALG_RECURSIVE_DOUBLE);
+    select_costs(&s, &p, price);
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++) ms[a] = 1e3 * price[a] * (a == (int)first ? 4 : 1);
+    drive(&s, p, ms, select_algorithm, 24, &trials, ran);
+    for (int call = 0; call < 3; call++) ck_assert_int_eq(ran[call], first);
+    ck_assert_int_ne(ran[3], first); /* call 4: the first trial */
+    ck_assert_int_eq(ran[4], ran[3]);
+    for (int call = 5; call < 24; call++) ck_assert_int_eq(ran[call], ran[3]);
+    ck_assert_int_eq(trials, 2);
+    /* an accurate model: nothing tried */
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++) ms[a] = 1e3 * price[a];
+    ck_assert_int_eq(drive(&s, p, ms, select_algorithm, 40, &trials, NULL), first);
+    ck_assert_int_eq(trials, 0);
+    /* untried and no trial allowed: out of the running, unless under way */
+    p.timed_over[SPARCML_ALG_DENSE] = 1;
+    ck_assert_int_eq(select_algorithm(&s, &p), SPARCML_ALG_DENSE);
+    p.trying = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
+    ck_assert_int_eq(select_algorithm(&s, &p), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    p.trying = SPARCML_ALG_AUTO;
+    p.may_try = 1;
+    ck_assert_int_eq(select_algorithm(&s, &p), first);
 }
 END_TEST
 
@@ -655,6 +748,8 @@ Suite *select_suite(void)
     tcase_add_test(tc, shm_measured_ordering);
     tcase_add_test(tc, transparent_shm_measured);
     tcase_add_test(tc, timed_prices_settle_on_the_fastest);
+    tcase_add_test(tc, trial_share);
+    tcase_add_test(tc, trials_rationed);
     tcase_add_test(tc, timed_bands_by_density);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
