@@ -17,39 +17,58 @@ int64_t calib_ps(double seconds)
     return seconds > 0 ? (int64_t)llround(seconds * 1e12) : 0;
 }
 
-/* The fastest repetition's time per rank (seconds). */
-static double fastest_per_rank(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
+/* The fastest of the first n repetitions' time per rank (seconds). */
+static double fastest_per_rank(const int64_t ps[CALIB_ROUND_REPS], int n, const calib_totals *t)
 {
     int64_t fastest = ps[0];
-    for (int r = 1; r < CALIB_ROUND_REPS; r++)
+    for (int r = 1; r < n; r++)
         if (ps[r] < fastest) fastest = ps[r];
     return 1e-12 * (double)fastest / (double)t->exchangers;
 }
 
 /* The fastest exchange's time per round and rank (seconds). */
-static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], const calib_totals *t)
+static double fastest_round(const int64_t ps[CALIB_ROUND_REPS], int n, const calib_totals *t)
 {
-    return fastest_per_rank(ps, t) / cost_ceil_log2((int)t->exchangers);
+    return fastest_per_rank(ps, n, t) / cost_ceil_log2((int)t->exchangers);
+}
+
+/* The median of the first n repetitions over their fastest (n >= 1; the
+ * upper median where n is even). */
+static double spread(const int64_t ps[CALIB_ROUND_REPS], int n)
+{
+    int64_t sorted[CALIB_ROUND_REPS];
+    memcpy(sorted, ps, (size_t)n * sizeof *ps);
+    for (int i = 1; i < n; i++) /* insertion sort: a handful */
+        for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+            int64_t x = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = x;
+        }
+    return sorted[0] > 0 ? (double)sorted[n / 2] / (double)sorted[0] : INFINITY;
 }
 
 /* The vendor's fastest allgather over its price in the model at a round
  * of alpha_round (before the sharing) and beta; 1 where that is below
  * CALIB_VENDOR_MARGIN: where the vendor is as fast as its price, within
  * the measurement's noise, or faster, the model keeps its own rule. */
-static double vendor_factor(const calib_totals *t, double alpha_round, double beta)
+static double vendor_factor(const calib_totals *t, int n, double alpha_round, double beta)
 {
     cost_model m = {.alpha = alpha_round, .beta = beta, .vendor_gather = 1};
     sparcml_problem p = {.P = (int)t->exchangers};
     double price = cost_vendor_allgather(&m, &p, (double)t->vendor_bytes / (double)t->exchangers);
-    double factor = fastest_per_rank(t->vendor_ps, t) / price;
+    double factor = fastest_per_rank(t->vendor_ps, n, t) / price;
     return factor < CALIB_VENDOR_MARGIN ? 1 : factor;
 }
 
 calib_values calib_derive(const calib_totals *t, double ranks_per_core)
 {
-    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN};
+    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN, .spread = NAN};
     double share = ranks_per_core > 1 ? ranks_per_core : 1;
-    if (t->exchangers > 1) {
+    int n = t->exchangers > 0 ? (int)(t->reps / t->exchangers) : 0;
+    if (n > CALIB_ROUND_REPS) n = CALIB_ROUND_REPS;
+    v.reps = n;
+    if (t->exchangers > 1 && n > 0) v.spread = fmax(spread(t->mid_ps, n), spread(t->large_ps, n));
+    if (t->exchangers > 1 && n >= CALIB_MIN_REPS && v.spread <= CALIB_SPREAD_MAX) {
         /* The fastest repetition, as the ranks saw it on average: delays
          * only add, and in every repetition all P ranks run, so where they
          * share cores each holds the waits for the scheduler.  The model
@@ -62,11 +81,11 @@ calib_values calib_derive(const calib_totals *t, double ranks_per_core)
          * exceeds three times its bytes' time.  Alpha is at least the
          * small round: a link that lets a burst pass faster than its rate
          * (a token bucket) puts the line's origin below its latency. */
-        double small = fastest_round(t->small_ps, t), mid = fastest_round(t->mid_ps, t);
-        double large = fastest_round(t->large_ps, t);
+        double small = fastest_round(t->small_ps, n, t), mid = fastest_round(t->mid_ps, n, t);
+        double large = fastest_round(t->large_ps, n, t);
         v.beta = fmax((large - mid) / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), large / CALIB_LARGE_BYTES / 4);
         v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, small) / share;
-        v.vendor_gather = vendor_factor(t, v.alpha * share, v.beta);
+        v.vendor_gather = vendor_factor(t, n, v.alpha * share, v.beta);
     }
     if (t->exchangers > 0 && t->merge_ps > 0)
         v.gamma = 1e-12 * (double)t->merge_ps / (double)t->exchangers / (2.0 * CALIB_MERGE_ENTRIES);
@@ -108,120 +127,174 @@ static double time_merge(char *buf)
 }
 
 /* What one timed operation needs: the ranks, a buffer of 2 * bytes (or 8
- * per rank), and for the vendor's gather counts and displs of size ints. */
+ * per rank), for the vendor's gather counts and displs of size ints; and
+ * the time budget: past `deadline` this rank asks to stop, and `stop` says
+ * whether any rank asked by the start of the latest operation. */
 typedef struct calib_op {
     MPI_Comm comm;
     int rank, size, bytes;
     char *buf;
     int *counts, *displs;
+    double deadline;
+    int stop;
 } calib_op;
 
 /* An exchange of op->bytes over all ranks in ceil(log2 P) rounds, each
  * rank sending to rank + 2^i and receiving from rank - 2^i in round i (mod
  * P): every round waits for a partner as the algorithms' do, scheduling
- * included where ranks share cores. */
-static int exchange(const calib_op *op)
+ * included where ranks share cores.  The message's first byte carries
+ * this rank's wish to stop and, from round to round, what it received:
+ * after the last round every rank has every rank's (a dissemination). */
+static int exchange(calib_op *op)
 {
     int rc = MPI_SUCCESS;
-    for (int d = 1; rc == MPI_SUCCESS && d < op->size; d *= 2)
+    op->buf[0] = PMPI_Wtime() > op->deadline;
+    for (int d = 1; rc == MPI_SUCCESS && d < op->size; d *= 2) {
         rc = PMPI_Sendrecv(op->buf, op->bytes, MPI_BYTE, (op->rank + d) % op->size, 0, op->buf + op->bytes,
                            op->bytes, MPI_BYTE, (op->rank - d + op->size) % op->size, 0, op->comm,
                            MPI_STATUS_IGNORE);
-    return rc;
-}
-
-/* The vendor's MPI_Allgatherv of op->counts bytes from every rank. */
-static int vendor_gather(const calib_op *op)
-{
-    return PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->buf, op->counts, op->displs, MPI_BYTE,
-                           op->comm);
-}
-
-/* One untimed run of `run`, then CALIB_ROUND_REPS timed: ps[r] is this
- * rank's time for run r.  The first run of each size and operation sets
- * up what the MPI needs for it (connections, the rendezvous protocol's
- * buffers: several times a later run, bench/RESULTS.md, "Cost model: the
- * measurements behind the design"), and no rank leaves it before every
- * rank has entered. */
-static int timed_runs(int (*run)(const calib_op *), const calib_op *op, int64_t ps[CALIB_ROUND_REPS])
-{
-    int rc = run(op);
-    for (int r = 0; rc == MPI_SUCCESS && r < CALIB_ROUND_REPS; r++) {
-        double t0 = PMPI_Wtime();
-        rc = run(op);
-        ps[r] = calib_ps(PMPI_Wtime() - t0);
+        op->buf[0] |= op->buf[op->bytes];
     }
+    op->stop = op->buf[0];
     return rc;
 }
 
-/* This rank's share of the totals: its exchanges of each size, the
- * vendor's gathers of an equal share of CALIB_LARGE_BYTES from every rank
- * (whole words, at least one) and its merge, with buf of
- * max(CALIB_BUFFER_BYTES, 8 size) bytes and displs of 2 * size ints. */
-static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, calib_totals *mine)
+/* The vendor's MPI_Allgatherv of op->counts bytes from every rank, each
+ * part's first byte its rank's wish to stop. */
+static int vendor_gather(calib_op *op)
 {
-    static const int bytes[] = {CALIB_SMALL_BYTES, CALIB_MID_BYTES, CALIB_LARGE_BYTES};
+    int rc;
+    op->buf[op->displs[op->rank]] = PMPI_Wtime() > op->deadline;
+    rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->buf, op->counts, op->displs, MPI_BYTE,
+                         op->comm);
+    op->stop = 0;
+    for (int r = 0; r < op->size; r++) op->stop |= op->buf[op->displs[r]];
+    return rc;
+}
+
+/* This rank's share of the totals: repetitions of an exchange of each
+ * size and the vendor's gather of an equal share of CALIB_LARGE_BYTES from
+ * every rank (whole words, at least one), after one untimed run of each,
+ * until CALIB_ROUND_REPS or some rank is past the budget from t0 (every
+ * rank stops at the same operation, and counts only whole repetitions);
+ * then its merge.  buf of max(CALIB_BUFFER_BYTES, 8 size) bytes, displs of
+ * 2 * size ints.  The first run of each size and operation sets up what
+ * the MPI needs for it (connections, the rendezvous protocol's buffers:
+ * several times a later run, bench/RESULTS.md, "Cost model: the
+ * measurements behind the design"). */
+static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, double t0, calib_totals *mine)
+{
+    static const int bytes[] = {CALIB_SMALL_BYTES, CALIB_MID_BYTES, CALIB_LARGE_BYTES, 0};
     int part = CALIB_LARGE_BYTES / size / 8 * 8, rc = MPI_SUCCESS;
     calib_op op = {.comm = comm, .rank = rank, .size = size, .buf = buf, .counts = displs + size,
-                   .displs = displs};
-    int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps};
+                   .displs = displs, .deadline = t0 + 1e-6 * CALIB_BUDGET_US};
+    int64_t *ps[] = {mine->small_ps, mine->mid_ps, mine->large_ps, mine->vendor_ps};
     if (part < 8) part = 8;
     *mine = (calib_totals){.exchangers = 1, .vendor_bytes = (int64_t)part * size};
-    for (int i = 0; rc == MPI_SUCCESS && i < 3; i++) {
-        op.bytes = bytes[i];
-        rc = timed_runs(exchange, &op, ps[i]);
-    }
     for (int r = 0; r < size; r++) {
         op.counts[r] = part;
         op.displs[r] = r * part;
     }
-    if (rc == MPI_SUCCESS) rc = timed_runs(vendor_gather, &op, mine->vendor_ps);
-    mine->merge_ps = calib_ps(time_merge(buf));
+    for (int r = -1; r < CALIB_ROUND_REPS; r++) { /* -1: the untimed runs */
+        int i = 0;
+        for (; rc == MPI_SUCCESS && !op.stop && i < 4; i++) {
+            double t = PMPI_Wtime();
+            op.bytes = bytes[i];
+            rc = bytes[i] ? exchange(&op) : vendor_gather(&op);
+            if (r >= 0) ps[i][r] = calib_ps(PMPI_Wtime() - t);
+        }
+        if (i < 4 || rc != MPI_SUCCESS) break;
+        mine->reps = r + 1;
+        if (op.stop) break;
+    }
+    if (mine->reps >= CALIB_MIN_REPS) mine->merge_ps = calib_ps(time_merge(buf));
     return rc;
 }
 
-/* The ranks per core the model will assume for comm's ranks, with `all`
- * of size + 1 placements. */
-static int ranks_per_core(MPI_Comm comm, int size, char *all, double *out)
+/* What each rank hands the others at the end: its placement and its
+ * share of the totals (one allgather: each rank adds the totals up in rank
+ * order, exactly, and detects the ranks per core from the placements). */
+typedef struct calib_record {
+    char placement[PLACEMENT_BYTES];
+    calib_totals mine;
+} calib_record;
+
+/* The totals and the ranks per core the model will assume for comm's
+ * ranks, from this rank's `mine` and `all` of size + 1 records. */
+static int gather_totals(MPI_Comm comm, int size, const calib_totals *mine, calib_record *all, calib_totals *sum,
+                         double *share)
 {
     int rc;
-    placement_mine(all + (size_t)size * PLACEMENT_BYTES);
-    rc = PMPI_Allgather(all + (size_t)size * PLACEMENT_BYTES, PLACEMENT_BYTES, MPI_BYTE, all, PLACEMENT_BYTES,
-                        MPI_BYTE, comm);
-    if (rc == MPI_SUCCESS) *out = settings_ranks_per_core(settings_get(), placement_of(all, size));
-    return rc;
+    placement_mine(all[size].placement);
+    all[size].mine = *mine;
+    rc = PMPI_Allgather(&all[size], (int)sizeof *all, MPI_BYTE, all, (int)sizeof *all, MPI_BYTE, comm);
+    if (rc != MPI_SUCCESS) return rc;
+    *sum = (calib_totals){0};
+    for (int r = 0; r < size; r++) {
+        const int64_t *from = (const int64_t *)&all[r].mine;
+        int64_t *to = (int64_t *)sum;
+        for (size_t i = 0; i < sizeof *sum / sizeof(int64_t); i++) to[i] += from[i];
+    }
+    for (int r = 0; r < size; r++) /* the placements side by side, as placement_of reads them */
+        memmove((char *)all + (size_t)r * PLACEMENT_BYTES, all[r].placement, PLACEMENT_BYTES);
+    *share = settings_ranks_per_core(settings_get(), placement_of(all, size));
+    return MPI_SUCCESS;
 }
 
-static void report(const sparcml_settings *s, double share, double seconds)
+/* After a value: " (set)" where the user set it, " (default)" where the
+ * measurement did not count (calib_derive). */
+static const char *origin(const sparcml_settings *s, unsigned bit)
 {
-    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s vendor_gather=%.3g "
-           "(ranks per core %g; %.2f ms at MPI_Init)\n",
-           s->alpha * 1e6, s->cost_set & SETTINGS_SET_ALPHA ? " (set)" : "", s->beta * 1e9,
-           s->cost_set & SETTINGS_SET_BETA ? " (set)" : "", s->gamma * 1e9,
-           s->cost_set & SETTINGS_SET_GAMMA ? " (set)" : "", s->vendor_gather, share, seconds * 1e3);
+    return s->cost_set & bit ? " (set)" : s->measured & bit ? "" : " (default)";
+}
+
+/* x as %g, or "-" where it is NaN (never measured). */
+static const char *figure(char *text, size_t len, double x)
+{
+    if (isnan(x)) snprintf(text, len, "-");
+    else snprintf(text, len, "%.3g", x);
+    return text;
+}
+
+static void report(const sparcml_settings *s, const calib_values *v, double share, double seconds)
+{
+    char ranks[32], spread[32];
+    printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s vendor_gather=%.3g%s "
+           "(ranks per core %s; %d repetitions, spread %s; %.2f ms at MPI_Init)\n",
+           s->alpha * 1e6, origin(s, SETTINGS_SET_ALPHA), s->beta * 1e9, origin(s, SETTINGS_SET_BETA),
+           s->gamma * 1e9, origin(s, SETTINGS_SET_GAMMA), s->vendor_gather,
+           isnan(v->vendor_gather) ? " (default)" : "", figure(ranks, sizeof ranks, share), v->reps,
+           figure(spread, sizeof spread, v->spread), seconds * 1e3);
     fflush(stdout);
 }
 
-/* The measurement on a private duplicate of comm, with the memory it needs. */
-static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements, int *displs)
+/* The measurement on a private duplicate of comm, with the memory it
+ * needs.  Its time, and the budget, count from the duplicate's creation:
+ * the first collective, which waits for the last rank to reach MPI_Init's
+ * end (as the program's own first collective would). */
+static int measure_on_dup(MPI_Comm comm, int size, char *buf, calib_record *records, int *displs)
 {
     const sparcml_settings *s = settings_get();
     MPI_Comm dup = MPI_COMM_NULL;
     calib_totals mine, sum;
-    double t0 = PMPI_Wtime(), share = 1;
+    double t0 = 0, share = 1;
     int rank = 0, rc = PMPI_Comm_dup(comm, &dup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
-    if (rc == MPI_SUCCESS) rc = ranks_per_core(dup, size, placements, &share);
-    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, displs, &mine);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allreduce(&mine, &sum, sizeof sum / sizeof(int64_t), MPI_INT64_T, MPI_SUM, dup);
-    if (rc == MPI_SUCCESS) {
+    t0 = PMPI_Wtime();
+    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, displs, t0, &mine);
+    /* Too few repetitions for alpha and beta (every rank ran as many): a
+     * busy machine, where one more collective costs what the budget does;
+     * the defaults stay, gamma's too. */
+    if (rc == MPI_SUCCESS && mine.reps < CALIB_MIN_REPS) {
+        calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN, .reps = (int)mine.reps,
+                          .spread = NAN};
+        if (s->verbose && rank == 0) report(s, &v, NAN, PMPI_Wtime() - t0);
+    } else if (rc == MPI_SUCCESS) rc = gather_totals(dup, size, &mine, records, &sum, &share);
+    if (rc == MPI_SUCCESS && mine.reps >= CALIB_MIN_REPS) {
         calib_values v = calib_derive(&sum, share);
-        settings_calibrate_process(isnan(v.alpha) ? s->alpha : v.alpha, isnan(v.beta) ? s->beta : v.beta,
-                                   isnan(v.gamma) ? s->gamma : v.gamma,
-                                   isnan(v.vendor_gather) ? s->vendor_gather : v.vendor_gather);
-        if (s->verbose && rank == 0) report(s, share, PMPI_Wtime() - t0);
+        settings_calibrate_process(v.alpha, v.beta, v.gamma, v.vendor_gather);
+        if (s->verbose && rank == 0) report(s, &v, share, PMPI_Wtime() - t0);
     }
     if (dup != MPI_COMM_NULL) {
         int rc_free = PMPI_Comm_free(&dup);
@@ -233,7 +306,8 @@ static int measure_on_dup(MPI_Comm comm, int size, char *buf, char *placements, 
 int calibrate_job(MPI_Comm comm)
 {
     const sparcml_settings *s = settings_get();
-    char *buf = NULL, *placements = NULL;
+    char *buf = NULL;
+    calib_record *records = NULL;
     int *displs = NULL;
     unsigned mine[2], everywhere[2];
     int size = 1, rc;
@@ -247,16 +321,16 @@ int calibrate_job(MPI_Comm comm)
      * without it must not leave the others waiting in the exchange, so
      * then no rank measures and all keep the defaults. */
     buf = calloc(1, 8 * (size_t)size > CALIB_BUFFER_BYTES ? 8 * (size_t)size : CALIB_BUFFER_BYTES);
-    placements = malloc(((size_t)size + 1) * PLACEMENT_BYTES);
+    records = malloc(((size_t)size + 1) * sizeof *records);
     displs = malloc(2 * (size_t)size * sizeof *displs);
     mine[0] = s->cost_set;
-    mine[1] = buf && placements && displs;
+    mine[1] = buf && records && displs;
     rc = PMPI_Allreduce(mine, everywhere, 2, MPI_UNSIGNED, MPI_BAND, comm);
     if (rc == MPI_SUCCESS && !mine[1]) rc = MPI_ERR_NO_MEM;
     else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != SETTINGS_SET_MODEL)
-        rc = measure_on_dup(comm, size, buf, placements, displs);
+        rc = measure_on_dup(comm, size, buf, records, displs);
     free(buf);
-    free(placements);
+    free(records);
     free(displs);
     return rc;
 }

@@ -8,24 +8,25 @@
  *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of
  *    CALIB_MERGE_REPS runs, per input entry (last, in the exchanges'
  *    buffer: its pages already touched);
- *  - alpha and beta: every rank takes part in CALIB_ROUND_REPS exchanges
- *    of CALIB_SMALL_BYTES, as many of CALIB_MID_BYTES and of
- *    CALIB_LARGE_BYTES, over all ranks in ceil(log2 P) rounds (rank r
- *    sends to r + 2^i and receives from r - 2^i in round i), after one
- *    untimed of each size; the fastest repetition of each size, averaged
- *    over the ranks, per round: the mid and large ones give a line, beta
- *    its slope per byte (at least a quarter of the large round per byte),
- *    alpha the round's time at no bytes, at least the small round's (a
- *    link that lets a burst pass faster than its rate puts the line's
- *    origin below its latency);
- *  - the vendor's gather: every rank takes part in CALIB_ROUND_REPS
- *    MPI_Allgatherv of CALIB_LARGE_BYTES in all (an equal share each, in
- *    whole words), after one untimed; the fastest, averaged over the
- *    ranks, over what the model prices it at with the alpha and beta just
- *    measured (cost_vendor_allgather), is the vendor_gather factor by
- *    which the model multiplies the vendor's gathers (1 below
- *    CALIB_VENDOR_MARGIN).  MPICH on shared memory takes a multiple of
- *    an exchange of the same bytes (bench/RESULTS.md, "Split gathers").
+ *  - alpha and beta: every rank takes part in exchanges of
+ *    CALIB_SMALL_BYTES, CALIB_MID_BYTES and CALIB_LARGE_BYTES over all
+ *    ranks in ceil(log2 P) rounds (rank r sends to r + 2^i and receives
+ *    from r - 2^i in round i), one untimed of each size, then up to
+ *    CALIB_ROUND_REPS repetitions of the three; the fastest repetition of
+ *    each size, averaged over the ranks, per round: the mid and large ones
+ *    give a line, beta its slope per byte (at least a quarter of the large
+ *    round per byte), alpha the round's time at no bytes, at least the
+ *    small round's (a link that lets a burst pass faster than its rate
+ *    puts the line's origin below its latency);
+ *  - the vendor's gather: in each repetition, after the exchanges, every
+ *    rank takes part in an MPI_Allgatherv of CALIB_LARGE_BYTES in all (an
+ *    equal share each, in whole words; one untimed first); the fastest,
+ *    averaged over the ranks, over what the model prices it at with the
+ *    alpha and beta just measured (cost_vendor_allgather), is the
+ *    vendor_gather factor by which the model multiplies the vendor's
+ *    gathers (1 below CALIB_VENDOR_MARGIN).  MPICH on shared memory takes
+ *    a multiple of an exchange of the same bytes (bench/RESULTS.md, "Split
+ *    gathers").
  * The fastest of a few runs, not a typical one: delays only add (another
  * process on the core, a partner not yet scheduled).  Gamma's short runs
  * mostly finish within a time slice: the price on a core of its own, as
@@ -39,6 +40,22 @@
  * megabytes): a message that large takes the MPI's rendezvous protocol,
  * whose handshake a round of 8 bytes never pays, and whose latency is
  * what the algorithms' rounds and parts cost beyond their bytes.
+ *
+ * On a busy machine (other processes on the cores, more ranks than cores
+ * with an MPI that polls) a round waits for time slices: its time says
+ * how the scheduler went, not what a message costs, and the fastest of a
+ * few such rounds varies many times over from run to run.  So the
+ * measurement stops at CALIB_BUDGET_US from its start (every exchange and
+ * gather carries, from each rank, whether that rank is past it: by the
+ * exchange's end every rank knows whether any is, and all stop at the
+ * same repetition), and alpha, beta and vendor_gather are kept at their
+ * defaults unless at least CALIB_MIN_REPS repetitions ran and, of the mid
+ * and large exchanges, the median repetition took at most
+ * CALIB_SPREAD_MAX times the fastest (calib_derive): a choice made from
+ * the defaults is the same in every run.  With fewer repetitions gamma
+ * keeps its default too: the totals' collective, which would cost about
+ * what the budget does on such a machine, is left out.
+ *
  * The times are added up over the ranks in integer picoseconds (an exact
  * sum, so identical on every rank) and every rank derives the same values
  * from the same totals (calib_derive).  They replace the defaults of the
@@ -58,8 +75,14 @@ enum {
     CALIB_MERGE_ENTRIES = 16384, /* per operand */
     CALIB_BUFFER_BYTES = 32 * CALIB_MERGE_ENTRIES + 128, /* the merge's, and the exchanges' */
     CALIB_MERGE_REPS = 3,
-    CALIB_ROUND_REPS = 8
+    CALIB_ROUND_REPS = 8,
+    CALIB_MIN_REPS = 3,
+    CALIB_BUDGET_US = 12000 /* from the measurement's start on each rank */
 };
+
+/* The most the median repetition of the mid and large exchanges may take
+ * over the fastest for alpha and beta to count. */
+#define CALIB_SPREAD_MAX 2.0
 
 /* A vendor_gather below it counts as 1: the vendor as fast as its price
  * in the model, within the measurement's noise. */
@@ -68,6 +91,7 @@ enum {
 /* Sums over the ranks, in picoseconds. */
 typedef struct calib_totals {
     int64_t exchangers;                  /* ranks that took part: P */
+    int64_t reps;                        /* repetitions each ran (all alike), times P */
     int64_t small_ps[CALIB_ROUND_REPS]; /* their times for each repetition, */
     int64_t mid_ps[CALIB_ROUND_REPS];   /* of each size */
     int64_t large_ps[CALIB_ROUND_REPS];
@@ -79,19 +103,24 @@ typedef struct calib_totals {
 typedef struct calib_values {
     double alpha, beta, gamma; /* seconds, s/byte, s/entry */
     double vendor_gather;      /* the vendor's gathers over their price (>= 1) */
+    int reps;                  /* repetitions that ran */
+    double spread;             /* the mid and large exchanges' median over fastest, the larger (NaN: none) */
 } calib_values;
 
 /* Seconds as integer picoseconds (rounded; negative and NaN as 0). */
 int64_t calib_ps(double seconds);
 
 /* The values every rank derives from the same totals, for ranks sharing
- * cores ranks_per_core (>= 1).  Without an exchange (one rank) alpha,
+ * cores ranks_per_core (>= 1), from the first t->reps / t->exchangers
+ * repetitions.  Without an exchange (one rank), with fewer than
+ * CALIB_MIN_REPS repetitions or a spread above CALIB_SPREAD_MAX, alpha,
  * beta and vendor_gather are NaN, without a timed merge gamma is (the
  * caller keeps the defaults). */
 calib_values calib_derive(const calib_totals *t, double ranks_per_core);
 
 /* The measurement on comm (MPI_COMM_WORLD at MPI_Init), collective; with
- * SPARCML_VERBOSE rank 0 prints the values and what they cost.  Returns an
+ * SPARCML_VERBOSE rank 0 prints the values, which of them stayed at their
+ * defaults, the repetitions, their spread and what they cost.  Returns an
  * MPI error code (on an error the defaults stay). */
 int calibrate_job(MPI_Comm comm);
 

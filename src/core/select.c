@@ -160,7 +160,7 @@ select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p
     }
     if (timed && p->timed_over[chosen] == 0) return SELECT_BY_TRIAL;
     if (select(s, &model) != chosen) return SELECT_BY_TIMED;
-    return s->calibrated && s->cost_set != SETTINGS_SET_MODEL ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
+    return s->measured ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
 }
 
 static int memo_find(const sparcml_memo *m, uint64_t count, int vtype)

@@ -500,14 +500,14 @@ static void digest_line(char *out, size_t *used, const char *name, const char *v
 }
 
 /* Whether variable v holds a value MPI_Init measured (a cost-model
- * parameter the user left unset, once calibrated). */
+ * parameter the user left unset, which the calibration trusted). */
 static int measured(const sparcml_settings *s, const struct var *v)
 {
     unsigned bit = v->offset == offsetof(sparcml_settings, alpha)   ? SETTINGS_SET_ALPHA
                    : v->offset == offsetof(sparcml_settings, beta)  ? SETTINGS_SET_BETA
                    : v->offset == offsetof(sparcml_settings, gamma) ? SETTINGS_SET_GAMMA
                                                                     : 0;
-    return bit && s->calibrated && !(s->cost_set & bit);
+    return bit && (s->measured & bit);
 }
 
 /* Every variable as set (or its default) in table order, "measured" for
@@ -578,19 +578,27 @@ static double in_range(size_t offset, double x)
 {
     for (size_t i = 0; i < NVARS; i++) {
         if (vars[i].offset != offset) continue;
-        if (!(x >= vars[i].min * vars[i].scale)) return vars[i].min * vars[i].scale; /* and NaN */
+        if (!(x >= vars[i].min * vars[i].scale)) return vars[i].min * vars[i].scale;
         return x > vars[i].max * vars[i].scale ? vars[i].max * vars[i].scale : x;
     }
     return x;
 }
 
+/* A measured value x into the unset variable at `offset` (`bit` of
+ * cost_set); NaN keeps the variable's value. */
+static void take_measured(sparcml_settings *s, size_t offset, unsigned bit, double x)
+{
+    if ((s->cost_set & bit) || isnan(x)) return;
+    *(double *)((char *)s + offset) = in_range(offset, x);
+    s->measured |= bit;
+}
+
 void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma, double vendor_gather)
 {
-    if (!(s->cost_set & SETTINGS_SET_ALPHA)) s->alpha = in_range(offsetof(sparcml_settings, alpha), alpha);
-    if (!(s->cost_set & SETTINGS_SET_BETA)) s->beta = in_range(offsetof(sparcml_settings, beta), beta);
-    if (!(s->cost_set & SETTINGS_SET_GAMMA)) s->gamma = in_range(offsetof(sparcml_settings, gamma), gamma);
-    s->vendor_gather = vendor_gather;
-    s->calibrated = 1;
+    take_measured(s, offsetof(sparcml_settings, alpha), SETTINGS_SET_ALPHA, alpha);
+    take_measured(s, offsetof(sparcml_settings, beta), SETTINGS_SET_BETA, beta);
+    take_measured(s, offsetof(sparcml_settings, gamma), SETTINGS_SET_GAMMA, gamma);
+    if (!isnan(vendor_gather)) s->vendor_gather = vendor_gather;
     s->hash = settings_hash(s);
 }
 

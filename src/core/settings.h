@@ -52,7 +52,7 @@ typedef struct sparcml_settings {
     int compress_feedback;       /* SPARCML_COMPRESS_FEEDBACK: 0/1, error feedback */
     uint64_t compress_max_bytes; /* SPARCML_COMPRESS_MAX_BYTES: error-feedback memory per rank */
     unsigned cost_set;           /* SETTINGS_SET_*: cost-model variables the user set */
-    int calibrated;              /* the unset ones hold values measured at MPI_Init */
+    unsigned measured;           /* SETTINGS_SET_*: unset ones holding values measured at MPI_Init */
     double vendor_gather;        /* the vendor's gathers over their price: 1, or measured (core/calibrate.h) */
     uint64_t hash;               /* of everything that steers selection */
     int unknown_count;           /* unknown SPARCML_* names kept (at most SETTINGS_UNKNOWN_MAX) */
@@ -120,7 +120,8 @@ static inline double settings_ranks_per_core(const sparcml_settings *s, double d
 /* Measured cost-model parameters (seconds, s/byte, s/entry) replace the
  * defaults of the variables the user did not set (a set one wins), each
  * clamped to its variable's accepted range; vendor_gather (>= 1) is taken
- * as it is; the hash follows. */
+ * as it is; a NaN (not measured, or not to be trusted: core/calibrate.h)
+ * leaves its value as it was; the hash follows. */
 void settings_calibrate(sparcml_settings *s, double alpha, double beta, double gamma, double vendor_gather);
 
 /* The same on the process-wide settings: at MPI_Init only, before any

@@ -8,7 +8,10 @@
 # calls all succeed with exact results.
 . "$(dirname "$0")/common.sh"
 prog=("$TESTBIN/sparse_allreduce" --types=float) # a quarter of its calls: short under load
-line='^sparcml: calibrated alpha=[0-9.e+-]* us beta=[0-9.e+-]* ns/B gamma=[0-9.e+-]* ns/entry vendor_gather=[0-9.e+-]* (ranks per core [0-9.e+]*; [0-9.]* ms at MPI_Init)$'
+# Each value may say "(default)": on a busy machine (a loaded CI host) the
+# measurement keeps the defaults (sparcml(7), SPARCML_CALIBRATE).
+d='\( (default)\)\?'
+line="^sparcml: calibrated alpha=[0-9.e+-]* us$d beta=[0-9.e+-]* ns/B$d gamma=[0-9.e+-]* ns/entry$d vendor_gather=[0-9.e+-]*$d (ranks per core \([0-9.e+]*\|-\); [0-8] repetitions, spread \([0-9.e+]*\|-\); [0-9.]* ms at MPI_Init)$"
 for p in 2 3 4 8; do
     run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 -- "${prog[@]}"
     rc=$?
@@ -18,7 +21,7 @@ done
 run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=7 SPARCML_GAMMA_NS_PER_ENTRY=3.5 -- "${prog[@]}"
 rc=$?
 check "user-set alpha and gamma win over the measurement, beta is measured" \
-    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=7 us (set) beta=[0-9.e+-]* ns/B gamma=3.5 ns/entry (set) vendor_gather=[0-9.e+-]* " "$out"'
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=7 us (set) beta=[0-9.e+-]* ns/B$d gamma=3.5 ns/entry (set) vendor_gather=" "$out"'
 for envs in "SPARCML_CALIBRATE=0" "$default_model"; do
     # shellcheck disable=SC2086
     run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 $envs -- "${prog[@]}"
