@@ -311,10 +311,11 @@ int calibrate_job(MPI_Comm comm)
     int *displs = NULL;
     unsigned mine[2], everywhere[2];
     int size = 1, rc;
-    /* SPARCML_DISABLE and SPARCML_CALIBRATE are equal on all ranks (job
-     * scope, compared just before); which variables are set need not be:
-     * the measurement is skipped only where every rank set all three. */
-    if (s->disable || !s->calibrate || s->error[0]) return MPI_SUCCESS;
+    /* SPARCML_DISABLE, SPARCML_CALIBRATE and SPARCML_REPRODUCIBLE are equal
+     * on all ranks (job scope, compared just before); which variables are
+     * set need not be: the measurement is skipped only where every rank set
+     * all three. */
+    if (s->disable || !s->calibrate || s->reproducible || s->error[0]) return MPI_SUCCESS;
     rc = PMPI_Comm_size(comm, &size);
     if (rc != MPI_SUCCESS || size < 2) return rc;
     /* The memory comes first and is agreed with the variables: a rank

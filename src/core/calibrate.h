@@ -1,8 +1,9 @@
 /* calibrate.h -- the cost model's alpha, beta and gamma measured on the
  * machine the job runs on.
  *
- * At MPI_Init (shim/interpose.c), when SPARCML_CALIBRATE is 1 and some rank
- * leaves a cost-model variable unset, every rank of MPI_COMM_WORLD takes
+ * At MPI_Init (shim/interpose.c), when SPARCML_CALIBRATE is 1,
+ * SPARCML_REPRODUCIBLE is 0 and some rank leaves a cost-model variable
+ * unset, every rank of MPI_COMM_WORLD takes
  * part in one measurement on a private duplicate of it:
  *  - gamma: each rank times the merge-add kernel (kernel/stream.h) on two
  *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of

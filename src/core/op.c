@@ -151,12 +151,12 @@ void op_plan_exchange(sparcml_op *op, const sparcml_problem *p)
     op->c.gather = select_gather_plan(op->set, p);
 }
 
-/* Blocking calls time their runs unless the user set the whole model:
- * a non-blocking call's time is the application's as much as the
- * library's (core/timed.h). */
+/* Blocking calls time their runs where the settings want timed prices
+ * (settings_timed_prices): a non-blocking call's time is the
+ * application's as much as the library's (core/timed.h). */
 int op_timing(const sparcml_op *op)
 {
-    return op->s.blocking && (op->set->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
+    return op->s.blocking && settings_timed_prices(op->set);
 }
 
 timed_key op_timed_key(const sparcml_op *op)

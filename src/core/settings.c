@@ -60,6 +60,10 @@ static const struct var {
     /* Whether MPI_Init measures the cost-model parameters the user leaves
      * unset (core/calibrate.c): a collective at start-up, so job-wide. */
     {"SPARCML_CALIBRATE", SCOPE_JOB, KIND_BOOL, "1", offsetof(sparcml_settings, calibrate), 0, 0, 0},
+    /* Every choice from agreed numbers and fixed parameters only: no
+     * calibration, no timed prices (core/calibrate.h, core/timed.h).  The
+     * calibration is a collective at start-up: job-wide. */
+    {"SPARCML_REPRODUCIBLE", SCOPE_JOB, KIND_BOOL, "0", offsetof(sparcml_settings, reproducible), 0, 0, 0},
     {"SPARCML_QSGD_BITS", SCOPE_CALL, KIND_QBITS, "0", offsetof(sparcml_settings, qsgd_bits), 0, 0, 0},
     {"SPARCML_QSGD_BUCKET", SCOPE_CALL, KIND_UINT, "512", offsetof(sparcml_settings, qsgd_bucket), 0, 1,
      16777216},
@@ -275,11 +279,14 @@ static uint64_t scope_hash(const sparcml_settings *s, scope sc, size_t only)
     return h >> 2;
 }
 
-/* Of everything that steers selection: the call-scope variables and the
- * measured vendor_gather. */
+/* Of everything that steers selection: the call-scope variables, the
+ * measured vendor_gather and whether the calls are timed. */
 static uint64_t settings_hash(const sparcml_settings *s)
 {
-    return scope_hash(s, SCOPE_CALL, NVARS) ^ (fnv_bytes(FNV_OFFSET, (const char *)&s->vendor_gather, sizeof s->vendor_gather) >> 2);
+    int timed = settings_timed_prices(s);
+    uint64_t vendor = fnv_bytes(FNV_OFFSET, (const char *)&s->vendor_gather, sizeof s->vendor_gather);
+    uint64_t timing = fnv_bytes(FNV_OFFSET, (const char *)&timed, sizeof timed);
+    return scope_hash(s, SCOPE_CALL, NVARS) ^ (vendor >> 2) ^ (timing >> 2);
 }
 
 int settings_ignored_name(const char *name)
@@ -527,9 +534,10 @@ static void scope_digest(const sparcml_settings *s, scope sc, char out[SETTINGS_
             snprintf(name, sizeof name, "%s%s", vars[i].name, pass ? " (measured)" : "");
             digest_line(out, &used, name, value);
         }
-    if (sc == SCOPE_CALL) { /* settings_hash covers it too */
+    if (sc == SCOPE_CALL) { /* settings_hash covers them too */
         number_text(s->vendor_gather, 1, value, sizeof value);
         digest_line(out, &used, "vendor_gather", value);
+        digest_line(out, &used, "timed prices", settings_timed_prices(s) ? "1" : "0");
     }
 }
 

@@ -35,6 +35,7 @@ typedef struct sparcml_settings {
     double beta;                 /* SPARCML_BETA_NS_PER_BYTE, stored in s/byte */
     double gamma;                /* SPARCML_GAMMA_NS_PER_ENTRY, stored in s/entry */
     int calibrate;               /* SPARCML_CALIBRATE: 0/1, measure what is not set */
+    int reproducible;            /* SPARCML_REPRODUCIBLE: 0/1, no choice from a timing */
     int qsgd_bits;               /* SPARCML_QSGD_BITS: 0 (off), 2, 4 or 8 */
     uint64_t qsgd_bucket;        /* SPARCML_QSGD_BUCKET: values per bucket */
     uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
@@ -109,6 +110,15 @@ void settings_job_digest(const sparcml_settings *s, char out[SETTINGS_DIGEST_BYT
  * as "SPARCML_ALGORITHM is auto on rank 0 and dense on rank 2" in line
  * (truncated to len), or 0 if they are identical. */
 int settings_digest_difference(const char *a, int rank_a, const char *b, int rank_b, char *line, size_t len);
+
+/* Whether blocking calls time their runs and the selector uses the
+ * times (core/timed.h): not with SPARCML_REPRODUCIBLE, nor where the user
+ * set the whole model.  It enters the settings' hash: the rationing of
+ * trials counts calls on every rank alike only where every rank times. */
+static inline int settings_timed_prices(const sparcml_settings *s)
+{
+    return !s->reproducible && (s->cost_set & SETTINGS_SET_MODEL) != SETTINGS_SET_MODEL;
+}
 
 /* The ranks per core the cost model assumes: SPARCML_RANKS_PER_CORE when
  * set, else what the communicator's placement detected. */

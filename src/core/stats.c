@@ -112,7 +112,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
 }
 
 void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, stats_route route, uint64_t k_max,
-                              double scan_seconds, double vendor_seconds, double vendor_run_seconds)
+                              double scan_seconds, const stats_choice *choice, double vendor_run_seconds)
 {
     static const char *const names[ROUTE_COUNT_] = {"sparse", "vendor", "vendor_learnt"};
     int scanned = route != ROUTE_VENDOR_LEARNT;
@@ -124,10 +124,11 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, 
         char nonzeros[24] = "-", scan[32], vendor[32];
         if (scanned) snprintf(nonzeros, sizeof nonzeros, "%llu", (unsigned long long)k_max);
         printf("sparcml: transparent allreduce P=%d N=%llu type=%s route=%s max_nonzeros=%s "
-               "scan_us=%s vendor_ms=%s bytes_sent=%llu\n",
+               "scan_us=%s vendor_ms=%s chosen_by=%s bytes_sent=%llu\n",
                c->ctx->size, (unsigned long long)c->dim, sparcml_value_type_name(c->vtype), names[route], nonzeros,
                measured(scan, sizeof scan, scanned ? scan_seconds : -1, 1e6, 1, 0),
-               measured(vendor, sizeof vendor, vendor_seconds, 1e3, 3, 1), (unsigned long long)c->bytes_sent);
+               measured(vendor, sizeof vendor, choice->vendor_seconds, 1e3, 3, 1),
+               choice->chosen_by < 0 ? "-" : basis_names[choice->chosen_by], (unsigned long long)c->bytes_sent);
         fflush(stdout);
     }
 }

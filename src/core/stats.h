@@ -49,13 +49,21 @@ typedef enum stats_route {
  * with SPARCML_VERBOSE. */
 int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx);
 
+/* What the verbose line of a transparent call tells of its choice: the
+ * vendor's time on these buffers as the selector saw it (0: not timed, or
+ * not agreed) and what a vendor choice rests on (a select_basis; -1: no
+ * choice of the vendor on this call). */
+typedef struct stats_choice {
+    double vendor_seconds;
+    int chosen_by;
+} stats_choice;
+
 /* Record a transparent call c: its route, the most nonzeros any rank had
  * and this rank's scan time (both unknown on ROUTE_VENDOR_LEARNT, which
- * does not scan), the vendor's time on these buffers as the selector saw
- * it (0: not timed, or not agreed) and, on a vendor route, the vendor's
- * run (c->bytes_sent: the call's bytes, in the table's vendor row). */
+ * does not scan), its choice and, on a vendor route, the vendor's run
+ * (c->bytes_sent: the call's bytes, in the table's vendor row). */
 void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, stats_route route, uint64_t k_max,
-                              double scan_seconds, double vendor_seconds, double vendor_run_seconds);
+                              double scan_seconds, const stats_choice *choice, double vendor_run_seconds);
 
 /* Compression: a call summed from the ranks' selections (c->bytes_sent,
  * counted in its algorithm's row by stats_record; held_back: ||eps|| /

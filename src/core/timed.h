@@ -4,7 +4,8 @@
  * small and in the cache; what the algorithms really take on a machine
  * (the vendor's allreduce of large buffers, a dense-size split exchange
  * through memory) can be several times that.  So unless the user set the
- * whole model, each blocking call times the algorithm it ran on this rank
+ * whole model or SPARCML_REPRODUCIBLE (settings_timed_prices), each
+ * blocking call times the algorithm it ran on this rank
  * (timed_note_run), in millionths of the price the selector gave it; each
  * rank keeps its fastest per kind, count and value type (a timed_table, in
  * the communicator's policy), and the next agreement for them carries the

@@ -89,17 +89,20 @@ static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
     if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
 }
 
-/* The verbose line shows the vendor's agreed time (0 where none);
- * vendor_run is the vendor's own run on a vendor route. */
+/* The verbose line shows the vendor's agreed time (0 where none) and,
+ * where the selector chose the vendor, on what; vendor_run is the
+ * vendor's own run on a vendor route. */
 static void record_route(const sparcml_op *op, double vendor_run)
 {
     const sparcml_call *c = &op->c;
-    double vendor = 0;
-    if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows it */
+    stats_route route = (stats_route)ts_c(op)->route;
+    stats_choice choice = {.vendor_seconds = 0, .chosen_by = -1};
+    if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows them */
         sparcml_problem p = op_problem(op);
-        vendor = p.timed_over[sparcml_dense_algorithm()] * select_vendor_price(op->set, &p);
+        choice.vendor_seconds = p.timed_over[sparcml_dense_algorithm()] * select_vendor_price(op->set, &p);
+        if (route == ROUTE_VENDOR_MODEL) choice.chosen_by = (int)select_basis_of(op->set, &p, op->alg, op->kind->select);
     }
-    stats_record_transparent(op->set, c, (stats_route)ts_c(op)->route, c->k_max, ts_c(op)->scan_seconds, vendor, vendor_run);
+    stats_record_transparent(op->set, c, route, c->k_max, ts_c(op)->scan_seconds, &choice, vendor_run);
 }
 
 /* The bytes of this rank's input stream (nnz nonzeros). */

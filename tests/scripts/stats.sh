@@ -75,7 +75,7 @@ check "transparent: each sparse call's line repeats its algorithm line's bytes_s
     'good && grep -q "route=sparse" "$out" && [ "$(repeats_differ "transparent allreduce")" -eq 0 ]'
 learnt=$((2 * (P - 1) * N * 4 / P))
 check "transparent: a learnt vendor call sends the vendor's share only (bytes_sent=$learnt), nothing measured shows -" \
-    'good && grep -q "route=vendor_learnt max_nonzeros=- scan_us=- vendor_ms=[-0-9.]* bytes_sent=$learnt\$" "$out" &&
+    'good && grep -q "route=vendor_learnt max_nonzeros=- scan_us=- vendor_ms=[-0-9.]* chosen_by=- bytes_sent=$learnt\$" "$out" &&
      ! grep "route=vendor_learnt" "$out" | grep -vq "bytes_sent=$learnt\$"'
 check "transparent: the vendor's time before it was ever timed is -" \
     'good && grep -q "route=sparse .* vendor_ms=- " "$out" && ! grep -q "vendor_ms=0.000 " "$out"'

@@ -258,8 +258,10 @@ START_TEST(digest_of_the_defaults)
                                "SPARCML_GAMMA_NS_PER_ENTRY=2.5\nSPARCML_QSGD_BITS=0\nSPARCML_QSGD_BUCKET=512\n"
                                "SPARCML_QSGD_SEED=0\nSPARCML_QSGD_SPARSE=0\nSPARCML_PIGGYBACK=1\n"
                                "SPARCML_RANKS_PER_CORE=auto\nSPARCML_PIPELINE_CHUNKS=0\nSPARCML_SPLIT_GATHER=auto\n"
-                               "SPARCML_COMPRESS_DENSITY=0.01\nSPARCML_COMPRESS_FEEDBACK=1\nvendor_gather=1\n";
-    static const char want_job[] = "SPARCML_DISABLE=0\nSPARCML_STATS=0\nSPARCML_CALIBRATE=1\nSPARCML_TRANSPARENT=0\n"
+                               "SPARCML_COMPRESS_DENSITY=0.01\nSPARCML_COMPRESS_FEEDBACK=1\nvendor_gather=1\n"
+                               "timed prices=1\n";
+    static const char want_job[] = "SPARCML_DISABLE=0\nSPARCML_STATS=0\nSPARCML_CALIBRATE=1\nSPARCML_REPRODUCIBLE=0\n"
+                                   "SPARCML_TRANSPARENT=0\n"
                                    "SPARCML_TRANSPARENT_MIN_BYTES=1048576\nSPARCML_COMPRESS=off\n"
                                    "SPARCML_COMPRESS_MIN_BYTES=1048576\n";
     sparcml_settings s;
@@ -271,6 +273,32 @@ START_TEST(digest_of_the_defaults)
     for (size_t i = strlen(d); i < sizeof d; i++) ck_assert_int_eq(d[i], 0); /* NUL-padded */
     settings_job_digest(&s, d);
     ck_assert_str_eq(d, want_job);
+}
+END_TEST
+
+/* Whether calls are timed (settings_timed_prices) is in the hash and the
+ * digest: the rationing of trials counts alike only where every rank
+ * times.  Not with SPARCML_REPRODUCIBLE=1 nor the whole model set; the
+ * whole model set at the defaults' values differs from the defaults
+ * only there. */
+START_TEST(timed_prices_in_the_hash)
+{
+    sparcml_settings plain, repro, whole;
+    char dp[SETTINGS_DIGEST_BYTES], dw[SETTINGS_DIGEST_BYTES], line[256];
+    parse_with(&plain, NULL, NULL);
+    parse_with(&repro, "SPARCML_REPRODUCIBLE", "1");
+    memset(fake, 0, sizeof fake);
+    fake[0] = "SPARCML_ALPHA_US"; fake[1] = "20";
+    fake[2] = "SPARCML_BETA_NS_PER_BYTE"; fake[3] = "8.3";
+    fake[4] = "SPARCML_GAMMA_NS_PER_ENTRY"; fake[5] = "2.5";
+    ck_assert_int_eq(settings_parse(&whole, lookup, NULL), 0);
+    ck_assert(settings_timed_prices(&plain) && !settings_timed_prices(&repro) && !settings_timed_prices(&whole));
+    ck_assert_uint_ne(plain.hash, whole.hash);
+    ck_assert_uint_eq(repro.hash, whole.hash); /* job scope: compared at MPI_Init, not here */
+    settings_digest(&plain, dp);
+    settings_digest(&whole, dw);
+    ck_assert_int_eq(settings_digest_difference(dp, 0, dw, 1, line, sizeof line), 1);
+    ck_assert_str_eq(line, "timed prices is 1 on rank 0 and 0 on rank 1");
 }
 END_TEST
 
@@ -408,6 +436,7 @@ Suite *settings_suite(void)
     tcase_add_test(tc, unknown_names_are_kept_not_errors);
     tcase_add_test(tc, did_you_mean);
     tcase_add_test(tc, digest_of_the_defaults);
+    tcase_add_test(tc, timed_prices_in_the_hash);
     tcase_add_test(tc, digest_difference_names_variable_and_values);
     tcase_add_test(tc, digest_follows_the_hash);
     tcase_add_test(tc, digest_fits);
