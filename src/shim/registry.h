@@ -41,14 +41,19 @@ int registry_add_predefined(MPI_Datatype type, int vtype);
 /* Called before PMPI_Type_free. */
 void registry_on_free(MPI_Datatype type);
 
-extern atomic_uint registry_live; /* registered types: 0 = the fast path */
-int registry_find(MPI_Datatype type);
+/* Registered types, predefined ones included: 0 while nothing is tagged
+ * and transparent mode and compression are off.  Hidden, as is the
+ * lookup: the library reaches them without the GOT or the PLT. */
+extern atomic_uint registry_live __attribute__((visibility("hidden")));
+int registry_find(MPI_Datatype type) __attribute__((visibility("hidden")));
 
-/* Value type of a tagged datatype (with REGISTRY_PREDEFINED for the
- * predefined types of transparent mode and compression), 0 for any other. */
-static inline int registry_value_type(MPI_Datatype type)
+/* Whether no datatype is registered: then every call is the vendor's.
+ * registry_find: the value type of a registered datatype (with
+ * REGISTRY_PREDEFINED for the predefined types of transparent mode and
+ * compression), 0 for any other. */
+static inline int registry_empty(void)
 {
-    return atomic_load_explicit(&registry_live, memory_order_acquire) == 0 ? 0 : registry_find(type);
+    return __builtin_expect(atomic_load_explicit(&registry_live, memory_order_acquire) == 0, 1);
 }
 
 #endif

@@ -7,7 +7,11 @@
  *  - renamed to a plain name: untagged (the vendor rejects the sum, as
  *    without the shim);
  *  - MPI_Type_dup of a tagged type: tagged exactly when its name is a tag;
- *  - sparcml_type_create with an unknown value type leaves nothing behind.
+ *  - sparcml_type_create with an unknown value type leaves nothing behind;
+ *  - untagged calls made while nothing is tagged (the shim sends them to
+ *    the vendor after one test) leave a type tagged afterwards the
+ *    library's, through MPI_Allreduce, MPI_Iallreduce and the large-count
+ *    call, and once it is freed untagged calls are the vendor's again.
  * Run with the shim preloaded; prints "tags: P=.. failures=N". */
 #include <string.h>
 
@@ -25,9 +29,22 @@ static void expect(int cond, const char *what)
     failures++;
 }
 
+/* The program's entry points an allreduce may come through. */
+enum entry { VIA_ALLREDUCE, VIA_IALLREDUCE, VIA_ALLREDUCE_C };
+
+static int allreduce_via(enum entry via, const void *in, void *out, MPI_Count count, MPI_Datatype t, MPI_Op op)
+{
+    MPI_Request r;
+    int rc;
+    if (via == VIA_ALLREDUCE_C) return t_allreduce_c(in, out, count, t, op, MPI_COMM_WORLD);
+    if (via == VIA_ALLREDUCE) return MPI_Allreduce(in, out, (int)count, t, op, MPI_COMM_WORLD);
+    rc = MPI_Iallreduce(in, out, (int)count, t, op, MPI_COMM_WORLD, &r);
+    return rc == MPI_SUCCESS ? MPI_Wait(&r, MPI_STATUS_IGNORE) : rc;
+}
+
 /* A sum of a one-entry stream per rank through type t; 1 when it gave the
  * right answer, 0 when it failed with an MPI error. */
-static int sums_right(MPI_Datatype t, int vtype)
+static int sums_right_via(enum entry via, MPI_Datatype t, int vtype)
 {
     int rank, P, rc;
     uint64_t idx = 3;
@@ -38,7 +55,7 @@ static int sums_right(MPI_Datatype t, int vtype)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     sparcml_stream_from_sorted(in, cap, DIM, vtype, 1, &idx, vtype == SPARCML_INT64 ? (void *)&one64 : (void *)&one);
-    rc = MPI_Allreduce(in, out, (int)cap, t, MPI_SUM, MPI_COMM_WORLD);
+    rc = allreduce_via(via, in, out, cap, t, MPI_SUM);
     if (rc == MPI_SUCCESS) {
         if (vtype == SPARCML_INT64) {
             sparcml_stream_to_dense(out, dense64, DIM);
@@ -52,6 +69,34 @@ static int sums_right(MPI_Datatype t, int vtype)
     free(in);
     free(out);
     return rc == MPI_SUCCESS;
+}
+
+static int sums_right(MPI_Datatype t, int vtype)
+{
+    return sums_right_via(VIA_ALLREDUCE, t, vtype);
+}
+
+/* An untagged MPI_INT sum of one per rank through each entry point is P. */
+static int untagged_sums_right(int P)
+{
+    int ok = 1;
+    for (enum entry via = VIA_ALLREDUCE; via <= VIA_ALLREDUCE_C; via++) {
+        int one = 1, sum = 0;
+        ok &= allreduce_via(via, &one, &sum, 1, MPI_INT, MPI_SUM) == MPI_SUCCESS && sum == P;
+    }
+    return ok;
+}
+
+static void untagged_then_tagged(int P)
+{
+    MPI_Datatype t;
+    expect(untagged_sums_right(P), "an untagged sum before any tag is wrong");
+    expect(sparcml_type_create(SPARCML_FLOAT, &t) == MPI_SUCCESS, "a tagged type could not be created");
+    for (enum entry via = VIA_ALLREDUCE; via <= VIA_ALLREDUCE_C; via++)
+        expect(sums_right_via(via, t, SPARCML_FLOAT), "a type tagged after untagged calls is not the library's");
+    expect(untagged_sums_right(P), "an untagged sum beside a tagged type is wrong");
+    MPI_Type_free(&t);
+    expect(untagged_sums_right(P), "an untagged sum after the last tag was freed is wrong");
 }
 
 static void many_types(void)
@@ -109,6 +154,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN); /* datatype errors go there */
+    untagged_then_tagged(P);
     many_types();
     renames();
     PMPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
