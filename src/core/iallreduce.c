@@ -43,7 +43,7 @@ typedef struct pending {
  * waits for that one. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *live;
-static atomic_int nlive;
+atomic_int sparcml_requests_live;
 
 static void let_go(pending *p)
 {
@@ -77,17 +77,12 @@ static int request_free(void *state)
     for (pending **pp = &live; *pp; pp = &(*pp)->next_live) {
         if (*pp != p) continue;
         *pp = p->next_live;
-        atomic_fetch_sub(&nlive, 1);
+        atomic_fetch_sub(&sparcml_requests_live, 1);
         break;
     }
     pthread_mutex_unlock(&live_lock);
     let_go(p);
     return MPI_SUCCESS;
-}
-
-int sparcml_request_live(void)
-{
-    return atomic_load_explicit(&nlive, memory_order_relaxed) != 0;
 }
 
 void *sparcml_request_hold(MPI_Request request)
@@ -170,7 +165,7 @@ int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *r
     pthread_mutex_lock(&live_lock);
     p->next_live = live;
     live = p;
-    atomic_fetch_add(&nlive, 1);
+    atomic_fetch_add(&sparcml_requests_live, 1);
     pthread_mutex_unlock(&live_lock);
     progress_thread_start(p->op.set->progress_us);
     p->item = (progress_item){.s = &p->op.s, .lane = &p->op.c.ctx->pending_calls, .done = complete};

@@ -1,14 +1,15 @@
 /* persistent.c -- persistent tagged allreduces (persistent.h).
  *
  * The table of live persistent calls is a list under `lock` (a program
- * holds a handful); `nlive` lets every completion call of a program that
- * has none go straight to the vendor after one atomic load.  A completion
- * call that names any of them works on a view of its array in which each
- * handle is replaced by the call's running request (MPI_REQUEST_NULL when
- * inactive, which every completion call treats as an inactive persistent
- * request is treated: an empty status); afterwards the handles go back in
- * place, and a running request the vendor completed (and set to
- * MPI_REQUEST_NULL) leaves its call inactive.
+ * holds a handful); their count, `persistent_live`, lets every completion
+ * call of a program that has none go straight to the vendor
+ * (sparcml_completion_taken).  A completion call that names any of them
+ * works on a view of its array in which each handle is replaced by the
+ * call's running request (MPI_REQUEST_NULL when inactive, which every
+ * completion call treats as an inactive persistent request is treated: an
+ * empty status); afterwards the handles go back in place, and a running
+ * request the vendor completed (and set to MPI_REQUEST_NULL) leaves its
+ * call inactive.
  *
  * The completion calls are also taken while the application holds any of
  * the library's non-blocking requests: the view holds each of them, the
@@ -46,12 +47,7 @@ typedef struct persistent {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static persistent *table;
-static atomic_int nlive;
-
-int sparcml_completion_taken(void)
-{
-    return atomic_load_explicit(&nlive, memory_order_relaxed) != 0 || sparcml_request_live();
-}
+atomic_int persistent_live;
 
 static persistent *find(MPI_Request handle)
 {
@@ -81,7 +77,7 @@ int sparcml_allreduce_init(const sparcml_op_kind *kind, const void *sendbuf, voi
     pthread_mutex_lock(&lock);
     p->next = table;
     table = p;
-    atomic_fetch_add(&nlive, 1);
+    atomic_fetch_add(&persistent_live, 1);
     pthread_mutex_unlock(&lock);
     *request = p->handle;
     return MPI_SUCCESS;
@@ -295,7 +291,7 @@ int sparcml_request_free_handle(MPI_Request *request)
             if ((*pp)->handle != *request) continue;
             p = *pp;
             *pp = p->next;
-            atomic_fetch_sub(&nlive, 1);
+            atomic_fetch_sub(&persistent_live, 1);
             break;
         }
         pthread_mutex_unlock(&lock);

@@ -20,10 +20,20 @@
 #define SPARCML_PERSISTENT_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 
+#include "core/iallreduce.h"
 #include "core/op.h"
 
-int sparcml_completion_taken(void);
+/* Live persistent calls; read inline (hidden: no GOT), as is the count of
+ * the library's requests, so that a completion call on the vendor's
+ * requests costs two loads and one branch. */
+extern atomic_int persistent_live __attribute__((visibility("hidden")));
+static inline int sparcml_completion_taken(void)
+{
+    return (atomic_load_explicit(&persistent_live, memory_order_relaxed) |
+            atomic_load_explicit(&sparcml_requests_live, memory_order_relaxed)) != 0;
+}
 
 /* `call` names the program's call in messages (MPI_Allreduce_init, Open
  * MPI's MPIX_Allreduce_init). */
