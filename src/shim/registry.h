@@ -43,14 +43,14 @@ void registry_on_free(MPI_Datatype type);
 
 /* Registered types, predefined ones included: 0 while nothing is tagged
  * and transparent mode and compression are off.  Hidden, as is the
- * lookup: the library reaches them without the GOT or the PLT. */
+ * lookup: the library reaches both without the GOT or the PLT. */
 extern atomic_uint registry_live __attribute__((visibility("hidden")));
+
+/* Value type of a registered datatype (with REGISTRY_PREDEFINED for the
+ * predefined types of transparent mode and compression), 0 for any other. */
 int registry_find(MPI_Datatype type) __attribute__((visibility("hidden")));
 
-/* Whether no datatype is registered: then every call is the vendor's.
- * registry_find: the value type of a registered datatype (with
- * REGISTRY_PREDEFINED for the predefined types of transparent mode and
- * compression), 0 for any other. */
+/* Whether no datatype is registered: then every call is the vendor's. */
 static inline int registry_empty(void)
 {
     return __builtin_expect(atomic_load_explicit(&registry_live, memory_order_acquire) == 0, 1);
