@@ -16,7 +16,23 @@
 #include "alg/cost_model.h"
 #include "runtime/call.h"
 
-/* need[pool] grows to at least bytes (indexed as ctx_capacities), and to
+/* The algorithms' pools, numbered after the runtime's (runtime/comm_ctx.h),
+ * which they use too; core's follow (ALG_POOLS_END). */
+enum {
+    POOL_ACC0 = CTX_RUNTIME_POOLS, /* a sum being built */
+    POOL_ACC1,      /* the other operand's: merges alternate between the two */
+    POOL_GATHER,    /* the gathered messages, in rank order (split_gather.c) */
+    POOL_PARTS,     /* the split algorithms' views of the P parts and their wires */
+    POOL_PRESENCE,  /* a bitmap of the indices in a dense sum (stream.h) */
+    POOL_SLICE,     /* an owner's reduced slice in the form it is gathered in */
+    POOL_SLOT,      /* that message padded to the common slot (split_phases.c) */
+    POOL_LEVELS,    /* an owner's pending sums of 2^l parts (split_phases.c) */
+    POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
+    POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
+    ALG_POOLS_END = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
+};
+
+/* need[pool] grows to at least bytes (indexed by pool), and to
  * what the pool hands out for fewer: a sum of no width (a split slice of
  * a dimension smaller than P) still takes a buffer. */
 static inline void scratch_need(uint64_t *need, int pool, uint64_t bytes)

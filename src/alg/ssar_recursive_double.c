@@ -413,7 +413,8 @@ static void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_p
     if (p->P == 1) scratch_need(need, POOL_SEND, in); /* the input expanded from a copy (call_deliver) */
     if (chunks > 1) {
         uint64_t chunk = chunk_bytes(p, chunks);
-        scratch_need(need, POOL_RD_PART, chunk);
+        /* every chunk's pool, whatever C: a call in other chunks finds them held */
+        for (int i = 0; i < 2 * SPARCML_PIPELINE_CHUNKS_MAX; i++) scratch_need(need, POOL_RD_PART + i, chunk);
         scratch_need(need, POOL_RECV, chunk);
         scratch_need(need, POOL_RECV_NEXT, chunk > msg ? chunk : msg);
     }

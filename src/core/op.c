@@ -108,7 +108,7 @@ static void policy_freeing(sparcml_ctx *ctx)
 
 int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
 {
-    static const ctx_extension policy = {.bytes = sizeof(op_policy), .init = policy_init,
+    static const ctx_extension policy = {.bytes = sizeof(op_policy), .pools = OP_POOLS, .init = policy_init,
                                          .freeing = policy_freeing};
     return ctx_get(comm, &policy, blocking, out);
 }
@@ -136,10 +136,11 @@ sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a)
 
 /* Do the pools every rank is known to hold (the communicator's agreed
  * capacities) cover `need`? */
-int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES])
+int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[OP_POOLS])
 {
     int held = 1;
-    for (int i = 0; i < CTX_CAPACITIES; i++) held &= need[i] <= ctx->agreed_capacity[i];
+    const uint64_t *agreed = op_policy_c(ctx)->agreed_capacity;
+    for (int i = 0; i < OP_POOLS; i++) held &= need[i] <= agreed[i];
     return held;
 }
 
@@ -297,8 +298,9 @@ static int scratch_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_ctx *ctx = op->c.ctx;
+    op_policy *pol = op_policy_of(ctx);
     char detail[SPARCML_DETAIL_BYTES];
-    memcpy(ctx->agreed_capacity, op->reserved + 1, sizeof ctx->agreed_capacity);
+    memcpy(pol->agreed_capacity, op->reserved + 1, sizeof pol->agreed_capacity);
     if (op->reserved[0] >= (uint64_t)ctx->size) return op_algorithm(s);
     snprintf(detail, sizeof detail, "the scratch of algorithm %s", sparcml_algorithm_name(op->alg));
     return op_fail(s, SPARCML_R_NOMEM, (int)op->reserved[0], detail);
@@ -308,7 +310,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    uint64_t need[CTX_CAPACITIES] = {0};
+    uint64_t need[OP_POOLS] = {0};
     int reason;
     c->chunks_run = 0;
     op_plan_exchange(op, p);
@@ -333,7 +335,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     op->reserved[0] = (uint64_t)(ctx_reserve(c->ctx, need) ? c->ctx->size : op->rank);
     ctx_capacities(c->ctx, op->reserved + 1);
     sched_next(s, scratch_agreed);
-    return sched_allreduce(s, op->reserved, 1 + CTX_CAPACITIES, MPI_UINT64_T, MPI_MIN);
+    return sched_allreduce(s, op->reserved, 1 + OP_POOLS, MPI_UINT64_T, MPI_MIN);
 }
 
 

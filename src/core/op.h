@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include "alg/scratch.h"
 #include "base/errors.h"
 #include "core/agree.h"
 #include "core/feedback.h"
@@ -22,6 +23,17 @@
 #include "core/stats.h"
 #include "core/timed.h"
 #include "runtime/schedule.h"
+
+/* The pools of the kinds of dense buffers (transparent mode,
+ * compression), numbered after the algorithms' (alg/scratch.h); OP_POOLS:
+ * every pool of the library. */
+enum {
+    POOL_DENSE_IN = ALG_POOLS_END, /* the stream of a dense input */
+    POOL_DENSE_OUT, /* its result stream */
+    POOL_TOPK,      /* compression: the top-k selection's scratch */
+    POOL_QIN,       /* compression: the QSGD block of the quantized contribution */
+    OP_POOLS
+};
 
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
@@ -35,6 +47,9 @@ typedef struct op_policy {
     uint64_t union_part;
     sparcml_problem union_problem; /* the problem the result belonged to */
     sparcml_memo memo;          /* when to piggyback data on the agreement */
+    /* What every rank's pools are known to hold: the minima of the last
+     * reservation all ranks took part in (op_run); pools never shrink. */
+    uint64_t agreed_capacity[OP_POOLS];
     /* Transparent mode: after an agreed choice of the vendor, the next
      * `skip` calls with this count and value type go straight to it. */
     struct { MPI_Count count; int vtype, skip; } transparent;
@@ -48,6 +63,7 @@ typedef struct op_policy {
 } op_policy;
 
 static inline op_policy *op_policy_of(sparcml_ctx *ctx) { return (op_policy *)ctx->extension; }
+static inline const op_policy *op_policy_c(const sparcml_ctx *ctx) { return (const op_policy *)ctx->extension; }
 
 typedef struct sparcml_op sparcml_op;
 
@@ -104,7 +120,7 @@ struct sparcml_op {
     void (*ready)(sparcml_op *op);
     /* A reservation's allreduce (minima): this rank if it could not
      * reserve the algorithm's scratch, else P; then ctx_capacities. */
-    uint64_t reserved[1 + CTX_CAPACITIES];
+    uint64_t reserved[1 + OP_POOLS];
     double t0;
     double t_run;              /* when the algorithm's exchange began (core/timed.h) */
     uint64_t growths;          /* the context's pool growths when the call began */
@@ -186,7 +202,7 @@ int op_fail(sched *s, int reason, int rank, const char *detail);
 void op_piggyback(sparcml_op *op);
 int op_rode(sparcml_op *op);
 int op_resume(sched *s, const sparcml_problem *p, sched_step then);
-void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES]);
+void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS]);
 
 /* Timing (core/timed.h): whether this call times its run and carries the
  * times into its agreement; its key in the communicator's timed table; in
@@ -208,7 +224,7 @@ sparcml_problem op_problem(const sparcml_op *op);
  * the union of a dense result (op.c, learn); starting op->alg on its
  * reserved pools; what the memo keeps of a call that ran `alg`. */
 sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a);
-int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES]);
+int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[OP_POOLS]);
 void op_plan_exchange(sparcml_op *op, const sparcml_problem *p);
 void op_learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a);
 int op_algorithm(sched *s);

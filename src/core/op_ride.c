@@ -178,7 +178,7 @@ static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
-    uint64_t need[CTX_CAPACITIES] = {0};
+    uint64_t need[OP_POOLS] = {0};
     op->alg = op->split;
     op_plan_exchange(op, p); /* the chunks: for the memo (op_memo_choice) */
     sparcml_algorithms[op->alg]->scratch(c, p, need);
@@ -223,7 +223,7 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
  * entries, every message behind a record -- from agreed numbers and
  * call-scoped settings, the same on every rank. */
 static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap, int chunks,
-                              uint64_t need[CTX_CAPACITIES])
+                              uint64_t need[OP_POOLS])
 {
     uint64_t P = (uint64_t)c->ctx->size;
     sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union(P, dim, cap)};
@@ -246,16 +246,16 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
  * reserves, beside its own scratch, what the next call of its count may
  * ask of the pools piggybacked: so the next call piggybacks on pools every
  * rank is known to hold, and nobody allocates while the records travel. */
-void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[CTX_CAPACITIES])
+void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS])
 {
-    uint64_t next[CTX_CAPACITIES] = {0};
+    uint64_t next[OP_POOLS] = {0};
     sparcml_algorithm kept = op_memo_choice(op, op->alg);
     alg_ride ride = sparcml_algorithms[kept]->ride;
     int chunks = ride == ALG_RIDES_EXCHANGE
                      ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
     if (!op->set->piggyback || ride == ALG_RIDES_NOT || !chunks) return;
     piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), chunks, next);
-    for (int i = 0; i < CTX_CAPACITIES; i++) scratch_need(need, i, next[i]);
+    for (int i = 0; i < OP_POOLS; i++) scratch_need(need, i, next[i]);
 }
 
 /* Decided when the call runs, not when it is started: the memo and the
@@ -269,7 +269,7 @@ static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uin
                              int chunks)
 {
     sparcml_call *c = &op->c;
-    uint64_t need[CTX_CAPACITIES] = {0};
+    uint64_t need[OP_POOLS] = {0};
     if (hit) piggyback_scratch(c, alg, dim, piggyback_cap(dim, k_max), chunks, need);
     op->local.piggyback = hit && op_pools_hold(c->ctx, need);
     op->ride.piggybacked = op->local.piggyback;

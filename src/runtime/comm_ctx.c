@@ -16,7 +16,9 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 static int ctx_destroy(sparcml_ctx *ctx)
 {
     int rc = MPI_SUCCESS;
-    for (int i = 0; i < POOL_COUNT_; i++) free(ctx->pool[i]);
+    for (int i = 0; ctx->pool && i < ctx->pools; i++) free(ctx->pool[i]);
+    free(ctx->pool);
+    free(ctx->pool_bytes);
     free(ctx->counts);
     free(ctx->displs);
     free(ctx->offsets);
@@ -44,17 +46,20 @@ static void keyval_create(void)
     keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ctx_delete, &ctx_keyval, NULL);
 }
 
-/* The arrays of a context of `size` ranks. */
+/* The arrays of a context of `size` ranks and its pools. */
 static int ctx_alloc(sparcml_ctx *ctx)
 {
     size_t n = (size_t)ctx->size;
+    ctx->pool = calloc((size_t)ctx->pools, sizeof *ctx->pool);
+    ctx->pool_bytes = calloc((size_t)ctx->pools, sizeof *ctx->pool_bytes);
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
     ctx->unions = malloc(n * sizeof *ctx->unions);
     ctx->reqs = malloc((size_t)ctx_send_slots(ctx) * sizeof *ctx->reqs);
     ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
-    if (!ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions || !ctx->reqs || !ctx->int_counts)
+    if (!ctx->pool || !ctx->pool_bytes || !ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions
+        || !ctx->reqs || !ctx->int_counts)
         return MPI_ERR_NO_MEM;
     return MPI_SUCCESS;
 }
@@ -69,6 +74,7 @@ static int ctx_create(MPI_Comm comm, const ctx_extension *ext, int blocking, spa
     ctx->comm = MPI_COMM_NULL;
     ctx->setup = MPI_REQUEST_NULL;
     ctx->ext = ext;
+    ctx->pools = ext->pools;
     ext->init(ctx->extension);
     rc = blocking ? PMPI_Comm_dup(comm, &ctx->comm) : PMPI_Comm_idup(comm, &ctx->comm, &ctx->setup);
     if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &ctx->rank);
@@ -199,19 +205,14 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
     return ctx->pool[which];
 }
 
-void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES])
+void ctx_capacities(const sparcml_ctx *ctx, uint64_t *capacity)
 {
-    for (int i = 0; i < POOL_RD_PART; i++) capacity[i] = ctx->pool_bytes[i];
-    capacity[POOL_RD_PART] = UINT64_MAX;
-    for (int i = POOL_RD_PART; i < POOL_COUNT_; i++)
-        if (ctx->pool_bytes[i] < capacity[POOL_RD_PART]) capacity[POOL_RD_PART] = ctx->pool_bytes[i];
+    for (int i = 0; i < ctx->pools; i++) capacity[i] = ctx->pool_bytes[i];
 }
 
-int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES])
+int ctx_reserve(sparcml_ctx *ctx, const uint64_t *need)
 {
-    for (int i = 0; i < POOL_COUNT_; i++) {
-        uint64_t bytes = need[i < POOL_RD_PART ? i : POOL_RD_PART];
-        if (bytes > ctx->pool_bytes[i] && !ctx_buffer(ctx, i, bytes + bytes / 4)) return 0;
-    }
+    for (int i = 0; i < ctx->pools; i++)
+        if (need[i] > ctx->pool_bytes[i] && !ctx_buffer(ctx, i, need[i] + need[i] / 4)) return 0;
     return 1;
 }

@@ -20,30 +20,21 @@
 /* Most chunks a pipelined recursive-doubling round is cut into. */
 enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
 
-/* Scratch buffers, reused across calls: they only grow. */
+/* Scratch buffers, reused across calls: they only grow.  Pools are
+ * numbered: the runtime's own (the messages it sends, receives, codes and
+ * frames: p2p.h) come first, each layer above numbers its own after those
+ * of the layer below (alg/scratch.h, core/op.h), and the top one says how
+ * many there are (ctx_extension.pools).  What a pool holds is its
+ * namer's business: here a pool is a number and a buffer. */
 enum {
-    POOL_SEND, POOL_RECV, POOL_ACC0, POOL_ACC1, POOL_GATHER, POOL_PARTS,
-    POOL_QMSG, /* a quantized outgoing message */
-    POOL_QDEC, /* a decoded incoming message */
-    POOL_QOWN, /* this rank's own contribution as its partner will decode it */
-    POOL_FRAME, /* an outgoing agreement record with the stream behind it */
-    POOL_PRESENCE, /* a bitmap of the indices in a dense sum (stream.h) */
-    POOL_SLICE, /* an owner's reduced slice in the form it is gathered in */
-    POOL_SLOT,  /* that message padded to the common slot (split_phases.c) */
-    POOL_DENSE_IN,  /* transparent mode and compression: the stream of the dense input */
-    POOL_DENSE_OUT, /* their result stream */
-    POOL_TOPK,      /* compression: the top-k selection's scratch */
-    POOL_QIN,       /* compression: the QSGD block of the quantized contribution */
-    POOL_LEVELS,    /* split algorithms: an owner's pending sums of 2^l parts (split_phases.c) */
-    POOL_RECV_NEXT, /* pipelined recursive doubling: the chunk after the one being merged */
-    POOL_RD_PART,   /* its chunks: two sets (sent, being summed) of SPARCML_PIPELINE_CHUNKS_MAX */
-    POOL_COUNT_ = POOL_RD_PART + 2 * SPARCML_PIPELINE_CHUNKS_MAX
+    POOL_SEND,  /* an outgoing message copied or assembled for sending */
+    POOL_RECV,  /* an incoming message */
+    POOL_QMSG,  /* a quantized outgoing message */
+    POOL_QDEC,  /* a decoded incoming message */
+    POOL_QOWN,  /* this rank's own message as its partner will decode it */
+    POOL_FRAME, /* an outgoing message behind the call's rider record (call.h) */
+    CTX_RUNTIME_POOLS
 };
-
-/* Scratch as reservations count it: one capacity per pool below
- * POOL_RD_PART, and at POOL_RD_PART the least of the pipelined chunks'
- * pools, which are reserved alike. */
-enum { CTX_CAPACITIES = POOL_RD_PART + 1 };
 
 typedef struct sparcml_ctx {
     MPI_Comm comm; /* the private duplicate */
@@ -51,13 +42,10 @@ typedef struct sparcml_ctx {
     MPI_Request setup;    /* its MPI_Comm_idup */
     char *placement;      /* its allgather: (size + 1) contributions, this rank's last */
     int rank, size;
-    void *pool[POOL_COUNT_];
-    size_t pool_bytes[POOL_COUNT_];
+    int pools;          /* ext->pools */
+    void **pool;        /* pools entries */
+    size_t *pool_bytes; /* pools entries */
     int sealed;         /* an algorithm runs on reserved pools (ctx_reserve) */
-    /* What every rank's pools are known to hold (indexed as ctx_capacities,
-     * the same on all ranks): the minima of the last reservation all ranks
-     * took part in (core/op.c); pools never shrink. */
-    uint64_t agreed_capacity[CTX_CAPACITIES];
     MPI_Count *counts;  /* size entries, for the v-collectives */
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
@@ -76,9 +64,11 @@ typedef struct sparcml_ctx {
 
 /* What the layers above keep per communicator, opaque here: its size, how
  * a new one starts (called once, on the zeroed bytes), and what must
- * happen before the context goes. */
+ * happen before the context goes; and how many scratch pools they number
+ * (at least CTX_RUNTIME_POOLS). */
 typedef struct ctx_extension {
     size_t bytes;
+    int pools;
     void (*init)(void *extension);
     void (*freeing)(sparcml_ctx *ctx);
 } ctx_extension;
@@ -128,14 +118,14 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes);
  * wrong scratch bound, as for ctx_buffer. */
 int ctx_holds(const sparcml_ctx *ctx, int which, uint64_t bytes);
 
-/* The pools' capacities in bytes. */
-void ctx_capacities(const sparcml_ctx *ctx, uint64_t capacity[CTX_CAPACITIES]);
+/* The pools' capacities in bytes, ctx->pools of them. */
+void ctx_capacities(const sparcml_ctx *ctx, uint64_t *capacity);
 
-/* Grow every pool to at least need[] (indexed as ctx_capacities); 1 if
+/* Grow every pool to at least need[] (ctx->pools entries); 1 if
  * all are there, 0 if one could not be allocated.  A pool that must grow
  * gets a quarter more than it needs: inputs that vary a little from call
  * to call then do not reallocate it each time (each reallocation leaves
  * the allocator's heap a little more fragmented). */
-int ctx_reserve(sparcml_ctx *ctx, const uint64_t need[CTX_CAPACITIES]);
+int ctx_reserve(sparcml_ctx *ctx, const uint64_t *need);
 
 #endif
