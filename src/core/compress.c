@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "core/compress.h"
+#include "core/feedback.h"
 #include "core/stats.h"
 #include "kernel/topk.h"
 #include "runtime/progress.h"
@@ -68,6 +69,12 @@ OP_KIND_STATE_FITS(compress_state);
 
 static compress_state *cs(sparcml_op *op) { return op_kind_state(op); }
 static const compress_state *cs_c(const sparcml_op *op) { return op_kind_state_c(op); }
+
+/* What this rank held back of each buffer on a communicator (its kind's
+ * state there; this rank's own, but for each entry's agreed sequence). */
+OP_KIND_COMM_FITS(feedback_table);
+
+static feedback_table *feedback_of(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_compressed); }
 
 /* The application's gradient: sendbuf, or recvbuf in place. */
 static const void *gradient(const sparcml_op *op)
@@ -140,7 +147,7 @@ static void join_held(sparcml_op *op)
     feedback_entry *e = cs(op)->feedback;
     if (!e || !e->held || !e->confirmed) return;
     add_values(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
-    feedback_release_held(&op_policy_of(op->c.ctx)->feedback, e);
+    feedback_release_held(feedback_of(op->c.ctx), e);
 }
 
 /* eps at the contribution's indices: what acc kept beyond the value sent
@@ -335,13 +342,13 @@ static int compress_agreed(sched *s)
 static void find_feedback(sparcml_op *op)
 {
     sparcml_local *local = &op->local;
-    op_policy *pol = op_policy_of(op->c.ctx);
-    switch (feedback_lookup(&pol->feedback, op->recvbuf, op->count, op->datatype, op->c.vtype,
+    feedback_table *t = feedback_of(op->c.ctx);
+    switch (feedback_lookup(t, op->recvbuf, op->count, op->datatype, op->c.vtype,
                             op->set->compress_feedback, op->set->compress_max_bytes, &cs(op)->feedback)) {
     case FEEDBACK_RESET: stats_record_feedback_reset(op->set, op->rank, op->recvbuf, op->count); break;
     case FEEDBACK_CAPPED:
         local->exact = 1;
-        stats_record_feedback_full(op->set, op->rank, op->recvbuf, op->count, pol->feedback.capped == 1);
+        stats_record_feedback_full(op->set, op->rank, op->recvbuf, op->count, t->capped == 1);
         break;
     case FEEDBACK_NOMEM: local->reason = SPARCML_R_NOMEM; break;
     default: break;
@@ -384,8 +391,11 @@ static int compress_begin(sched *s)
     return op_agree(s, compress_agreed);
 }
 
+static void forget_feedback(void *comm_state) { feedback_table_free(comm_state); }
+
 const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin,
-                                               .select = select_algorithm};
+                                               .select = select_algorithm, .slot = OP_KIND_COMPRESSED,
+                                               .forget = forget_feedback};
 
 int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
 {
@@ -395,7 +405,7 @@ int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_D
     if (rc != MPI_SUCCESS) return rc;
     if (!ctx) return MPI_ERR_ARG;
     progress_drain(&ctx->pending_calls);
-    e = feedback_find(&op_policy_of(ctx)->feedback, recvbuf, count, datatype);
+    e = feedback_find(feedback_of(ctx), recvbuf, count, datatype);
     if (!e || !e->eps || !out) return MPI_ERR_ARG;
     if (e->held) add_values(out, e->eps, e->held, (uint64_t)count, e->vtype);
     else memcpy(out, e->eps, (size_t)e->bytes);

@@ -99,11 +99,18 @@ static void policy_init(void *extension)
     pol->overlap = 1.0; /* random indices until a result says otherwise */
 }
 
-/* The communicator is being freed: its pending calls complete first. */
+/* The communicator is being freed: its pending calls complete first, then
+ * each kind forgets what it kept for it. */
 static void policy_freeing(sparcml_ctx *ctx)
 {
+    static const sparcml_op_kind *const kinds[OP_KINDS] = {
+        [OP_KIND_TAGGED] = &sparcml_op_tagged,
+        [OP_KIND_TRANSPARENT] = &sparcml_op_transparent,
+        [OP_KIND_COMPRESSED] = &sparcml_op_compressed,
+    };
     progress_drain(&ctx->pending_calls);
-    feedback_table_free(&op_policy_of(ctx)->feedback);
+    for (int i = 0; i < OP_KINDS; i++)
+        if (kinds[i]->forget) kinds[i]->forget(op_kind_comm(ctx, kinds[i]));
 }
 
 int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
@@ -413,7 +420,8 @@ static void tagged_fill(sparcml_op *op, int vtype)
 }
 
 const sparcml_op_kind sparcml_op_tagged = {.fill = tagged_fill, .begin = tagged_begin,
-                                           .scratch_ahead = op_scratch_ahead, .select = select_algorithm};
+                                           .scratch_ahead = op_scratch_ahead, .select = select_algorithm,
+                                           .slot = OP_KIND_TAGGED};
 
 void op_fill_dense(sparcml_op *op, int vtype)
 {

@@ -17,7 +17,6 @@
 #include "alg/scratch.h"
 #include "base/errors.h"
 #include "core/agree.h"
-#include "core/feedback.h"
 #include "core/select.h"
 #include "core/settings.h"
 #include "core/stats.h"
@@ -35,6 +34,11 @@ enum {
     OP_POOLS
 };
 
+/* The kinds of call (sparcml_op_kind.slot), each with a state of its
+ * own per communicator: OP_KIND_COMM_BYTES in the policy, zeroed with the
+ * context, opaque here. */
+enum { OP_KIND_TAGGED, OP_KIND_TRANSPARENT, OP_KIND_COMPRESSED, OP_KINDS, OP_KIND_COMM_BYTES = 64 };
+
 /* What the library learns per communicator, kept in its context
  * (runtime/comm_ctx.h, the extension): identical on all ranks, since only
  * agreed outcomes change it, except what a field names this rank's own. */
@@ -50,20 +54,19 @@ typedef struct op_policy {
     /* What every rank's pools are known to hold: the minima of the last
      * reservation all ranks took part in (op_run); pools never shrink. */
     uint64_t agreed_capacity[OP_POOLS];
-    /* Transparent mode: after an agreed choice of the vendor, the next
-     * `skip` calls with this count and value type go straight to it. */
-    struct { MPI_Count count; int vtype, skip; } transparent;
     /* How fast each algorithm ran on the last few kinds, counts and types
      * (core/timed.h): this rank's own numbers, which the selector sees
      * only through the agreement. */
     timed_table timed;
-    /* Compression: what this rank held back of each buffer (its own; the
-     * agreed part is each entry's sequence). */
-    feedback_table feedback;
+    /* Each kind's own: its file defines the struct (OP_KIND_COMM_FITS)
+     * and reaches it with op_kind_comm. */
+    _Alignas(max_align_t) unsigned char kind_comm[OP_KINDS][OP_KIND_COMM_BYTES];
 } op_policy;
 
 static inline op_policy *op_policy_of(sparcml_ctx *ctx) { return (op_policy *)ctx->extension; }
 static inline const op_policy *op_policy_c(const sparcml_ctx *ctx) { return (const op_policy *)ctx->extension; }
+#define OP_KIND_COMM_FITS(type) \
+    _Static_assert(sizeof(type) <= OP_KIND_COMM_BYTES, #type " fits a kind's communicator state")
 
 typedef struct sparcml_op sparcml_op;
 
@@ -87,7 +90,17 @@ typedef struct sparcml_op_kind {
     void (*scratch_ahead)(const sparcml_op *op, const sparcml_problem *p, uint64_t *need);
     /* What the kind's selector picks for agreed numbers (core/select.h). */
     sparcml_algorithm (*select)(const sparcml_settings *s, const sparcml_problem *p);
+    /* Its state per communicator (op_policy.kind_comm[slot]), and what
+     * frees what that holds when the communicator goes, once its calls
+     * are complete (or NULL). */
+    int slot;
+    void (*forget)(void *comm_state);
 } sparcml_op_kind;
+
+static inline void *op_kind_comm(sparcml_ctx *ctx, const sparcml_op_kind *kind)
+{
+    return op_policy_of(ctx)->kind_comm[kind->slot];
+}
 
 /* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
  * calls (compress.c). */

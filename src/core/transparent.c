@@ -55,6 +55,17 @@ static const transparent_state *ts_c(const sparcml_op *op) { return op_kind_stat
 /* Calls that go straight to the vendor after an agreed vendor choice. */
 enum { TRANSPARENT_SKIP = 15 };
 
+/* What transparent mode learns per communicator (its kind's state there,
+ * the same on every rank): after an agreed choice of the vendor, the next
+ * `skip` calls with this count and value type go straight to it. */
+typedef struct transparent_learnt {
+    MPI_Count count;
+    int vtype, skip;
+} transparent_learnt;
+OP_KIND_COMM_FITS(transparent_learnt);
+
+static transparent_learnt *learnt(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_transparent); }
+
 int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
     const sparcml_settings *s = settings_get();
@@ -64,19 +75,15 @@ int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 
 static int skipping(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    op_policy *pol = op_policy_of(ctx);
-    if (pol->transparent.skip == 0 || pol->transparent.count != count || pol->transparent.vtype != vtype)
-        return 0;
-    pol->transparent.skip--;
+    transparent_learnt *l = learnt(ctx);
+    if (l->skip == 0 || l->count != count || l->vtype != vtype) return 0;
+    l->skip--;
     return 1;
 }
 
 static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    op_policy *pol = op_policy_of(ctx);
-    pol->transparent.count = count;
-    pol->transparent.vtype = vtype;
-    pol->transparent.skip = TRANSPARENT_SKIP;
+    *learnt(ctx) = (transparent_learnt){.count = count, .vtype = vtype, .skip = TRANSPARENT_SKIP};
 }
 
 /* A sparse choice for the learnt count and type (its skips are used up, or
@@ -85,8 +92,8 @@ static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
  * for another size stays. */
 static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    op_policy *pol = op_policy_of(ctx);
-    if (pol->transparent.count == count && pol->transparent.vtype == vtype) pol->transparent.count = 0;
+    transparent_learnt *l = learnt(ctx);
+    if (l->count == count && l->vtype == vtype) l->count = 0;
 }
 
 /* The verbose line shows the vendor's agreed time (0 where none) and,
@@ -137,10 +144,10 @@ static int input_built(const sv *input) { return input->base != input->val; }
 static uint64_t gather_room(const sparcml_op *op)
 {
     const sparcml_call *c = &op->c;
-    const op_policy *pol = op_policy_of(c->ctx);
+    const transparent_learnt *l = learnt(c->ctx);
     uint64_t least = sparcml_dense_bytes(c->dim, c->vtype) / GATHER_FLOOR;
     uint64_t have = c->ctx->pool_bytes[POOL_DENSE_IN];
-    if (pol->transparent.count == op->count && pol->transparent.vtype == c->vtype) return least;
+    if (l->count == op->count && l->vtype == c->vtype) return least;
     return have > least ? have : least;
 }
 
@@ -288,4 +295,5 @@ static int transparent_begin(sched *s)
 }
 
 const sparcml_op_kind sparcml_op_transparent = {.fill = op_fill_dense, .begin = transparent_begin,
-                                                .scratch_ahead = op_scratch_ahead, .select = select_transparent};
+                                                .scratch_ahead = op_scratch_ahead, .select = select_transparent,
+                                                .slot = OP_KIND_TRANSPARENT};
