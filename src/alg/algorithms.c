@@ -24,16 +24,10 @@ int sparcml_algorithm_restriction(sparcml_algorithm a, const sparcml_problem *p)
     return d->restriction ? d->restriction(p) : SPARCML_R_OK;
 }
 
-/* The one row for which `is` holds (the list has exactly one). */
-static sparcml_algorithm the_row(int (*is)(const sparcml_algorithm_desc *d))
+/* The one row that rides on its whole exchange (the list has exactly one). */
+sparcml_algorithm sparcml_exchange_algorithm(void)
 {
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
-        if (is(sparcml_algorithms[a])) return (sparcml_algorithm)a;
+        if (sparcml_algorithms[a]->ride == ALG_RIDES_EXCHANGE) return (sparcml_algorithm)a;
     return SPARCML_ALG_AUTO;
 }
-
-static int rides_exchange(const sparcml_algorithm_desc *d) { return d->ride == ALG_RIDES_EXCHANGE; }
-static int is_dense(const sparcml_algorithm_desc *d) { return !d->sparse; }
-
-sparcml_algorithm sparcml_exchange_algorithm(void) { return the_row(rides_exchange); }
-sparcml_algorithm sparcml_dense_algorithm(void) { return the_row(is_dense); }

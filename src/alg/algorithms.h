@@ -76,7 +76,4 @@ int sparcml_algorithm_restriction(sparcml_algorithm a, const sparcml_problem *p)
  * stream, in no rounds. */
 sparcml_algorithm sparcml_exchange_algorithm(void);
 
-/* The vendor's dense allreduce (the one row that is not sparse). */
-sparcml_algorithm sparcml_dense_algorithm(void);
-
 #endif

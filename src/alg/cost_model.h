@@ -13,11 +13,16 @@
 #include "alg/algorithm_list.h"
 #include "runtime/call.h"
 
-/* The algorithms' ids (alg/algorithms.h) index the problem's timed_over:
- * auto and one per row of the list. */
+/* The algorithms' ids (alg/algorithms.h): auto and one per row of the
+ * list.  What the selector prices a call's sum by (a route) is an
+ * algorithm, or COST_VENDOR, the vendor's allreduce of the application's
+ * own buffers (cost_vendor_allreduce of the values; transparent mode's
+ * vendor route), which is no row of the table.  Routes index the
+ * problem's timed_over. */
 #define COST_ALGORITHM_ROW(ID, STEM) +1
-enum { COST_ALGORITHMS = 1 SPARCML_ALGORITHM_LIST(COST_ALGORITHM_ROW) };
+enum { COST_ALGORITHMS = 1 SPARCML_ALGORITHM_LIST(COST_ALGORITHM_ROW), COST_VENDOR = COST_ALGORITHMS, COST_ROUTES };
 #undef COST_ALGORITHM_ROW
+typedef int cost_route;
 
 typedef struct sparcml_problem {
     int P;
@@ -31,14 +36,15 @@ typedef struct sparcml_problem {
     int qsparse;     /* sparse values are quantized too */
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
     int one_node;          /* bytes move through shared memory: copies by the ranks' cores */
-    /* The fastest run of each algorithm on calls like this one over its
-     * price, as agreed (core/timed.h; 0: never timed): the selector prices an
-     * algorithm at least at that multiple of its model. */
-    double timed_over[COST_ALGORITHMS];
+    /* The fastest run of each route on calls like this one over its
+     * price, as agreed (core/timed.h; 0: never timed): the selector prices a
+     * route at least at that multiple of its model. */
+    double timed_over[COST_ROUTES];
     /* The rationing of trials (core/timed.h): whether this call may start
-     * trying an algorithm never timed here while another was, and the
-     * algorithm of the trial under way (0, SPARCML_ALG_AUTO: none). */
-    int may_try, trying;
+     * trying a route never timed here while another was, and the route of
+     * the trial under way (0, SPARCML_ALG_AUTO: none). */
+    int may_try;
+    cost_route trying;
 } sparcml_problem;
 
 /* The parameters the costs are computed with (core/select.c adjusts the

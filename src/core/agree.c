@@ -16,8 +16,8 @@ enum {
     F_HASH_MAX, F_HASH_NEG,
     F_PIGGYBACK_MAX, F_PIGGYBACK_NEG,
     F_EXACT_MAX, F_SEQUENCE_MAX, F_DECLINED_MAX,
-    F_TIMED_NEG, /* one per algorithm but auto (id - 1); INT64_MIN: none timed */
-    F_TIMED_LAST_ = F_TIMED_NEG + COST_ALGORITHMS - 2,
+    F_TIMED_NEG, /* one per route but auto (route - 1); INT64_MIN: none timed */
+    F_TIMED_LAST_ = F_TIMED_NEG + COST_ROUTES - 2,
     F_NNZ_SUM, /* the summed fields: keep them last */
     F_UNION_SUM,
     F_COUNT_
@@ -45,7 +45,7 @@ void agree_record_init(agree_record *r, int rank, const sparcml_local *l)
     v[F_EXACT_MAX] = l->exact;
     v[F_SEQUENCE_MAX] = (int64_t)l->sequence;
     v[F_DECLINED_MAX] = l->declined;
-    for (int a = 1; a < COST_ALGORITHMS; a++)
+    for (int a = 1; a < COST_ROUTES; a++)
         v[F_TIMED_NEG + a - 1] = l->timed_ppm[a] ? -(int64_t)(l->timed_ppm[a] & INT64_MAX) : INT64_MIN;
     v[F_NNZ_SUM] = (int64_t)l->nnz;
     v[F_UNION_SUM] = (int64_t)l->union_part;
@@ -80,7 +80,7 @@ void agree_record_read(const agree_record *r, sparcml_agreed *out)
     out->sequence = (uint64_t)v[F_SEQUENCE_MAX];
     out->declined = (int)v[F_DECLINED_MAX];
     out->timed_ppm[0] = 0;
-    for (int a = 1; a < COST_ALGORITHMS; a++)
+    for (int a = 1; a < COST_ROUTES; a++)
         out->timed_ppm[a] = v[F_TIMED_NEG + a - 1] == INT64_MIN ? 0 : (uint64_t)-v[F_TIMED_NEG + a - 1];
     if (out->reason) return;
     /* Arguments valid everywhere: do the ranks agree with each other?  The

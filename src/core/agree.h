@@ -1,4 +1,4 @@
-/* agree.h -- the agreement record every tagged allreduce combines.
+/* agree.h -- the agreement record every allreduce of the library combines.
  *
  * Each rank describes what it knows locally -- whether its arguments are
  * valid, dim, value type, count, nnz, a hash of its settings, whether
@@ -42,10 +42,10 @@ typedef struct sparcml_local {
      * names the CLT-k leader). */
     int exact;
     uint64_t sequence;
-    /* This rank's fastest run of each algorithm (by id) on calls of this
-     * kind, count and type so far, in millionths of its price (0: none
-     * timed; core/timed.h). */
-    uint64_t timed_ppm[COST_ALGORITHMS];
+    /* This rank's fastest run of each route (alg/cost_model.h: each
+     * algorithm by id, the vendor's) on calls of this kind, count and type
+     * so far, in millionths of its price (0: none timed; core/timed.h). */
+    uint64_t timed_ppm[COST_ROUTES];
 } sparcml_local;
 
 typedef struct sparcml_agreed {
@@ -59,11 +59,11 @@ typedef struct sparcml_agreed {
     int exact;          /* some rank's */
     uint64_t sequence;  /* the largest */
     int declined;       /* some rank's */
-    uint64_t timed_ppm[COST_ALGORITHMS]; /* the fastest any rank timed (0: none) */
+    uint64_t timed_ppm[COST_ROUTES]; /* the fastest any rank timed (0: none) */
 } sparcml_agreed;
 
-/* Seventeen fields, and one per algorithm (agree.c). */
-enum { AGREE_FIELDS = 17 + (COST_ALGORITHMS - 1) };
+/* Seventeen fields, and one per route (agree.c). */
+enum { AGREE_FIELDS = 17 + (COST_ROUTES - 1) };
 
 /* The record on the wire: 8 bytes a field, so that a stream can follow
  * it in the same message. */

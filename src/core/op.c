@@ -136,7 +136,7 @@ sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a)
         .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
         .one_node = c->ctx->one_node,
     };
-    for (int i = 0; i < COST_ALGORITHMS; i++) p.timed_over[i] = 1e-6 * (double)a->timed_ppm[i];
+    for (int i = 0; i < COST_ROUTES; i++) p.timed_over[i] = 1e-6 * (double)a->timed_ppm[i];
     return p;
 }
 
@@ -172,9 +172,9 @@ timed_key op_timed_key(const sparcml_op *op)
     return (timed_key){.kind = op->kind, .count = op->count, .vtype = op->c.vtype};
 }
 
-void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price)
+void op_time_run(sparcml_op *op, cost_route route, double seconds, double price)
 {
-    timed_run run = {.key = op_timed_key(op), .dim = op->c.dim, .k_max = op->c.k_max, .alg = alg,
+    timed_run run = {.key = op_timed_key(op), .dim = op->c.dim, .k_max = op->c.k_max, .route = route,
                      .seconds = seconds, .price = price, .growths_before = op->growths,
                      .growths_after = op->c.ctx->pool_growths};
     timed_note_run(&op_policy_of(op->c.ctx)->timed, &run);
@@ -210,10 +210,13 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
         op_time_run(op, alg, PMPI_Wtime() - op->t_run, price[alg]);
     }
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
-     * what the selector makes of the agreed numbers now. */
-    op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : alg;
+     * what the selector makes of the agreed numbers now (the vendor's
+     * route: no algorithm to ride on). */
+    op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : (cost_route)alg;
     if (stats_verbose(set, c->ctx)) op->ride.chosen_by = select_basis_of(set, p, op->ride.selected, op->kind->select);
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p, op_memo_choice(op, op->ride.selected), c->pipeline_chunks);
+    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p,
+                     op->ride.selected == COST_VENDOR ? SPARCML_ALG_AUTO : op_memo_choice(op, op->ride.selected),
+                     c->pipeline_chunks);
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, p->timed_over);

@@ -88,8 +88,10 @@ typedef struct sparcml_op_kind {
     /* Scratch the kind's next call may need, to reserve with this call's
      * (op_run raises `need` to it); or NULL. */
     void (*scratch_ahead)(const sparcml_op *op, const sparcml_problem *p, uint64_t *need);
-    /* What the kind's selector picks for agreed numbers (core/select.h). */
-    sparcml_algorithm (*select)(const sparcml_settings *s, const sparcml_problem *p);
+    /* What the kind's selector picks for agreed numbers (core/select.h):
+     * an algorithm, or for transparent mode possibly the vendor's route
+     * (COST_VENDOR, alg/cost_model.h). */
+    cost_route (*select)(const sparcml_settings *s, const sparcml_problem *p);
     /* Its state per communicator (op_policy.kind_comm[slot]), and what
      * frees what that holds when the communicator goes, once its calls
      * are complete (or NULL). */
@@ -219,12 +221,12 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
 
 /* Timing (core/timed.h): whether this call times its run and carries the
  * times into its agreement; its key in the communicator's timed table; in
- * such a call, this rank's run of `alg` that took `seconds` where the
+ * such a call, this rank's run of `route` that took `seconds` where the
  * model priced it at `price` (op.c times the algorithms, transparent mode
- * its vendor route). */
+ * its vendor route, COST_VENDOR). */
 int op_timing(const sparcml_op *op);
 timed_key op_timed_key(const sparcml_op *op);
-void op_time_run(sparcml_op *op, sparcml_algorithm alg, double seconds, double price);
+void op_time_run(sparcml_op *op, cost_route route, double seconds, double price);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);

@@ -80,7 +80,8 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
     return cost_gather_plan(&m, p);
 }
 
-/* Each price at least what its algorithm was timed at on calls like this
+/* Each route's price (cost[], COST_ROUTES of them: INFINITY where a route
+ * cannot run) at least what it was timed at on calls like this
  * one (core/timed.h): the model's price times the agreed multiple, where it
  * exceeds 1.  Only upwards: a model's price is what an algorithm takes
  * where nothing else gets in its way.  An algorithm never timed here keeps
@@ -89,24 +90,25 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
  * way, or any while one may start): running it is the only way to learn
  * its price, and a call that runs it may take many times the best known
  * price; the rationing bounds how many calls do (timed.h). */
-static void timed_prices(const sparcml_problem *p, double cost[SPARCML_ALG_COUNT_])
+static void timed_prices(const sparcml_problem *p, double cost[COST_ROUTES])
 {
     int timed = 0;
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
         if (p->timed_over[a] > 1) cost[a] *= p->timed_over[a];
         timed |= p->timed_over[a] > 0 && cost[a] < INFINITY;
     }
-    for (int a = SPARCML_ALG_AUTO + 1; timed && a < SPARCML_ALG_COUNT_; a++)
+    for (int a = SPARCML_ALG_AUTO + 1; timed && a < COST_ROUTES; a++)
         if (p->timed_over[a] == 0 && (p->trying ? a != p->trying : !p->may_try)) cost[a] = INFINITY;
 }
 
-sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
+cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
 {
-    double cost[SPARCML_ALG_COUNT_];
+    double cost[COST_ROUTES];
     sparcml_algorithm best = sparcml_exchange_algorithm();
     if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
     if (p->P == 1) return best; /* zero rounds: a copy */
     select_costs(s, p, cost);
+    cost[COST_VENDOR] = INFINITY; /* a tagged call's buffers are streams */
     timed_prices(p, cost);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (cost[a] < cost[best]) best = a;
@@ -124,16 +126,18 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p)
     return vendor_price(&m, p);
 }
 
-sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p)
+cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p)
 {
-    double cost[SPARCML_ALG_COUNT_];
+    double cost[COST_ROUTES];
     cost_model m = select_model(s, p);
     double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype);
     /* Gathering the k nonzeros into a stream copies them; the dense result
      * is written in full (N values, at the cost of copies of 8 bytes). */
     double detour = COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8);
-    sparcml_algorithm best = sparcml_dense_algorithm();
-    if (s->algorithm != SPARCML_ALG_AUTO) return s->algorithm;
+    cost_route best = COST_VENDOR;
+    /* On a buffer that is dense already, the dense algorithm's allreduce
+     * is the vendor's of the buffers. */
+    if (s->algorithm != SPARCML_ALG_AUTO) return sparcml_algorithms[s->algorithm]->sparse ? (cost_route)s->algorithm : best;
     if (p->P == 1) return best; /* the vendor's copy */
     select_costs(s, p, cost);
     /* The vendor on the original buffers.  Its price holds a byte's
@@ -141,20 +145,20 @@ sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_pr
      * large buffers on shared memory, which the vendor moves through its
      * own copies, were timed at many times that (bench/RESULTS.md,
      * "Transparent mode", Timed prices): the timed multiple corrects it. */
-    cost[best] = vendor_price(&m, p);
+    cost[COST_VENDOR] = vendor_price(&m, p);
     timed_prices(p, cost);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (sparcml_algorithms[a]->sparse && cost[a] + detour < cost[best]) best = a;
     return best;
 }
 
-select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm chosen,
-                             sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *))
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,
+                             cost_route (*select)(const sparcml_settings *, const sparcml_problem *))
 {
     sparcml_problem model = *p;
     int timed = 0;
     if (s->algorithm != SPARCML_ALG_AUTO) return SELECT_BY_FORCED;
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
         timed |= p->timed_over[a] > 0;
         model.timed_over[a] = 0;
     }

@@ -1,5 +1,6 @@
-/* select.h -- the algorithm choice, from the cost functions of the
- * algorithms (alg/algorithms.h, alg/cost_model.h).
+/* select.h -- the algorithm choice (for transparent mode, the route: an
+ * algorithm or the vendor), from the cost functions of the algorithms
+ * (alg/algorithms.h, alg/cost_model.h).
  *
  * Every input comes from the agreement step or from state that is identical
  * on all ranks, so every rank computes the same costs bit for bit and picks
@@ -45,31 +46,32 @@ call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_pro
  * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
  * (p->timed_over, core/timed.h); one never timed there, where another
- * was, only as a trial the rationing allows (p->may_try, p->trying). */
-sparcml_algorithm select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
+ * was, only as a trial the rationing allows (p->may_try, p->trying).
+ * Always an algorithm, never COST_VENDOR (alg/cost_model.h). */
+cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
 
-/* Transparent mode (transparent.c): the algorithm for an untagged dense
- * sum whose nonzeros the agreement counted, the dense row meaning the
- * vendor on the original buffers (select_vendor_price).  The sparse
- * algorithms pay for building the input stream and writing the dense
- * result too; as for tagged calls, each costs at least what it was timed
- * at (p->timed_over). */
-sparcml_algorithm select_transparent(const sparcml_settings *s, const sparcml_problem *p);
+/* Transparent mode (transparent.c): the route of an untagged dense sum
+ * whose nonzeros the agreement counted: COST_VENDOR, the vendor on the
+ * original buffers (select_vendor_price), or a sparse algorithm, which
+ * pays for building the input stream and writing the dense result too.
+ * Each route costs at least what it was timed at (p->timed_over), as for
+ * tagged calls.  A forced algorithm that sums no streams means the vendor. */
+cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p);
 /* The model's price of the vendor's allreduce of the problem's dense
- * vectors on the original buffers (transparent mode's dense row). */
+ * vectors on the original buffers (transparent mode's vendor route). */
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
 
 /* What the selector's choice rests on (the verbose line's chosen_by=):
  * SPARCML_ALGORITHM; the model with fixed parameters (the defaults or the
  * user's); the model with parameters measured at MPI_Init; timed
- * multiples that moved the choice off the model's; a trial of an
- * algorithm never timed here.  `select` is the kind's selector, which
+ * multiples that moved the choice off the model's; a trial of a route
+ * never timed here.  `select` is the kind's selector, which
  * chose `chosen` for p. */
 typedef enum {
     SELECT_BY_FORCED, SELECT_BY_MODEL, SELECT_BY_CALIBRATED, SELECT_BY_TIMED, SELECT_BY_TRIAL
 } select_basis;
-select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm chosen,
-                             sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *));
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,
+                             cost_route (*select)(const sparcml_settings *, const sparcml_problem *));
 
 /* What a communicator's past calls predict of the next (core/op.c).
  *

@@ -7,13 +7,12 @@
 #include "base/errors.h"
 #include "core/stats.h"
 
-/* The table's rows: the algorithms, then VENDOR_ROW, the vendor's
- * allreduce of the application's own buffers (transparent calls routed to
- * it, compressed calls summed exactly). */
-enum { VENDOR_ROW = SPARCML_ALG_COUNT_, ROWS };
+/* The table's rows are the routes (alg/cost_model.h): the algorithms,
+ * then the vendor's allreduce of the application's own buffers
+ * (transparent calls routed to it, compressed calls summed exactly). */
 static struct {
     atomic_uint_fast64_t calls, bytes, dense_bytes, nanoseconds;
-} per_alg[ROWS];
+} per_alg[COST_ROUTES];
 static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
@@ -44,16 +43,23 @@ static uint64_t dense_equivalent(const sparcml_call *c)
     return 2 * (P - 1) * c->dim * sparcml_value_size(c->vtype) / P;
 }
 
-/* "dense:7.21,ssar_recursive_double:0.42": each algorithm's agreed timed
+/* A route's name: its algorithm's, or "vendor" (the MPI library on the
+ * application's buffers). */
+static const char *route_name(cost_route r)
+{
+    return r == COST_VENDOR ? "vendor" : sparcml_algorithm_name((sparcml_algorithm)r);
+}
+
+/* "vendor:7.21,ssar_recursive_double:0.42": each route's agreed timed
  * multiple, "-" where none was timed. */
-static void timed_text(const double timed_over[COST_ALGORITHMS], char *text, size_t len)
+static void timed_text(const double timed_over[COST_ROUTES], char *text, size_t len)
 {
     size_t used = 0;
     snprintf(text, len, "-");
-    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS && used < len; a++)
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES && used < len; a++)
         if (timed_over[a] > 0)
-            used += (size_t)snprintf(text + used, len - used, "%s%s:%.3g", used ? "," : "",
-                                     sparcml_algorithm_name((sparcml_algorithm)a), timed_over[a]);
+            used += (size_t)snprintf(text + used, len - used, "%s%s:%.3g", used ? "," : "", route_name(a),
+                                     timed_over[a]);
 }
 
 /* One call in a row of the table: bytes by every rank, the call by rank 0
@@ -82,7 +88,7 @@ int stats_verbose(const sparcml_settings *s, const sparcml_ctx *ctx)
 }
 
 void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_ride *ride, sparcml_algorithm alg,
-                  double seconds, const double timed_over[COST_ALGORITHMS])
+                  double seconds, const double timed_over[COST_ROUTES])
 {
     uint64_t dense = dense_equivalent(c);
     int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
@@ -104,7 +110,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                ride->piggybacked ? "piggybacked" : ride->declined ? "declined" : "separate",
-               ride->split_exchange ? "split" : "recursive_double", sparcml_algorithm_name(ride->selected),
+               ride->split_exchange ? "split" : "recursive_double", route_name(ride->selected),
                settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed,
                basis_names[ride->chosen_by]);
         fflush(stdout);
@@ -119,7 +125,7 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, 
     if (c->ctx->rank == 0) atomic_fetch_add(&routes[route], 1);
     if (scanned) atomic_fetch_add(&scan_nanoseconds, (uint64_t)(scan_seconds * 1e9));
     /* A sparse route's bytes are its algorithm's row (stats_record). */
-    if (route != ROUTE_SPARSE) count_row(VENDOR_ROW, c, vendor_run_seconds);
+    if (route != ROUTE_SPARSE) count_row(COST_VENDOR, c, vendor_run_seconds);
     if (stats_verbose(s, c->ctx)) {
         char nonzeros[24] = "-", scan[32], vendor[32];
         if (scanned) snprintf(nonzeros, sizeof nonzeros, "%llu", (unsigned long long)k_max);
@@ -137,7 +143,7 @@ void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, i
                              double vendor_run_seconds)
 {
     if (c->ctx->rank == 0) atomic_fetch_add(exact ? &compressed_exact : &compressed_calls, 1);
-    if (exact) count_row(VENDOR_ROW, c, vendor_run_seconds);
+    if (exact) count_row(COST_VENDOR, c, vendor_run_seconds);
     else {
         atomic_fetch_add(&compressed_bytes, c->bytes_sent);
         atomic_fetch_add(&compressed_dense, dense_equivalent(c));
@@ -193,7 +199,7 @@ void stats_record_error(int rank, int reason)
 /* Counts (calls, fallbacks, failures, routes), counted by rank 0 of each
  * call's communicator, and bytes: the sum over ranks; times: the maximum
  * over ranks. */
-enum { N = ROWS, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + PIGGYBACK_COUNTS_ + ROUTE_COUNT_ };
+enum { N = COST_ROUTES, COUNTS = N + SPARCML_R_COUNT_ + FALLBACK_COUNT_ + PIGGYBACK_COUNTS_ + ROUTE_COUNT_ };
 
 static void gather_counts(uint64_t c[COUNTS])
 {
@@ -205,7 +211,7 @@ static void gather_counts(uint64_t c[COUNTS])
     for (int r = 0; r < ROUTE_COUNT_; r++) route[r] = atomic_load(&routes[r]);
 }
 
-/* The report's lines (rank 0): calls and bytes per algorithm, then the
+/* The report's lines (rank 0): calls and bytes per route, then the
  * lines of what happened at all. */
 static void print_report(int size, const uint64_t *calls, const uint64_t *bysum, const uint64_t *nsr)
 {
@@ -217,8 +223,7 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
            "dense_equiv", "ratio", "time_max_s");
     for (int a = 1; a < N; a++) {
         if (calls[a] == 0) continue;
-        printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n",
-               a == VENDOR_ROW ? "vendor" : sparcml_algorithm_name((sparcml_algorithm)a),
+        printf("sparcml: %-22s %10llu %16llu %16llu %8.4f %12.6f\n", route_name(a),
                (unsigned long long)calls[a], (unsigned long long)bytes[a],
                (unsigned long long)dense[a], dense[a] ? (double)bytes[a] / (double)dense[a] : 0.0,
                (double)nsr[a] * 1e-9);

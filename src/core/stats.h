@@ -21,14 +21,14 @@
  * shows it). */
 typedef struct stats_ride {
     int piggybacked, split_exchange, declined;
-    sparcml_algorithm selected;
+    cost_route selected;
     select_basis chosen_by;
 } stats_ride;
 
 /* Record one finished tagged call that ran `alg` for `seconds`, with the
  * agreed timed multiples of the model's prices (problem.timed_over). */
 void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_ride *ride, sparcml_algorithm alg,
-                  double seconds, const double timed_over[COST_ALGORITHMS]);
+                  double seconds, const double timed_over[COST_ROUTES]);
 
 /* Record a tagged call that failed with `reason` (with SPARCML_VERBOSE,
  * its line). */

@@ -6,7 +6,8 @@
  * of the vector its messages and merges carry (a split exchange of dense
  * slices through memory, not of a few entries), and a program's density
  * may move (a sparsification schedule) while its counts stay.  The dense
- * algorithm moves every value whatever the density: one multiple.  A rank
+ * algorithm and the vendor's route move every value whatever the density:
+ * one multiple each.  A rank
  * looks its band up by its own input's entries and stores by the agreed
  * largest; the agreement's minimum over ranks makes the verdict alike
  * wherever the ranks' bands differ.  The rationing of trials (timed.h)
@@ -16,7 +17,7 @@
 
 #include "core/timed.h"
 
-_Static_assert(COST_ALGORITHMS <= 32, "the known algorithms fit an unsigned's bits");
+_Static_assert(COST_ROUTES <= 32, "the known routes fit an unsigned's bits");
 
 int timed_band(uint64_t dim, uint64_t k)
 {
@@ -29,10 +30,12 @@ int timed_band(uint64_t dim, uint64_t k)
     return band;
 }
 
-/* The multiple of `alg` in `band`: the dense algorithm's in every band. */
-static uint64_t *slot_ppm(struct timed_slot *t, int band, sparcml_algorithm alg)
+/* The multiple of `route` in `band`: the dense algorithm's and the
+ * vendor's in every band. */
+static uint64_t *slot_ppm(struct timed_slot *t, int band, cost_route route)
 {
-    return sparcml_algorithms[alg]->sparse ? &t->ppm[band][alg] : &t->dense_ppm;
+    if (route == COST_VENDOR) return &t->vendor_ppm;
+    return sparcml_algorithms[route]->sparse ? &t->ppm[band][route] : &t->dense_ppm;
 }
 
 static int same_key(const struct timed_slot *t, timed_key key)
@@ -59,11 +62,11 @@ static void lower(uint64_t *ppm, uint64_t to)
     if (to && (!*ppm || to < *ppm)) *ppm = to;
 }
 
-void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ALGORITHMS])
+void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ROUTES])
 {
     struct timed_slot *t = slot_of(table, key, 0);
     int band = timed_band(dim, nnz);
-    for (int a = 0; a < COST_ALGORITHMS; a++) ppm[a] = t && a != SPARCML_ALG_AUTO ? *slot_ppm(t, band, a) : 0;
+    for (int a = 0; a < COST_ROUTES; a++) ppm[a] = t && a != SPARCML_ALG_AUTO ? *slot_ppm(t, band, a) : 0;
 }
 
 int timed_may_start(uint64_t calls, uint64_t trials)
@@ -72,12 +75,12 @@ int timed_may_start(uint64_t calls, uint64_t trials)
 }
 
 timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
-                        const uint64_t agreed[COST_ALGORITHMS])
+                        const uint64_t agreed[COST_ROUTES])
 {
     struct timed_slot *t = slot_of(table, key, 1);
     int band = timed_band(dim, k_max);
     t->known = 0;
-    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ALGORITHMS; a++) {
+    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
         lower(slot_ppm(t, band, a), agreed[a]);
         if (agreed[a]) t->known |= 1u << a;
     }
@@ -89,13 +92,13 @@ timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_
     return (timed_trial){.may_start = timed_may_start(t->calls + 1, t->trials), .trying = t->trying};
 }
 
-/* A call ran alg: after an agreement that carried some multiple but none
- * of alg's, a trial call, and so is a call without an agreement that runs
- * the trial's algorithm (transparent mode's calls after a vendor choice);
- * any other run ends a trial. */
-static void count_call(struct timed_slot *t, sparcml_algorithm alg)
+/* A call ran `route`: after an agreement that carried some multiple but
+ * none of the route's, a trial call, and so is a call without an
+ * agreement that runs the trial's route (transparent mode's calls after a
+ * vendor choice); any other run ends a trial. */
+static void count_call(struct timed_slot *t, cost_route route)
 {
-    int trial = t->agreed ? t->known && !(t->known >> alg & 1) : t->trying == alg;
+    int trial = t->agreed ? t->known && !(t->known >> route & 1) : t->trying == route;
     t->calls++;
     t->agreed = 0;
     if (!trial) {
@@ -103,20 +106,20 @@ static void count_call(struct timed_slot *t, sparcml_algorithm alg)
         return;
     }
     t->trials++;
-    t->tried = t->trying == alg ? t->tried + 1 : 1;
-    t->trying = alg;
+    t->tried = t->trying == route ? t->tried + 1 : 1;
+    t->trying = route;
 }
 
 void timed_note_run(timed_table *table, const timed_run *run)
 {
     struct timed_slot *t = slot_of(table, run->key, 1);
-    count_call(t, run->alg);
-    if (t->ran == run->alg && t->growths == run->growths_before && run->growths_after == run->growths_before &&
+    count_call(t, run->route);
+    if (t->ran == run->route && t->growths == run->growths_before && run->growths_after == run->growths_before &&
         run->price > 0) {
         double ppm = 1e6 * run->seconds / run->price;
-        lower(slot_ppm(t, timed_band(run->dim, run->k_max), run->alg),
+        lower(slot_ppm(t, timed_band(run->dim, run->k_max), run->route),
               ppm >= 0x1p62 ? (uint64_t)1 << 62 : ppm < 1 ? 1 : (uint64_t)ppm);
     }
-    t->ran = run->alg;
+    t->ran = run->route;
     t->growths = run->growths_after;
 }

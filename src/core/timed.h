@@ -1,22 +1,23 @@
-/* timed.h -- how fast the algorithms run here.
+/* timed.h -- how fast the routes (alg/cost_model.h: the algorithms, and
+ * transparent mode's vendor route) run here.
  *
  * The model prices messages and merges as the calibration measured them,
  * small and in the cache; what the algorithms really take on a machine
  * (the vendor's allreduce of large buffers, a dense-size split exchange
  * through memory) can be several times that.  So unless the user set the
  * whole model or SPARCML_REPRODUCIBLE (settings_timed_prices), each
- * blocking call times the algorithm it ran on this rank
+ * blocking call times the route it ran on this rank
  * (timed_note_run), in millionths of the price the selector gave it; each
  * rank keeps its fastest per kind, count and value type (a timed_table, in
  * the communicator's policy), and the next agreement for them carries the
  * fastest any rank saw (timed_lookup before it, timed_lower after): the
- * selector prices every algorithm at least at that, alike on
+ * selector prices every route at least at that, alike on
  * every rank (sparcml_problem.timed_over).  Which calls time is the
  * caller's rule (core/op.c, op_timing).
  *
  * Learning a price means running the algorithm, and an algorithm the
  * model underprices may be far slower than the one it would replace: so
- * trying is rationed.  Once some algorithm has an agreed multiple in a
+ * trying is rationed.  Once some route has an agreed multiple in a
  * call's band, one never timed there runs only as a trial, and a trial
  * starts only while the key's trial calls stay within a share of its calls
  * (timed_may_start: at most 1 + calls / TIMED_TRIAL_SHARE), one trial at a
@@ -40,10 +41,10 @@ enum { TIMED_SLOTS = 4, TIMED_BANDS = 8, TIMED_TRIAL_SHARE = 4, TIMED_TRIAL_CALL
 
 /* A rank's own timed multiples of the last few kinds, counts and types,
  * lowered by its runs and by each agreement for them.  The sparse
- * algorithms' per density band (timed_band), the dense one's (the
- * vendor's allreduce of every value) once.  `ran` and `growths`: what the
+ * algorithms' per density band (timed_band), the dense one's and the
+ * vendor route's (each an allreduce of every value) once.  `ran` and `growths`: what the
  * latest call of the key ran, and the pools' growths when it ended (a run
- * is timed only after one of the same algorithm, with no pool grown
+ * is timed only after one of the same route, with no pool grown
  * since: the first touch of a pool's pages is no part of an algorithm's
  * speed). */
 typedef struct timed_key {
@@ -56,16 +57,16 @@ typedef struct timed_table {
     struct timed_slot {
         timed_key key;
         uint64_t ppm[TIMED_BANDS][COST_ALGORITHMS]; /* [band][the dense row]: unused */
-        uint64_t dense_ppm;
-        sparcml_algorithm ran;
+        uint64_t dense_ppm, vendor_ppm;
+        cost_route ran;
         uint64_t growths;
         /* The rationing: runs noted, trial calls among them, the trial
          * under way (SPARCML_ALG_AUTO: none) and its calls so far; the
-         * algorithms the latest agreement carried a multiple of (bits),
+         * routes the latest agreement carried a multiple of (bits),
          * for the run that follows it (`agreed`: 0 once that run is noted,
          * or where the call had no agreement). */
         uint64_t calls, trials;
-        sparcml_algorithm trying;
+        cost_route trying;
         int tried;
         unsigned known;
         int agreed;
@@ -76,7 +77,7 @@ typedef struct timed_table {
 /* What the rationing lets a call do (sparcml_problem.may_try, trying). */
 typedef struct timed_trial {
     int may_start;            /* a trial may start */
-    sparcml_algorithm trying; /* the algorithm of the trial under way, or SPARCML_ALG_AUTO */
+    cost_route trying; /* the route of the trial under way, or SPARCML_ALG_AUTO */
 } timed_trial;
 
 /* Whether a trial of TIMED_TRIAL_CALLS calls may start after `trials`
@@ -86,24 +87,24 @@ int timed_may_start(uint64_t calls, uint64_t trials);
 
 /* This rank's multiples for `key` in the band of its own input (nnz of
  * dim entries) into ppm[] (0: never timed), for its agreement record. */
-void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ALGORITHMS]);
+void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz, uint64_t ppm[COST_ROUTES]);
 
 /* The agreed record's multiples (the fastest any rank saw) into the key's
  * slot, in the band of the agreed largest input; returns what the
  * rationing lets the call try. */
 timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
-                        const uint64_t agreed[COST_ALGORITHMS]);
+                        const uint64_t agreed[COST_ROUTES]);
 
-/* A run of `alg` on this rank that took `seconds` where the model priced
- * it at `price`: it lowers the key's multiple if the key's previous run
- * was of the same algorithm and no pool grew since (growths: the
+/* A run of `route` on this rank that took `seconds` where the model
+ * priced it at `price`: it lowers the key's multiple if the key's previous
+ * run was of the same route and no pool grew since (growths: the
  * context's pool growths when the call began and when it ended).  It
  * counts the call, after an agreement (timed_lower) as a trial call where
- * that carried some multiple but none of alg's. */
+ * that carried some multiple but none of the route's. */
 typedef struct timed_run {
     timed_key key;
     uint64_t dim, k_max;
-    sparcml_algorithm alg;
+    cost_route route;
     double seconds, price;
     uint64_t growths_before, growths_after;
 } timed_run;

@@ -106,8 +106,8 @@ static void record_route(const sparcml_op *op, double vendor_run)
     stats_choice choice = {.vendor_seconds = 0, .chosen_by = -1};
     if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows them */
         sparcml_problem p = op_problem(op);
-        choice.vendor_seconds = p.timed_over[sparcml_dense_algorithm()] * select_vendor_price(op->set, &p);
-        if (route == ROUTE_VENDOR_MODEL) choice.chosen_by = (int)select_basis_of(op->set, &p, op->alg, op->kind->select);
+        choice.vendor_seconds = p.timed_over[COST_VENDOR] * select_vendor_price(op->set, &p);
+        if (route == ROUTE_VENDOR_MODEL) choice.chosen_by = (int)select_basis_of(op->set, &p, COST_VENDOR, op->kind->select);
     }
     stats_record_transparent(op->set, c, route, c->k_max, ts_c(op)->scan_seconds, &choice, vendor_run);
 }
@@ -197,7 +197,7 @@ static int vendor_done(sched *s)
     double run = PMPI_Wtime() - op->t0;
     if (op_timing(op)) {
         sparcml_problem p = op_problem(op);
-        op_time_run(op, sparcml_dense_algorithm(), run, select_vendor_price(op->set, &p));
+        op_time_run(op, COST_VENDOR, run, select_vendor_price(op->set, &p));
     }
     record_route(op, run);
     return MPI_SUCCESS;
@@ -237,7 +237,7 @@ static int piggybacked_written(sched *s)
     sparcml_op *op = op_of(s);
     const sparcml_call *c = &op->c;
     write_result(s);
-    if (!sparcml_algorithms[op->ride.selected]->sparse) learn_vendor(c->ctx, op->count, c->vtype);
+    if (op->ride.selected == COST_VENDOR) learn_vendor(c->ctx, op->count, c->vtype);
     else learn_sparse(c->ctx, op->count, c->vtype);
     return MPI_SUCCESS;
 }
@@ -253,15 +253,17 @@ static int transparent_agreed(sched *s)
     sparcml_call *c = &op->c;
     sparcml_problem p = op_problem(op);
     op_policy *pol = op_policy_of(c->ctx);
+    cost_route route;
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
     if (op_rode(op)) return op_resume(s, &p, piggybacked_done);
-    op->alg = op->kind->select(op->set, &p);
-    if (!sparcml_algorithms[op->alg]->sparse) {
+    route = op->kind->select(op->set, &p);
+    if (route == COST_VENDOR) {
         /* The memo predicts no recursive doubling for this count now. */
         select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO, 1);
         learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
+    op->alg = route;
     learn_sparse(c->ctx, op->count, c->vtype);
     /* Both pools were reserved before the agreement, the input's at least
      * at input_bytes when the scan could not build the stream. */

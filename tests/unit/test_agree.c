@@ -62,20 +62,20 @@ START_TEST(record_combines_max_min_sum)
     ck_assert_uint_eq(v.k_max, kmax);
     ck_assert_uint_eq(v.k_sum, ksum);
     ck_assert_uint_eq(v.union_sum, 28);
-    for (int alg = 0; alg < COST_ALGORITHMS; alg++) ck_assert_uint_eq(v.timed_ppm[alg], 0); /* nobody timed */
+    for (int route = 0; route < COST_ROUTES; route++) ck_assert_uint_eq(v.timed_ppm[route], 0); /* nobody timed */
 }
 END_TEST
 
-/* Each algorithm's time: the fastest any rank timed, independently per
- * algorithm; a rank without one (0) does not count, and a time beyond
- * 2^63 stays positive. */
+/* Each route's time (each algorithm's, the vendor's): the fastest any rank
+ * timed, independently per route; a rank without one (0) does not count,
+ * and a time beyond 2^63 stays positive. */
 START_TEST(record_keeps_the_fastest_times)
 {
     static const uint64_t ppm[][4] = {
         {0, 7000, 0, 5000}, {9, 0, 0, 0}, {UINT64_MAX, 3, 0, 0}, {0, 0, 0, 0},
     };
     static const uint64_t want[] = {5000, 9, 3, 0};
-    for (int alg = 1; alg < COST_ALGORITHMS; alg++)
+    for (int alg = 1; alg < COST_ROUTES; alg++)
         for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
             sparcml_local l[4];
             agree_record a;

@@ -344,11 +344,11 @@ START_TEST(transparent_shm_measured)
     for (size_t m = 0; m < 2; m++)
         for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
             sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
-            sparcml_algorithm a;
+            cost_route a;
             s.alpha = models[m][0];
             s.beta = models[m][1];
             s.gamma = models[m][2];
-            p.timed_over[SPARCML_ALG_DENSE] = pts[i].vendor / select_vendor_price(&s, &p);
+            p.timed_over[COST_VENDOR] = pts[i].vendor / select_vendor_price(&s, &p);
             p.may_try = 1;
             a = select_transparent(&s, &p);
             ck_assert_msg(ALG_BIT(a) & sparse, "d = %g, vendor %g s: chose %d", pts[i].d, pts[i].vendor, (int)a);
@@ -379,27 +379,27 @@ END_TEST
 /* One rank's timed table driven as op.c drives it, for `calls` calls of
  * one key: each agreement carries the rank's own lookup (timed_lower),
  * the kind's selector chooses under the rationing, and the run takes
- * ms[alg] (ms[SPARCML_ALG_DENSE]: transparent mode's vendor).  Every
+ * ms[route] (ms[COST_VENDOR]: transparent mode's vendor).  Every
  * call checks the rationing's bound (trial calls at most 1 + calls / 4);
  * returns the last choice, *trials the trial calls, and each call's
  * choice in ran[] (unless NULL). */
-static sparcml_algorithm drive(const sparcml_settings *s, sparcml_problem p, const double ms[SPARCML_ALG_COUNT_],
-                               sparcml_algorithm (*select)(const sparcml_settings *, const sparcml_problem *),
-                               int calls, int *trials, sparcml_algorithm *ran)
+static cost_route drive(const sparcml_settings *s, sparcml_problem p, const double ms[COST_ROUTES],
+                        cost_route (*select)(const sparcml_settings *, const sparcml_problem *), int calls,
+                        int *trials, cost_route *ran)
 {
     static timed_table table;
     timed_key key = {.kind = &table, .count = (MPI_Count)p.dim, .vtype = p.vtype};
-    sparcml_algorithm a = SPARCML_ALG_AUTO;
+    cost_route a = SPARCML_ALG_AUTO;
     memset(&table, 0, sizeof table);
     *trials = 0;
     for (int call = 1; call <= calls; call++) {
-        uint64_t ppm[COST_ALGORITHMS];
-        double price[SPARCML_ALG_COUNT_];
+        uint64_t ppm[COST_ROUTES];
+        double price[COST_ROUTES];
         int timed = 0;
         timed_trial trial;
         timed_lookup(&table, key, p.dim, p.k_max, ppm);
         trial = timed_lower(&table, key, p.dim, p.k_max, ppm);
-        for (int i = 0; i < COST_ALGORITHMS; i++) {
+        for (int i = 0; i < COST_ROUTES; i++) {
             p.timed_over[i] = 1e-6 * (double)ppm[i];
             timed |= ppm[i] != 0;
         }
@@ -410,8 +410,8 @@ static sparcml_algorithm drive(const sparcml_settings *s, sparcml_problem p, con
         *trials += timed && ppm[a] == 0;
         ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
         select_costs(s, &p, price);
-        if (select == select_transparent) price[SPARCML_ALG_DENSE] = select_vendor_price(s, &p);
-        timed_note_run(&table, &(timed_run){.key = key, .dim = p.dim, .k_max = p.k_max, .alg = a,
+        price[COST_VENDOR] = select_vendor_price(s, &p);
+        timed_note_run(&table, &(timed_run){.key = key, .dim = p.dim, .k_max = p.k_max, .route = a,
                                             .seconds = 1e-3 * ms[a], .price = price[a]});
     }
     return a;
@@ -430,12 +430,16 @@ START_TEST(timed_prices_settle_on_the_fastest)
     sparcml_settings s = defaults();
     const uint64_t N = 16u << 20;
     static const double models[][3] = {{4.6e-6, 0.032e-9, 1.3e-9}, {6.0e-6, 0.044e-9, 1.7e-9}};
-    struct { double d, ms[SPARCML_ALG_COUNT_]; sparcml_algorithm fastest; } pts[] = {
-        {1e-3, {0, 7.1, 11.0, 13.4, 234}, SPARCML_ALG_RECURSIVE_DOUBLE},
-        {1e-2, {0, 46.1, 36.3, 18.7, 269}, SPARCML_ALG_DSAR_SPLIT_ALLGATHER},
-        {0.1, {0, 38.0, 56.9, 58.5, 231}, SPARCML_ALG_RECURSIVE_DOUBLE},
-        {1, {0, 53.8, 62.2, 81.0, 206}, SPARCML_ALG_RECURSIVE_DOUBLE},
+#define MS(rd, ssar, dsar, vendor)                                                      \
+    {[SPARCML_ALG_RECURSIVE_DOUBLE] = rd, [SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = ssar,    \
+     [SPARCML_ALG_DSAR_SPLIT_ALLGATHER] = dsar, [COST_VENDOR] = vendor}
+    struct { double d, ms[COST_ROUTES]; cost_route fastest; } pts[] = {
+        {1e-3, MS(7.1, 11.0, 13.4, 234), SPARCML_ALG_RECURSIVE_DOUBLE},
+        {1e-2, MS(46.1, 36.3, 18.7, 269), SPARCML_ALG_DSAR_SPLIT_ALLGATHER},
+        {0.1, MS(38.0, 56.9, 58.5, 231), SPARCML_ALG_RECURSIVE_DOUBLE},
+        {1, MS(53.8, 62.2, 81.0, 206), SPARCML_ALG_RECURSIVE_DOUBLE},
     };
+#undef MS
     for (size_t m = 0; m < 2; m++)
         for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
             sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
@@ -477,8 +481,8 @@ START_TEST(trials_rationed)
 {
     sparcml_settings s = defaults();
     sparcml_problem p = problem(8, 1u << 20, 1u << 10, 1);
-    double price[SPARCML_ALG_COUNT_], ms[SPARCML_ALG_COUNT_];
-    sparcml_algorithm first = select_algorithm(&s, &p), ran[24];
+    double price[SPARCML_ALG_COUNT_], ms[COST_ROUTES] = {0};
+    cost_route first = select_algorithm(&s, &p), ran[24];
     int trials;
     ck_assert_int_eq(first, SPARCML_ALG_RECURSIVE_DOUBLE);
     select_costs(&s, &p, price);
