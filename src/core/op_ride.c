@@ -143,7 +143,6 @@ static int op_agreed(sched *s)
                        op->local.reason == op->agreed.reason ? op->detail : NULL);
     }
     c->k_max = op->agreed.k_max;
-    c->k_sum = op->agreed.k_sum;
     if (op_timing(op))
         op->trial = timed_lower(&op_policy_of(c->ctx)->timed, op_timed_key(op), c->dim, a->k_max, a->timed_ppm);
     return op->agreed_then(s);

@@ -55,7 +55,7 @@ typedef struct sparcml_call {
     uint64_t recv_bytes; /* capacity of recvbuf: count words, equal on all ranks */
     uint64_t dim;
     int vtype;
-    uint64_t k_max, k_sum;
+    uint64_t k_max;      /* the largest input of any rank (agreed) */
     qsgd_params q;       /* q.bits == 0: no quantization (always so for integers) */
     int q_sparse;        /* quantize the values of sparse messages too */
     /* The rank quantized its input itself (compression): the encoded block
