@@ -30,6 +30,13 @@
  *                repetitions; 10 ms granularity, so use many --reps): a
  *                "# cpu" line per method.  Shows whether a run is bound by
  *                the machine's cores rather than the (emulated) network.
+ *   --cold       time every method cold and warm: in each repetition the
+ *                application first reads and writes every word of a
+ *                64 MiB buffer (--cold-mib M: M MiB), untimed, as a
+ *                training step's computation would between two calls; then
+ *                the method's call is timed ("<method>_cold" rows), and
+ *                right after it the same call once more ("<method>_warm"
+ *                rows: its data and code just used).
  *   --smoke      tiny problems, all patterns, float and double, checks that
  *                the tagged result equals the dense one bit for bit; exit
  *                status 1 on any difference or error.
@@ -90,6 +97,7 @@ typedef struct {
     double min_bytes, max_bytes;
     int batches;
     int quiet;
+    uint64_t cold_bytes; /* --cold: the buffer overwritten before a cold call (0: none) */
 } options;
 
 static int rank, nprocs;
@@ -613,12 +621,68 @@ static int check_rc(int rc, const char *what)
     return 0;
 }
 
+/* One call of method m, preceded by a barrier: its time is the slowest
+ * rank's (into *out; --cpu adds the machine's busy and total jiffies).
+ * Returns nonzero on an error (reported). */
+static int timed_call(const options *o, bench_state *b, int m, double *out, unsigned long long *busy,
+                      unsigned long long *total)
+{
+    double t0, dt;
+    unsigned long long b0 = 0, t0j = 0, b1, t1j;
+    int rc;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (o->cpu && rank == 0) cpu_jiffies(&b0, &t0j);
+    t0 = MPI_Wtime();
+    rc = run_method(b, m);
+    dt = MPI_Wtime() - t0;
+    if (o->cpu) {
+        MPI_Barrier(MPI_COMM_WORLD); /* the last rank is done too */
+        if (rank == 0) {
+            cpu_jiffies(&b1, &t1j);
+            *busy += b1 - b0;
+            *total += t1j - t0j;
+        }
+    }
+    if (check_rc(rc, m == M_SPARCML ? "sparcml" : method_name(m))) return 1;
+    MPI_Allreduce(&dt, out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return 0;
+}
+
+/* --cold: what an application's computation between two calls does to the
+ * caches, untimed: read and write every word of a buffer of `bytes` (kept
+ * across calls, so its pages are mapped once). */
+static uint64_t cold_sink;
+static void overwrite_caches(uint64_t bytes)
+{
+    static uint64_t *buf;
+    static uint64_t words, pass;
+    if (!buf) {
+        words = bytes / 8;
+        buf = xalloc(words * 8);
+        memset(buf, 0, words * 8);
+    }
+    pass++;
+    for (uint64_t i = 0; i < words; i++) buf[i] = buf[i] * 3 + pass;
+    cold_sink += buf[pass % words];
+}
+
+/* One CSV row of method `name` + `suffix`: median and minimum of t. */
+static void print_row(const options *o, const problem *p, const char *name, const char *suffix, double *t,
+                      int reps, const char *bytes, double bd, double bi)
+{
+    double med = median(t, reps);
+    printf("%s%s,%d,%llu,%g,%s,%s,%.6e,%.6e,%s,%.6e,%.6e,%s,%llu,%d\n", name, suffix, nprocs,
+           (unsigned long long)p->N, o->k_opt >= 0 ? (double)p->k / (double)p->N : o->density,
+           pattern_names[o->pattern], sparcml_value_type_name(o->vtype), med, t[0], bytes, bd, bi,
+           o->pattern == PAT_IDENTICAL ? "identical" : "disjoint", (unsigned long long)p->k, reps);
+}
+
 static int mode_timing(const options *o)
 {
     problem p;
     bench_state b;
     static const int order[] = {M_DENSE, M_ALLGATHER, M_SPARCML};
-    double *t[3], e, L, bd, bi;
+    double *t[3], *tc[3], e, L, bd, bi;
     unsigned long long cpu_busy[3] = {0}, cpu_total[3] = {0};
     uint64_t ck_expect, ck_local;
     int m, r, bad = 0, reps = o->reps;
@@ -630,7 +694,10 @@ static int mode_timing(const options *o)
     ck_local = ck_pairs(&p, p.idx, p.val, p.k);
     MPI_Allreduce(&ck_local, &ck_expect, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 
-    for (m = 0; m < 3; m++) t[m] = xalloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
+    for (m = 0; m < 3; m++) {
+        t[m] = xalloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
+        tc[m] = xalloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
+    }
     for (r = 0; r < o->warmup; r++)
         for (m = 0; m < 3; m++)
             if (methods & order[m])
@@ -644,26 +711,12 @@ static int mode_timing(const options *o)
     }
     for (r = 0; r < reps; r++) {
         for (m = 0; m < 3; m++) {
-            double t0, dt, mx;
-            unsigned long long b0 = 0, t0j = 0, b1, t1j;
-            int rc;
             if (!(methods & order[m])) continue;
-            MPI_Barrier(MPI_COMM_WORLD);
-            if (o->cpu && rank == 0) cpu_jiffies(&b0, &t0j);
-            t0 = MPI_Wtime();
-            rc = run_method(&b, order[m]);
-            dt = MPI_Wtime() - t0;
-            if (o->cpu) {
-                MPI_Barrier(MPI_COMM_WORLD); /* the last rank is done too */
-                if (rank == 0) {
-                    cpu_jiffies(&b1, &t1j);
-                    cpu_busy[m] += b1 - b0;
-                    cpu_total[m] += t1j - t0j;
-                }
+            if (o->cold_bytes) {
+                overwrite_caches(o->cold_bytes);
+                if (timed_call(o, &b, order[m], &tc[m][r], &cpu_busy[m], &cpu_total[m])) return 1;
             }
-            if (check_rc(rc, order[m] == M_SPARCML ? "sparcml" : method_name(order[m]))) return 1;
-            MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            t[m][r] = mx;
+            if (timed_call(o, &b, order[m], &t[m][r], &cpu_busy[m], &cpu_total[m])) return 1;
         }
     }
     /* Verify every method's (last) result against the inputs. */
@@ -710,13 +763,11 @@ static int mode_timing(const options *o)
                 snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)b.ag_bytes);
             else
                 snprintf(bytes, sizeof bytes, "NA");
-            {
-                double med = median(t[m], reps);
-                printf("%s,%d,%llu,%g,%s,%s,%.6e,%.6e,%s,%.6e,%.6e,%s,%llu,%d\n", method_name(order[m]),
-                       nprocs, (unsigned long long)p.N, o->k_opt >= 0 ? (double)p.k / (double)p.N : o->density,
-                       pattern_names[o->pattern], sparcml_value_type_name(o->vtype), med, t[m][0],
-                       bytes, bd, bi, o->pattern == PAT_IDENTICAL ? "identical" : "disjoint",
-                       (unsigned long long)p.k, reps);
+            if (o->cold_bytes) {
+                print_row(o, &p, method_name(order[m]), "_cold", tc[m], reps, bytes, bd, bi);
+                print_row(o, &p, method_name(order[m]), "_warm", t[m], reps, bytes, bd, bi);
+            } else {
+                print_row(o, &p, method_name(order[m]), "", t[m], reps, bytes, bd, bi);
             }
         }
         for (m = 0; m < 3 && o->cpu; m++)
@@ -725,7 +776,10 @@ static int mode_timing(const options *o)
                        cpu_total[m] ? (double)cpu_busy[m] / (double)cpu_total[m] : 0.0, cpu_total[m]);
         fflush(stdout);
     }
-    for (m = 0; m < 3; m++) free(t[m]);
+    for (m = 0; m < 3; m++) {
+        free(t[m]);
+        free(tc[m]);
+    }
     free_state(&b);
     free_problem(&p);
     return bad;
@@ -967,7 +1021,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: sparcml_bench [--n N] [--density D | --k K] [--pattern random|identical|disjoint]\n"
                 "         [--vtype float|double] [--reps R>=10] [--warmup W] [--methods dense,allgather,sparcml]\n"
-                "         [--alpha-us A] [--beta-ns B] [--seed S] [--header]\n"
+                "         [--alpha-us A] [--beta-ns B] [--seed S] [--header] [--cold [--cold-mib 64]]\n"
                 "       sparcml_bench --bytes [problem options]   (run with SPARCML_VERBOSE=1)\n"
                 "       sparcml_bench --overhead [--min-bytes 8] [--max-bytes 1048576] [--batches 200]\n"
                 "       sparcml_bench --agree [--n 8] [--batches 200]\n"
@@ -998,6 +1052,10 @@ static int parse_args(int argc, char **argv, options *o)
         FLAG("--cpu", cpu)
         FLAG("--header", header)
 #undef FLAG
+        if (strcmp(key, "--cold") == 0 && !v) {
+            if (!o->cold_bytes) o->cold_bytes = 64ull << 20;
+            continue;
+        }
         if (!v) {
             if (i + 1 >= argc) return -1;
             v = argv[++i];
@@ -1013,6 +1071,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (strcmp(key, "--seed") == 0) { o->seed = strtoull(v, &end, 10); if (*end) return -1; }
         else if (strcmp(key, "--min-bytes") == 0) { o->min_bytes = strtod(v, &end); if (*end || o->min_bytes < 4) return -1; }
         else if (strcmp(key, "--max-bytes") == 0) { o->max_bytes = strtod(v, &end); if (*end || o->max_bytes < 4) return -1; }
+        else if (strcmp(key, "--cold-mib") == 0) { o->cold_bytes = strtoull(v, &end, 10) << 20; if (*end || !o->cold_bytes) return -1; }
         else if (strcmp(key, "--batches") == 0) { o->batches = atoi(v); if (o->batches < 1) return -1; }
         else if (strcmp(key, "--pattern") == 0) {
             int p;

@@ -1,0 +1,103 @@
+#!/bin/bash
+# bench_cold.sh -- small and medium tagged calls with warm and with cold
+# caches, beside the vendor's dense allreduce and the allgather baseline,
+# in one run.
+#
+# usage: scripts/bench_cold.sh [OUT.csv]
+#
+# MPICH on shared memory with the yield preload, P ranks for each P of $PS,
+# N = 16M floats (N), for each case of $CASES (pattern:density).  Every
+# timed call runs once cold and once warm (sparcml_bench --cold): before
+# the cold call each rank reads and writes every word of a 64 MiB buffer
+# (COLD_MIB), untimed, as a training step's computation does between two
+# allreduces; the warm call repeats the same call right after it.  One
+# mpiexec runs the vendor's dense allreduce, the allgather baseline and
+# the library as a user runs it (auto); one more each runs every forced
+# algorithm of $ALGS (SPARCML_ALGORITHM) alone.  With LIBS="NAME=PATH ..."
+# each library runs every point (their order rotating between rounds:
+# before and after a change side by side); the vendor and the allgather
+# baseline run with the first.  The script waits (at most QUIET_MAX s,
+# default 120) for 80 % idle CPUs before each round.
+#
+# Table (stdout): per point and method the median over ROUNDS of each
+# run's median (REPS repetitions, the slowest rank), warm and cold, in ms,
+# cold/warm, and the allgather baseline's time over each library's auto.
+# OUT.csv (long form): lib,P,pattern,density,method,cache,round,median_s.
+#
+# Environment: BENCHBIN (default build/bench), YIELD (default
+# build/tests/support/.libs/libyield.so), LIB (default
+# build/src/.libs/libsparcml.so; LIBS overrides), PS (default "2 4 8"),
+# CASES (default "random:1e-4 random:1e-3 random:1e-2 identical:1e-3"),
+# ALGS (default "ssar_recursive_double ssar_split_allgather"), ROUNDS
+# (default 3), REPS (default 20), N (default 16777216), COLD_MIB
+# (default 64), DENSE (default 1: 0 leaves the vendor's dense allreduce out).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bench=${BENCHBIN:-$top/build/bench}/sparcml_bench
+yield=${YIELD:-$top/build/tests/support/.libs/libyield.so}
+libs=${LIBS:-default=${LIB:-$top/build/src/.libs/libsparcml.so}}
+rounds=${ROUNDS:-3} reps=${REPS:-20} n=${N:-16777216} cold_mib=${COLD_MIB:-64}
+read -ra algs <<<"${ALGS:-ssar_recursive_double ssar_split_allgather}"
+read -ra names <<<"$libs"
+out=${1:-/dev/null}
+export HYDRA_CONFIG_FILE=/dev/null
+quiet_max=${QUIET_MAX:-120} quiet_idle=80
+quiet_note() { echo "# $*" >&2; }
+. "$top/scripts/quiet.sh"
+[ -x "$bench" ] || { echo "bench_cold: no $bench (make -C build check TESTS= builds it)" >&2; exit 2; }
+for l in "${names[@]}"; do
+    [ -f "${l#*=}" ] || { echo "bench_cold: no library ${l#*=}" >&2; exit 2; }
+done
+base_methods=allgather,sparcml
+[ "${DENSE:-1}" = 0 ] || base_methods=dense,$base_methods
+
+# run LIB P PATTERN DENSITY ROUND METHODS ALGORITHM: rows of the long form
+run() {
+    local lib=$1 p=$2 pat=$3 d=$4 r=$5 methods=$6 alg=$7 o
+    o=$(timeout -k 10 900 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:${lib#*=}" SPARCML_ALGORITHM="$alg" \
+        "$bench" --n "$n" --density "$d" --pattern "$pat" --methods "$methods" --reps "$reps" \
+        --cold-mib "$cold_mib") || { echo "bench_cold: FAILED: ${lib%%=*} P=$p $pat d=$d $alg" >&2; exit 1; }
+    echo "$o" | awk -F, -v lib="${lib%%=*}" -v p="$p" -v pat="$pat" -v d="$d" -v r="$r" '
+        $1 ~ /_(cold|warm)$/ { m = $1; c = substr(m, length(m) - 3); m = substr(m, 1, length(m) - 5)
+                               print lib "," p "," pat "," d "," m "," c "," r "," $7 }'
+}
+
+echo "lib,P,pattern,density,method,cache,round,median_s" >"$out"
+for r in $(seq 1 "$rounds"); do
+    wait_quiet
+    for p in ${PS:-2 4 8}; do
+        for c in ${CASES:-random:1e-4 random:1e-3 random:1e-2 identical:1e-3}; do
+            for i in "${!names[@]}"; do
+                lib=${names[$(((i + r) % ${#names[@]}))]}
+                methods=sparcml
+                [ "$lib" = "${names[0]}" ] && methods=$base_methods
+                run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" "$methods" auto || exit 1
+                for a in "${algs[@]}"; do run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" sparcml "$a" || exit 1; done
+            done
+        done
+    done
+done | tee -a "$out" | awk -F, '
+    { k = $1 "," $2 "," $3 "," $4 "," $5; t[k "," $6] = t[k "," $6] " " $8; key[k] = 1 }
+    function median(s,   a, n, i, j, x) {
+        n = split(s, a, " ")
+        for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    END {
+        printf "%-8s %-3s %-9s %-7s %-36s %10s %10s %9s %13s %13s\n", "lib", "P", "pattern", "d", "method",
+               "warm_ms", "cold_ms", "cold/warm", "ag/auto_warm", "ag/auto_cold"
+        n = 0
+        for (k in key) order[++n] = k
+        for (i = 2; i <= n; i++) { x = order[i]; for (j = i - 1; j >= 1 && order[j] > x; j--) order[j + 1] = order[j]; order[j + 1] = x }
+        for (i = 1; i <= n; i++) {
+            k = order[i]; split(k, f, ",")
+            w = median(t[k ",warm"]); c = median(t[k ",cold"])
+            aw = ac = "-"
+            if (f[5] == "sparcml_auto") {
+                for (g in key) { split(g, h, ","); if (h[5] == "allgather" && h[2] == f[2] && h[3] == f[3] && h[4] == f[4]) ag = g }
+                aw = sprintf("%.2f", median(t[ag ",warm"]) / w); ac = sprintf("%.2f", median(t[ag ",cold"]) / c)
+            }
+            printf "%-8s %-3s %-9s %-7s %-36s %10.4f %10.4f %9.2f %13s %13s\n", f[1], f[2], f[3], f[4], f[5],
+                   1e3 * w, 1e3 * c, c / w, aw, ac
+        }
+    }'
