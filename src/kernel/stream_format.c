@@ -92,6 +92,31 @@ KERNEL_INLINE int check_indices(unsigned iw, const void *ix, uint64_t n, uint64_
     return SPARCML_R_OK;
 }
 
+/* Whether n indices of width iw are strictly increasing and below dim: in
+ * blocks of a fixed count without a branch, which compilers vectorize (a
+ * fraction of check_indices' instructions per entry); a stream that fails
+ * is checked again by check_indices, which names the first fault. */
+enum { INDEX_BLOCK = 32 };
+KERNEL_INLINE int indices_valid(unsigned iw, const void *ix, uint64_t n, uint64_t dim)
+{
+    uint64_t i = 1;
+    if (n == 0) return 1;
+    for (; i + INDEX_BLOCK <= n; i += INDEX_BLOCK) {
+        int bad = 0;
+        for (unsigned j = 0; j < INDEX_BLOCK; j++) bad |= index_at(ix, iw, i + j) <= index_at(ix, iw, i + j - 1);
+        if (bad) return 0;
+    }
+    for (; i < n; i++)
+        if (index_at(ix, iw, i) <= index_at(ix, iw, i - 1)) return 0;
+    return index_at(ix, iw, n - 1) < dim; /* increasing: the last is the largest */
+}
+
+static int parse_indices(unsigned iw, const void *ix, uint64_t n, uint64_t dim, uint64_t *where)
+{
+    if (iw == 4 ? indices_valid(4, ix, n, dim) : indices_valid(8, ix, n, dim)) return SPARCML_R_OK;
+    return iw == 4 ? check_indices(4, ix, n, dim, where) : check_indices(8, ix, n, dim, where);
+}
+
 int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint64_t *where)
 {
     sparcml_header h;
@@ -106,6 +131,5 @@ int stream_parse(const void *buf, uint64_t avail, int want_vtype, sv *out, uint6
     *out = stream_view(buf);
     if (stream_bytes(out) > avail) return SPARCML_R_STREAM_OVERFLOW;
     if (out->dense) return SPARCML_R_OK;
-    return out->iw == 4 ? check_indices(4, out->idx, out->nnz, out->dim, where)
-                        : check_indices(8, out->idx, out->nnz, out->dim, where);
+    return parse_indices(out->iw, out->idx, out->nnz, out->dim, where);
 }

@@ -766,6 +766,50 @@ START_TEST(validation_table)
 }
 END_TEST
 
+/* A fault at every position of streams of many lengths, both index
+ * widths: the first fault is named at its entry, whatever the length (the
+ * validation reads whole blocks of indices before a tail). */
+static uint64_t fault_index(int kind, const uint64_t *idx, uint64_t p, uint64_t dim)
+{
+    if (kind == 0) return dim + p % 3;               /* not below dim */
+    return kind == 1 ? idx[p - 1] : idx[p - 1] - 1; /* a duplicate, a step back */
+}
+
+static void put_index(char *at, unsigned iw, uint64_t x)
+{
+    uint32_t narrow = (uint32_t)x;
+    if (iw == 8) memcpy(at, &x, 8);
+    else memcpy(at, &narrow, 4);
+}
+
+START_TEST(validation_every_position)
+{
+    static const int expect[3] = {SPARCML_R_INDEX_GE_DIM, SPARCML_R_DUPLICATE, SPARCML_R_UNSORTED};
+    enum { MOST = 70 };
+    uint64_t idx[MOST], got_where;
+    float v[MOST] = {0};
+    char buf[SPARCML_HEADER_BYTES + MOST * 12 + 16] __attribute__((aligned(8)));
+    for (int wide = 0; wide < 2; wide++) {
+        uint64_t dim = wide ? (UINT64_C(1) << 40) : 1000, first = wide ? (UINT64_C(1) << 33) : 100;
+        unsigned iw = wide ? 8 : 4;
+        for (uint64_t n = 0; n <= MOST; n++) {
+            sv s;
+            for (uint64_t i = 0; i < n; i++) idx[i] = first + 3 * i;
+            ck_assert_int_eq(sparcml_stream_from_sorted(buf, sizeof buf / 8, dim, SPARCML_FLOAT, n, idx, v), SPARCML_OK);
+            ck_assert_int_eq(stream_parse(buf, sizeof buf, SPARCML_FLOAT, &s, &got_where), SPARCML_R_OK);
+            for (uint64_t p = 0; p < n; p++)
+                for (int kind = 0; kind < (p ? 3 : 1); kind++) { /* entry 0 has no predecessor */
+                    char *at = buf + SPARCML_HEADER_BYTES + p * iw;
+                    put_index(at, iw, fault_index(kind, idx, p, dim));
+                    ck_assert_int_eq(stream_parse(buf, sizeof buf, SPARCML_FLOAT, &s, &got_where), expect[kind]);
+                    ck_assert_uint_eq(got_where, p);
+                    put_index(at, iw, idx[p]);
+                }
+        }
+    }
+}
+END_TEST
+
 START_TEST(every_reason_has_text_and_class)
 {
     for (int r = 1; r < SPARCML_R_COUNT_; r++) {
@@ -1345,6 +1389,7 @@ Suite *stream_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("validation");
     tcase_add_test(tc, validation_table);
+    tcase_add_test(tc, validation_every_position);
     tcase_add_test(tc, every_reason_has_text_and_class);
     suite_add_tcase(s, tc);
     tc = tcase_create("helpers");
