@@ -204,11 +204,7 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
         capacity_detail(op, alg, detail, sizeof detail);
         return op_fail(s, c->reason, -1, detail);
     }
-    if (op_timing(op)) {
-        double price[SPARCML_ALG_COUNT_];
-        select_costs(set, p, price);
-        op_time_run(op, alg, PMPI_Wtime() - op->t_run, price[alg]);
-    }
+    if (op_timing(op)) op_time_run(op, alg, PMPI_Wtime() - op->t_run, select_price(set, p, alg));
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now (the vendor's
      * route: no algorithm to ride on). */

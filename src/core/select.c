@@ -58,14 +58,23 @@ cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
     return m;
 }
 
+static double price_in(const cost_model *m, const sparcml_problem *p, sparcml_algorithm a)
+{
+    return sparcml_algorithm_restriction(a, p) == SPARCML_R_OK ? sparcml_algorithms[a]->cost(m, p) : INFINITY;
+}
+
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_])
 {
     cost_model m = select_model(s, p);
     cost[SPARCML_ALG_AUTO] = INFINITY;
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
-        cost[a] = sparcml_algorithm_restriction(a, p) == SPARCML_R_OK ? sparcml_algorithms[a]->cost(&m, p) : INFINITY;
-    }
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) cost[a] = price_in(&m, p, a);
+}
+
+double select_price(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm a)
+{
+    cost_model m = select_model(s, p);
+    return price_in(&m, p, a);
 }
 
 int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)

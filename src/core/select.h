@@ -24,6 +24,9 @@ cost_model select_model(const sparcml_settings *s, const sparcml_problem *p);
  * rules the problem out). */
 void select_costs(const sparcml_settings *s, const sparcml_problem *p,
                   double cost[SPARCML_ALG_COUNT_]);
+/* One of them: what a call that ran `a` is timed against (core/op.c),
+ * without pricing the others. */
+double select_price(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm a);
 
 /* How many chunks recursive doubling cuts each round into (1: none).
  * Pipelined, a rank merges chunk i of its partner's message while chunk

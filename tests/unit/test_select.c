@@ -90,6 +90,25 @@ START_TEST(regimes)
 }
 END_TEST
 
+/* The price a run is timed against is the one the selector compares,
+ * restrictions included (INFINITY where one rules the problem out). */
+START_TEST(one_price_is_the_selectors)
+{
+    sparcml_settings s = defaults();
+    sparcml_problem ps[3] = {problem(8, 16u << 20, 16, 1), problem(3, 1u << 20, 1u << 20, 1),
+                             problem(4, 1u << 24, 100000, 1)};
+    ps[1].dense_fits = 0;
+    for (int i = 0; i < 3; i++) {
+        double c[SPARCML_ALG_COUNT_];
+        select_costs(&s, &ps[i], c);
+        for (int a = 1; a < SPARCML_ALG_COUNT_; a++) {
+            double one = select_price(&s, &ps[i], (sparcml_algorithm)a);
+            ck_assert(one == c[a] || (isinf(one) && isinf(c[a])));
+        }
+    }
+}
+END_TEST
+
 /* Pipelined rounds: none where they cannot apply (QSGD, a sum that could
  * go dense, P = 1) or where nothing is worth hiding (tiny messages); the
  * most chunks where alpha is negligible; SPARCML_PIPELINE_CHUNKS forces a
@@ -746,6 +765,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, learning_inverts_the_estimate);
     tcase_add_test(tc, forced_algorithm_wins);
     tcase_add_test(tc, regimes);
+    tcase_add_test(tc, one_price_is_the_selectors);
     tcase_add_test(tc, pipeline_chunks);
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
