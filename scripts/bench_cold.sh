@@ -24,6 +24,15 @@
 # cold/warm, and the allgather baseline's time over each library's auto.
 # OUT.csv (long form): lib,P,pattern,density,method,cache,round,median_s.
 #
+# With CALLGRIND=1 nothing is timed: every forced algorithm of $ALGS and the
+# allgather baseline run under valgrind's callgrind with its cache model
+# (LL: CALLGRIND_LL, default 33554432,16,64, this machine's 32 MiB L3; its
+# own detection reads this VM wrong), each timed call of sparcml_bench
+# dumped separately, and scripts/callgrind_calls.py prints per point the
+# median per call, cold and warm, of the first rank started: instructions
+# and cache misses of the process and of the library, and the bytes a
+# cold call brings in from memory.  REPS defaults to 10 there.
+#
 # Environment: BENCHBIN (default build/bench), YIELD (default
 # build/tests/support/.libs/libyield.so), LIB (default
 # build/src/.libs/libsparcml.so; LIBS overrides), PS (default "2 4 8"),
@@ -50,6 +59,38 @@ for l in "${names[@]}"; do
 done
 base_methods=allgather,sparcml
 [ "${DENSE:-1}" = 0 ] || base_methods=dense,$base_methods
+
+# callgrind LIB P PATTERN DENSITY METHOD ALGORITHM: the per-call summary
+callgrind() {
+    local lib=$1 p=$2 pat=$3 d=$4 m=$5 alg=$6 dir first rc
+    dir=$(mktemp -d)
+    timeout -k 10 3600 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:${lib#*=}" SPARCML_ALGORITHM="$alg" \
+        valgrind --tool=callgrind --cache-sim=yes --LL="${CALLGRIND_LL:-33554432,16,64}" --collect-atstart=no \
+        --toggle-collect=run_method --dump-after=run_method --callgrind-out-file="$dir/cg.%p" \
+        "$bench" --n "$n" --density "$d" --pattern "$pat" --methods "$m" --reps "${REPS:-10}" \
+        --cold-mib "$cold_mib" >/dev/null 2>&1
+    rc=$?
+    first=$(ls "$dir" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | sort -n | head -1)
+    if [ "$rc" -ne 0 ] || [ -z "$first" ]; then
+        echo "bench_cold: FAILED under callgrind: ${lib%%=*} P=$p $pat d=$d $m $alg" >&2
+        rm -rf "$dir"
+        return 1
+    fi
+    "$top/scripts/callgrind_calls.py" --lib "$(basename "${lib#*=}" .so)" "$dir/cg.$first".* |
+        sed "s/^/${lib%%=*} P=$p $pat d=$d ${m}_$alg /"
+    rm -rf "$dir"
+}
+if [ "${CALLGRIND:-0}" = 1 ]; then
+    for p in ${PS:-2 4 8}; do
+        for c in ${CASES:-random:1e-4 random:1e-3 random:1e-2 identical:1e-3}; do
+            callgrind "${names[0]}" "$p" "${c%%:*}" "${c#*:}" allgather auto || exit 1
+            for l in "${names[@]}"; do
+                for a in "${algs[@]}"; do callgrind "$l" "$p" "${c%%:*}" "${c#*:}" sparcml "$a" || exit 1; done
+            done
+        done
+    done
+    exit 0
+fi
 
 # run LIB P PATTERN DENSITY ROUND METHODS ALGORITHM: rows of the long form
 run() {
