@@ -39,7 +39,9 @@
 # CASES (default "random:1e-4 random:1e-3 random:1e-2 identical:1e-3"),
 # ALGS (default "ssar_recursive_double ssar_split_allgather"), ROUNDS
 # (default 3), REPS (default 20), N (default 16777216), COLD_MIB
-# (default 64), DENSE (default 1: 0 leaves the vendor's dense allreduce out).
+# (default 64), DENSE (default 1: 0 leaves the vendor's dense allreduce out),
+# NICE (default 0: the timed runs' nice value; -20, as root, keeps other
+# jobs' load off calls of microseconds).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCHBIN:-$top/build/bench}/sparcml_bench
@@ -95,7 +97,7 @@ fi
 # run LIB P PATTERN DENSITY ROUND METHODS ALGORITHM: rows of the long form
 run() {
     local lib=$1 p=$2 pat=$3 d=$4 r=$5 methods=$6 alg=$7 o
-    o=$(timeout -k 10 900 mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:${lib#*=}" SPARCML_ALGORITHM="$alg" \
+    o=$(timeout -k 10 900 nice -n "${NICE:-0}" mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:${lib#*=}" SPARCML_ALGORITHM="$alg" \
         "$bench" --n "$n" --density "$d" --pattern "$pat" --methods "$methods" --reps "$reps" \
         --cold-mib "$cold_mib") || { echo "bench_cold: FAILED: ${lib%%=*} P=$p $pat d=$d $alg" >&2; exit 1; }
     echo "$o" | awk -F, -v lib="${lib%%=*}" -v p="$p" -v pat="$pat" -v d="$d" -v r="$r" '
