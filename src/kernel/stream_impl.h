@@ -53,16 +53,8 @@ KERNEL_INLINE void index_put(void *ix, unsigned iw, uint64_t i, uint64_t x)
     else ((uint64_t *)ix)[i] = x;
 }
 
-/* The bits of value i of vs bytes (4 or 8), and storing them: values are
- * moved as bits, which keeps every NaN payload. */
-KERNEL_INLINE uint64_t value_bits(const void *v, unsigned vs, uint64_t i)
-{
-    uint32_t u;
-    uint64_t w;
-    if (vs == 8) return memcpy(&w, (const char *)v + 8 * i, 8), w;
-    return memcpy(&u, (const char *)v + 4 * i, 4), u;
-}
-
+/* Storing the bits of value i of vs bytes (4 or 8): values are moved as
+ * bits, which keeps every NaN payload. */
 KERNEL_INLINE void value_put(void *v, unsigned vs, uint64_t i, uint64_t bits)
 {
     uint32_t u = (uint32_t)bits;
@@ -171,22 +163,38 @@ KERNEL_INLINE void merge_add_to(int vt, void *out, uint64_t o, const void *a, ui
     }
 }
 
-/* The bits of a[i] + b[j], the merge's sum. */
-KERNEL_INLINE uint64_t merge_sum_bits(int vt, const void *a, uint64_t i, const void *b, uint64_t j)
+/* The bits of a value, and of b, a or their sum as the masks ta, tb (all
+ * ones or zero: a's index not above b's, b's not above a's) choose. */
+KERNEL_INLINE uint64_t f32_bits(float x) { uint32_t u; return memcpy(&u, &x, 4), u; }
+KERNEL_INLINE uint64_t f64_bits(double x) { uint64_t u; return memcpy(&u, &x, 8), u; }
+KERNEL_INLINE uint64_t pick_bits(uint64_t ba, uint64_t bb, uint64_t bs, uint64_t ta, uint64_t tb)
 {
-    float f;
-    double d;
-    uint32_t u;
-    uint64_t w;
+    uint64_t pick = bb ^ ((ba ^ bb) & ta);
+    return pick ^ ((bs ^ pick) & ta & tb);
+}
+
+/* The bits of b[j], a[i] or a[i] + b[j] (the merge's sum) as ta and tb
+ * choose, the values read in their type: a float read as an integer would
+ * reach the addition through memory. */
+KERNEL_INLINE uint64_t merge_pick(int vt, const void *a, uint64_t i, const void *b, uint64_t j, uint64_t ta,
+                                  uint64_t tb)
+{
+    float fa, fb;
+    double da, db;
+    uint64_t ua, ub;
     switch (vt) {
     case SPARCML_FLOAT:
-        f = merge_add_f32(((const float *)a)[i], ((const float *)b)[j]);
-        return memcpy(&u, &f, 4), u;
+        fa = ((const float *)a)[i], fb = ((const float *)b)[j];
+        return pick_bits(f32_bits(fa), f32_bits(fb), f32_bits(merge_add_f32(fa, fb)), ta, tb);
     case SPARCML_DOUBLE:
-        d = merge_add_f64(((const double *)a)[i], ((const double *)b)[j]);
-        return memcpy(&w, &d, 8), w;
-    case SPARCML_INT32: return (uint32_t)(((const uint32_t *)a)[i] + ((const uint32_t *)b)[j]);
-    default: return ((const uint64_t *)a)[i] + ((const uint64_t *)b)[j];
+        da = ((const double *)a)[i], db = ((const double *)b)[j];
+        return pick_bits(f64_bits(da), f64_bits(db), f64_bits(merge_add_f64(da, db)), ta, tb);
+    case SPARCML_INT32:
+        ua = ((const uint32_t *)a)[i], ub = ((const uint32_t *)b)[j];
+        return pick_bits(ua, ub, (uint32_t)(ua + ub), ta, tb);
+    default:
+        ua = ((const uint64_t *)a)[i], ub = ((const uint64_t *)b)[j];
+        return pick_bits(ua, ub, ua + ub, ta, tb);
     }
 }
 

@@ -31,16 +31,21 @@ int stream_avx2_runs(void)
 
 /* ------------------------------------------------------ the scalar merge */
 
-/* The two-pointer merge: room for the union only. */
+/* The two-pointer merge: room for the union only.  It runs in stretches
+ * of m steps, m the entries left in the shorter input: no stretch can run
+ * an input out, so a step tests no end and the loop keeps its cursors in
+ * registers.  Equal indices are tested first: where the inputs share their
+ * indices (the same support on every rank) a step takes one branch. */
 KERNEL_INLINE uint64_t merge_scalar_body(int vt, unsigned iw, MERGE_PARAMS)
 {
-    uint64_t i = 0, j = 0, o = 0;
-    while (i < an && j < bn) {
-        uint64_t x = index_at(ai, iw, i), y = index_at(bi, iw, j);
-        if (x < y) { index_put(oi, iw, o, x); value_copy(vt, ov, o++, av, i++); }
-        else if (y < x) { index_put(oi, iw, o, y); value_copy(vt, ov, o++, bv, j++); }
-        else { index_put(oi, iw, o, x); merge_add_to(vt, ov, o++, av, i++, bv, j++); }
-    }
+    uint64_t i = 0, j = 0, o = 0, m;
+    while ((m = an - i < bn - j ? an - i : bn - j) > 0)
+        do {
+            uint64_t x = index_at(ai, iw, i), y = index_at(bi, iw, j);
+            if (x == y) { index_put(oi, iw, o, x); merge_add_to(vt, ov, o++, av, i++, bv, j++); }
+            else if (x < y) { index_put(oi, iw, o, x); value_copy(vt, ov, o++, av, i++); }
+            else { index_put(oi, iw, o, y); value_copy(vt, ov, o++, bv, j++); }
+        } while (--m);
     for (; i < an; i++, o++) { index_put(oi, iw, o, index_at(ai, iw, i)); value_copy(vt, ov, o, av, i); }
     for (; j < bn; j++, o++) { index_put(oi, iw, o, index_at(bi, iw, j)); value_copy(vt, ov, o, bv, j); }
     return o;
@@ -128,14 +133,10 @@ KERNEL_INLINE int merge_predictable(unsigned iw, const void *ai, const void *bi,
 KERNEL_INLINE void merge_step(int vt, unsigned iw, MERGE_PARAMS, uint64_t *i, uint64_t *j, uint64_t *o)
 {
     (void)an, (void)bn;
-    unsigned vs = value_size(vt);
     uint64_t x = index_at(ai, iw, *i), y = index_at(bi, iw, *j);
-    uint64_t ba = value_bits(av, vs, *i), bb = value_bits(bv, vs, *j), bs = merge_sum_bits(vt, av, *i, bv, *j);
     uint64_t ta = x <= y, tb = y <= x;
-    uint64_t pick = bb ^ ((ba ^ bb) & -ta);
-    pick ^= (bs ^ pick) & -(ta & tb);
     index_put(oi, iw, *o, y ^ ((x ^ y) & -ta));
-    value_put(ov, vs, *o, pick);
+    value_put(ov, value_size(vt), *o, merge_pick(vt, av, *i, bv, *j, -ta, -tb));
     ++*o;
     *i += ta;
     *j += tb;
