@@ -110,11 +110,10 @@ static unsigned get_code(const unsigned char *codes, uint64_t i, int bits)
 /* The kernels below are written once for both value types vt (float or
  * double) and instantiated per type.  The arithmetic on each value is
  * done in its type (QSGD_VALUE_OPS); a bucket's scale and factors travel
- * as doubles, which hold a float exactly, and q_round rounds to the type
- * where its arithmetic rounds (one float operation done in double and
- * rounded once is that float operation: a double has more than twice a
- * float's precision). */
-KERNEL_INLINE double q_round(int vt, double x) { return vt == SPARCML_FLOAT ? (double)(float)x : x; }
+ * as doubles, which hold a float exactly, and q_div divides in the type
+ * (a float division, not a double one rounded: the same bits, but the
+ * latter's longer latency lies on each bucket's path to its first value). */
+KERNEL_INLINE double q_div(int vt, double a, double b) { return vt == SPARCML_FLOAT ? (float)a / (float)b : a / b; }
 KERNEL_INLINE double q_get(int vt, const void *v, uint64_t i)
 {
     return vt == SPARCML_FLOAT ? ((const float *)v)[i] : ((const double *)v)[i];
@@ -257,7 +256,7 @@ KERNEL_INLINE void bucket_lanes(uint64_t n, uint64_t first, uint64_t *lo, uint64
 KERNEL_INLINE void encode_bucket(int vt, const void *v, uint64_t n, double scale, unsigned s, int bits,
                                  uint64_t first, uint64_t kh, unsigned char *codes)
 {
-    double f = scale > 0 ? q_round(vt, (double)s / scale) : 0;
+    double f = scale > 0 ? q_div(vt, s, scale) : 0;
     uint64_t lo, hi, bk = bucket_key(kh, first);
     bucket_lanes(n, first, &lo, &hi);
     encode_codes(vt, v, 0, lo, f, scale, s, bits, first, bk, codes);
@@ -270,7 +269,7 @@ KERNEL_INLINE int regrid_bucket(int vt, const void *v, uint64_t n, double scale,
                                 uint64_t first, unsigned char *codes)
 {
     unsigned sign = 1u << (bits - 1);
-    double step = q_round(vt, scale / (double)s);
+    double step = q_div(vt, scale, s);
     for (uint64_t i = 0; i < n; i++) {
         double x = scale > 0 ? fabs(q_get(vt, v, i)) / scale * s : 0;
         unsigned code = (x < s ? (unsigned)lround(x) : s) | (signbit(q_get(vt, v, i)) ? sign : 0);
@@ -321,27 +320,51 @@ typedef union qsgd_table {
     double d[16];
 } qsgd_table;
 
-/* 8-bit codes decode by put_level, 2- and 4-bit codes through a table of
- * its values; whole groups of 8 by lanes where they run (the same bits). */
-KERNEL_INLINE void decode_bucket(int vt, void *v, uint64_t n, double scale, unsigned s, int bits, uint64_t first,
-                                 const unsigned char *codes)
+/* v[i] = -v[k] in the value type (exact). */
+KERNEL_INLINE void q_negate(int vt, void *v, uint64_t i, uint64_t k)
 {
-    unsigned sign = 1u << (bits - 1);
-    double step = q_round(vt, scale / (double)s);
+    if (vt == SPARCML_FLOAT) ((float *)v)[i] = -((const float *)v)[k];
+    else ((double *)v)[i] = -((const double *)v)[k];
+}
+
+/* 2- or 4-bit codes (`bits` a constant in each instance, so that the
+ * divisions and shifts by it fold) through a table of the bucket's levels. */
+KERNEL_INLINE void decode_table_bucket(int vt, void *v, uint64_t n, double scale, double step, int bits,
+                                       uint64_t first, const unsigned char *codes)
+{
+    unsigned sign = 1u << (bits - 1), s = qsgd_levels(bits);
     qsgd_table level;
     uint64_t lo, hi;
     bucket_lanes(n, first, &lo, &hi);
-    if (bits == 8) {
-        decode8_codes(vt, v, 0, lo, scale, step, s, codes + first);
-        decode8_lanes(vt, v, lo, hi, scale, step, s, codes + first);
-        decode8_codes(vt, v, hi, n, scale, step, s, codes + first);
-        return;
+    for (unsigned code = 0; code < sign; code++) {
+        put_level(vt, &level, code, scale, step, s, code, sign);
+        q_negate(vt, &level, code | sign, code);
     }
-    for (unsigned code = 0; code < 2 * sign; code++) put_level(vt, &level, code, scale, step, s, code, sign);
     if (bits == 2) memset((char *)&level + 4 * value_size(vt), 0, 12 * value_size(vt)); /* loaded, unused */
     decode_codes(vt, v, 0, lo, &level, bits, first, codes);
     decode_lanes(vt, v, lo, hi, &level, bits, first, codes);
     decode_codes(vt, v, hi, n, &level, bits, first, codes);
+}
+
+/* 8-bit codes decode by put_level, 2- and 4-bit codes through a table of
+ * its values; whole groups of 8 by lanes where they run (the same bits).
+ * bits is 2, 4 or 8. */
+KERNEL_INLINE void decode_bucket(int vt, void *v, uint64_t n, double scale, int bits, uint64_t first,
+                                 const unsigned char *codes)
+{
+    unsigned s = qsgd_levels(bits);
+    double step = q_div(vt, scale, s);
+    uint64_t lo, hi;
+    if (bits == 4) {
+        decode_table_bucket(vt, v, n, scale, step, 4, first, codes);
+    } else if (bits == 2) {
+        decode_table_bucket(vt, v, n, scale, step, 2, first, codes);
+    } else {
+        bucket_lanes(n, first, &lo, &hi);
+        decode8_codes(vt, v, 0, lo, scale, step, s, codes + first);
+        decode8_lanes(vt, v, lo, hi, scale, step, s, codes + first);
+        decode8_codes(vt, v, hi, n, scale, step, s, codes + first);
+    }
 }
 
 /* With block_scales NULL: quantize (phase 0); otherwise re-encode values
@@ -370,10 +393,14 @@ KERNEL_INLINE uint64_t encode_body(int vt, const void *v, uint64_t n, const qsgd
     return sb + cb + raw;
 }
 
-KERNEL_INLINE void decode_body(int vt, const unsigned char *in, uint64_t n, const qsgd_params *p, uint64_t ph, void *v)
+/* The parameters are copied: no store to v can alias the copy, which
+ * keeps its fields in registers across the buckets. */
+KERNEL_INLINE void decode_body(int vt, const unsigned char *in, uint64_t n, const qsgd_params *params, uint64_t ph,
+                               void *v)
 {
+    const qsgd_params copy = *params, *p = &copy;
     uint64_t nb = nbuckets(n, ph, p), sb = scales_bytes(n, ph, vt, p), cb = codes_bytes(n, p), raw = 0;
-    unsigned vs = value_size(vt), s = qsgd_levels(p->bits);
+    unsigned vs = value_size(vt);
     for (uint64_t b = 0; b < nb; b++) {
         uint64_t first = bucket_start(b, ph, p), len = bucket_end(b, n, ph, p) - first;
         double scale = q_get(vt, in, b);
@@ -382,7 +409,7 @@ KERNEL_INLINE void decode_body(int vt, const unsigned char *in, uint64_t n, cons
             memcpy(at, in + sb + cb + raw, len * vs);
             raw += len * vs;
         } else {
-            decode_bucket(vt, at, len, scale, s, p->bits, first, in + sb);
+            decode_bucket(vt, at, len, scale, p->bits, first, in + sb);
         }
     }
 }

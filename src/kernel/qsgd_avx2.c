@@ -49,8 +49,9 @@ __attribute__((target("avx2"), always_inline)) static inline void decode_steps_f
 {
     const __m256i shift = bits == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
                                     : _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    for (uint64_t i = lo; i < hi; i += 8)
-        _mm256_storeu_ps(v + i, lookup16(low, high, step_codes(codes, first, i, bits, shift), bits));
+    const unsigned char *at = codes + (first + lo) * (uint64_t)bits / 8; /* one counter for codes and values */
+    for (uint64_t i = 0; i < hi - lo; i += 8)
+        _mm256_storeu_ps(v + lo + i, lookup16(low, high, step_codes(at, 0, i, bits, shift), bits));
 }
 
 /* The loop once per width, so that its shifts and masks are constants. */
@@ -80,25 +81,32 @@ __attribute__((target("avx2"), always_inline)) static inline void decode_steps_f
     }
 }
 
+/* The 32-bit halves of doubles level[0..7], lows in the first register,
+ * highs in the second, each in the doubles' order. */
+__attribute__((target("avx2"), always_inline)) static inline void split_halves(const double *level, __m256 *low,
+                                                                               __m256 *high)
+{
+    __m256 a = _mm256_loadu_ps((const float *)(const void *)level);
+    __m256 b = _mm256_loadu_ps((const float *)(const void *)(level + 4));
+    /* per 128-bit lane: doubles 0 1 4 5 (first lane) and 2 3 6 7 */
+    __m256d lo = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    __m256d hi = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    *low = _mm256_castpd_ps(_mm256_permute4x64_pd(lo, _MM_SHUFFLE(3, 1, 2, 0)));
+    *high = _mm256_castpd_ps(_mm256_permute4x64_pd(hi, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 /* As decode_lanes_f32 for doubles: the table's low and high 32-bit halves
  * are two tables of 16 lanes, looked up by the same codes, and interleaved
  * back into doubles.  The lanes take the codes of a step in the order 0 1 4
  * 5 2 3 6 7, the one in which interleaving the halves of each 128-bit lane
- * yields values 0-3 and 4-7. */
+ * yields values 0-3 and 4-7.  The halves are split in registers: a round
+ * trip of the table through memory by pieces would wait for its stores. */
 __attribute__((target("avx2"))) void decode_lanes_f64(double *v, uint64_t lo, uint64_t hi, const double *level,
                                                              int bits, uint64_t first, const unsigned char *codes)
 {
-    float half_of[2][16]; /* the bits of each half, as lanes */
-    for (int i = 0; i < 16; i++) {
-        uint64_t u;
-        uint32_t part[2];
-        memcpy(&u, level + i, 8);
-        part[0] = (uint32_t)u, part[1] = (uint32_t)(u >> 32);
-        memcpy(&half_of[0][i], &part[0], 4);
-        memcpy(&half_of[1][i], &part[1], 4);
-    }
-    const __m256 half[4] = {_mm256_loadu_ps(half_of[0]), _mm256_loadu_ps(half_of[0] + 8),
-                            _mm256_loadu_ps(half_of[1]), _mm256_loadu_ps(half_of[1] + 8)};
+    __m256 half[4];
+    split_halves(level, &half[0], &half[2]);
+    split_halves(level + 8, &half[1], &half[3]);
     if (bits == 4) decode_steps_f64(v, lo, hi, half, 4, first, codes);
     else decode_steps_f64(v, lo, hi, half, 2, first, codes);
     _mm256_zeroupper();
