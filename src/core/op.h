@@ -54,7 +54,7 @@ typedef struct op_policy {
     /* What every rank's pools are known to hold: the minima of the last
      * reservation all ranks took part in (op_run); pools never shrink. */
     uint64_t agreed_capacity[OP_POOLS];
-    /* How fast each algorithm ran on the last few kinds, counts and types
+    /* How fast each route ran on the last few kinds, counts and types
      * (core/timed.h): this rank's own numbers, which the selector sees
      * only through the agreement. */
     timed_table timed;
