@@ -52,11 +52,6 @@ int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wi
  * into pool `which`: the sender adds exactly what its partner adds. */
 int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out);
 
-/* The call's rider record into the rider->bytes of room in front of w's
- * bytes, which the algorithm left there: w becomes the framed message, sent
- * as it is (no copy of the stream behind the record). */
-void p2p_frame(const sparcml_call *c, wire *w);
-
 /* Nonblocking send of a wire message; counts the bytes. */
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req);
 
