@@ -21,12 +21,17 @@
  *  - The result, the exact sum of the contributions (a sparse algorithm
  *    the selector picks), is written dense into recvbuf on every rank,
  *    bitwise alike.
+ *  - Compression runs only where it pays: where the cost model, with the
+ *    timed prices of both routes (core/op.c), predicts that the selection
+ *    route (the rank's passes over its buffer and the sparse algorithm)
+ *    beats the vendor's dense allreduce of the buffer.  Elsewhere S(acc) =
+ *    acc: the vendor sums every rank's acc exactly and eps becomes zero.
  *  - Everything that could differ between ranks is decided through the
  *    agreement: argument checks, scratch memory (reserved before it),
  *    whether every rank keeps feedback for the buffer (when one does not,
- *    its memory cap reached, every rank sums the call exactly with the
- *    vendor), and the CLT-k leader.  acc and eps change only after the
- *    agreement succeeded, so a failed call leaves the residual as it was.
+ *    its memory cap reached, the vendor sums acc as above), the route and
+ *    the CLT-k leader.  acc and eps change only after the agreement
+ *    succeeded, so a call that fails there leaves the residual as it was.
  *  - It is a kind of op (op.h): blocking, non-blocking and persistent calls
  *    run the same steps. */
 #include "config.h"
@@ -60,10 +65,11 @@ uint64_t compress_k(uint64_t n, double density)
 
 /* A compressed call's own state (the op's kind state): the buffer's
  * residual (NULL: none kept), ||eps + g||^2 and ||eps||^2 after the call
- * on this rank. */
+ * on this rank, and when its selection route began (it is timed whole). */
 typedef struct compress_state {
     feedback_entry *feedback;
     double acc_norm2, held_norm2;
+    double route_t0;
 } compress_state;
 OP_KIND_STATE_FITS(compress_state);
 
@@ -140,6 +146,20 @@ static void add_values(void *out, const void *a, const void *b, uint64_t n, int 
         for (uint64_t i = 0; i < n; i++) ((double *)out)[i] = ((const double *)a)[i] + ((const double *)b)[i];
 }
 
+/* out = eps + g and eps = 0, in one pass over n values (out may be g). */
+static void move_acc(void *out, void *eps, const void *g, uint64_t n, int vtype)
+{
+    if (vtype == SPARCML_FLOAT) {
+        float *o = out, *e = eps;
+        const float *x = g;
+        for (uint64_t i = 0; i < n; i++) o[i] = e[i] + x[i], e[i] = 0;
+    } else {
+        double *o = out, *e = eps;
+        const double *x = g;
+        for (uint64_t i = 0; i < n; i++) o[i] = e[i] + x[i], e[i] = 0;
+    }
+}
+
 /* The first call's residual, held aside until the rhythm is confirmed
  * (core/feedback.h), joins the residual. */
 static void join_held(sparcml_op *op)
@@ -147,6 +167,7 @@ static void join_held(sparcml_op *op)
     feedback_entry *e = cs(op)->feedback;
     if (!e || !e->held || !e->confirmed) return;
     add_values(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
+    e->zero = 0;
     feedback_release_held(feedback_of(op->c.ctx), e);
 }
 
@@ -249,23 +270,47 @@ static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *b
 
 /* --- the steps ----------------------------------------------------------- */
 
-static int exact_done(sched *s)
+static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    stats_record_compressed(op->set, &op->c, 1, -1, PMPI_Wtime() - op->t0);
+    stats_compress_route route = op->agreed.exact ? COMPRESS_ROUTE_EXACT : COMPRESS_ROUTE_VENDOR;
+    stats_record_compressed(op->set, &op->c, route, -1, op_vendor_timed(op));
     return MPI_SUCCESS;
 }
 
+/* S(acc) = acc: the vendor sums every rank's acc = eps + g exactly, and
+ * the residual becomes zero.  acc is written into recvbuf, which the
+ * vendor then sums in place; where the residual is zero already (or none
+ * is kept), acc is g (up to the sign of a zero) and the vendor takes the
+ * buffers as given: calls that keep to this route pass over nothing. */
+static int vendor_route(sched *s)
+{
+    sparcml_op *op = op_of(s);
+    feedback_entry *e = cs(op)->feedback;
+    if (residual(op) && !e->zero) {
+        move_acc(op->recvbuf, e->eps, gradient(op), op->c.dim, op->c.vtype);
+        e->zero = 1;
+        op->sendbuf = MPI_IN_PLACE; /* the call's input is acc, in recvbuf */
+    }
+    return op_vendor(s, vendor_done);
+}
+
 /* The concluded call's sum is in the result pool: write it into the
- * application's buffer. */
+ * application's buffer.  The route's time, from acc = eps + g to here,
+ * is timed against its whole price (select_compressed). */
 static int compressed_written(sched *s)
 {
     sparcml_op *op = op_of(s);
     sv result = stream_view(op->c.recvbuf);
     double held_back = -1;
     stream_densify(&result, op->recvbuf);
+    if (op_timing(op)) {
+        sparcml_problem p = op_problem(op);
+        op_time_run(op, op->alg, PMPI_Wtime() - cs(op)->route_t0,
+                    select_price(op->set, &p, op->alg) + select_compress_detour(op->set, &p));
+    }
     if (residual(op) && cs(op)->acc_norm2 > 0) held_back = sqrt(fmax(cs(op)->held_norm2, 0) / cs(op)->acc_norm2);
-    stats_record_compressed(op->set, &op->c, 0, held_back, 0);
+    stats_record_compressed(op->set, &op->c, COMPRESS_ROUTE_SELECTED, held_back, 0);
     return MPI_SUCCESS;
 }
 
@@ -283,7 +328,7 @@ static void contribution_ready(sparcml_op *op)
 }
 
 /* This rank's contribution is in c->input: run the sparse algorithm the
- * selector picks.  With QSGD the contribution travels as its codes
+ * selector picked.  With QSGD the contribution travels as its codes
  * (c->input_q), which the algorithm's scratch bound counts. */
 static int contribute(sched *s)
 {
@@ -293,7 +338,6 @@ static int contribute(sched *s)
     if (op->set->qsgd_bits) c->input_q = op_qsgd_params(op->set);
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved */
     p = op_problem(op);
-    op->alg = op->kind->select(op->set, &p);
     op->ready = contribution_ready;
     return op_run(s, &p, compressed_done);
 }
@@ -313,17 +357,28 @@ static int cltk_indexed(sched *s)
     return contribute(s);
 }
 
+/* The route, from agreed numbers: the vendor's exact sum where some rank
+ * keeps no feedback for the buffer or where the model (with timed prices)
+ * says the selections do not pay, else the selections. */
 static int compress_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
+    sparcml_problem p = op_problem(op);
     const void *acc;
     uint64_t k = op->local.nnz, words;
+    cost_route route;
     void *buf;
-    if (op->agreed.exact) return op_vendor(s, exact_done);
     if (cs(op)->feedback) cs(op)->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
-    if (residual(op)) cs(op)->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
+    route = op->agreed.exact ? COST_VENDOR : op->kind->select(op->set, &p);
+    if (route == COST_VENDOR) return vendor_route(s);
+    op->alg = route;
+    cs(op)->route_t0 = PMPI_Wtime();
+    if (residual(op)) {
+        cs(op)->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
+        cs(op)->feedback->zero = 0;
+    }
     acc = acc_of(op);
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
     if (op->set->compress == COMPRESS_TOPK) {
@@ -394,8 +449,8 @@ static int compress_begin(sched *s)
 static void forget_feedback(void *comm_state) { feedback_table_free(comm_state); }
 
 const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin,
-                                               .select = select_algorithm, .slot = OP_KIND_COMPRESSED,
-                                               .forget = forget_feedback};
+                                               .select = select_compressed, .times_route = 1,
+                                               .slot = OP_KIND_COMPRESSED, .forget = forget_feedback};
 
 int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_Datatype datatype, void *out)
 {

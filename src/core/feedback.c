@@ -48,7 +48,7 @@ static feedback_outcome create(feedback_table *t, const void *buf, MPI_Count cou
         return FEEDBACK_NOMEM;
     }
     *e = (feedback_entry){.next = t->head, .buf = buf, .count = count, .type = type, .vtype = vtype, .bytes = bytes,
-                          .last_use = t->clock, .eps = bytes ? calloc(1, (size_t)bytes) : NULL};
+                          .last_use = t->clock, .eps = bytes ? calloc(1, (size_t)bytes) : NULL, .zero = 1};
     if (bytes && !e->eps) {
         free(e);
         return FEEDBACK_NOMEM;
@@ -80,6 +80,7 @@ static feedback_outcome hold(feedback_table *t, feedback_entry *e, uint64_t cap,
     if (!fresh) return FEEDBACK_NOMEM;
     e->held = e->eps;
     e->eps = fresh;
+    e->zero = 1;
     t->bytes += e->bytes;
     *out = e;
     return FEEDBACK_FOUND;
@@ -88,6 +89,7 @@ static feedback_outcome hold(feedback_table *t, feedback_entry *e, uint64_t cap,
 static void drop(feedback_table *t, feedback_entry *e)
 {
     memset(e->eps, 0, (size_t)e->bytes);
+    e->zero = 1;
     if (!e->held) return;
     free(e->held);
     e->held = NULL;

@@ -38,6 +38,7 @@ typedef struct feedback_entry {
     void *eps;            /* count values: what this rank held back (NULL: no feedback kept) */
     void *held;           /* the first call's residual while the rhythm is unknown (or NULL) */
     int confirmed;        /* the gap is confirmed: held joins at this call */
+    int zero;             /* eps is all zeros (as made, dropped or summed whole) */
     uint64_t bytes;
     uint64_t sequence;    /* calls on this buffer, as agreed by every rank */
     uint64_t last_use;    /* the table's clock at its previous call */

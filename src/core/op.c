@@ -180,6 +180,16 @@ void op_time_run(sparcml_op *op, cost_route route, double seconds, double price)
     timed_note_run(&op_policy_of(op->c.ctx)->timed, &run);
 }
 
+double op_vendor_timed(sparcml_op *op)
+{
+    double run = PMPI_Wtime() - op->t0;
+    if (op_timing(op)) {
+        sparcml_problem p = op_problem(op);
+        op_time_run(op, COST_VENDOR, run, select_vendor_price(op->set, &p));
+    }
+    return run;
+}
+
 /* Why the algorithm's result cannot be the call's: it does not fit
  * recvbuf (every rank alike). */
 static void capacity_detail(const sparcml_op *op, sparcml_algorithm alg, char *detail, size_t len)
@@ -204,7 +214,8 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
         capacity_detail(op, alg, detail, sizeof detail);
         return op_fail(s, c->reason, -1, detail);
     }
-    if (op_timing(op)) op_time_run(op, alg, PMPI_Wtime() - op->t_run, select_price(set, p, alg));
+    if (op_timing(op) && !op->kind->times_route)
+        op_time_run(op, alg, PMPI_Wtime() - op->t_run, select_price(set, p, alg));
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now (the vendor's
      * route: no algorithm to ride on). */

@@ -92,6 +92,10 @@ typedef struct sparcml_op_kind {
      * an algorithm, or for transparent mode possibly the vendor's route
      * (COST_VENDOR, alg/cost_model.h). */
     cost_route (*select)(const sparcml_settings *s, const sparcml_problem *p);
+    /* The kind times its sparse route itself, whole (op_time_run), where
+     * its selector prices more than the algorithm; else op_conclude times
+     * the algorithm's run. */
+    int times_route;
     /* Its state per communicator (op_policy.kind_comm[slot]), and what
      * frees what that holds when the communicator goes, once its calls
      * are complete (or NULL). */
@@ -227,6 +231,9 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
 int op_timing(const sparcml_op *op);
 timed_key op_timed_key(const sparcml_op *op);
 void op_time_run(sparcml_op *op, cost_route route, double seconds, double price);
+/* After op_vendor's run: its seconds, timed as COST_VENDOR's at the
+ * vendor's price (select_vendor_price) where the call times. */
+double op_vendor_timed(sparcml_op *op);
 
 /* The problem the selector sees for the agreed call. */
 sparcml_problem op_problem(const sparcml_op *op);

@@ -135,30 +135,64 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p)
     return vendor_price(&m, p);
 }
 
-cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p)
+/* The cheapest sparse algorithm whose route beats the vendor's allreduce
+ * of the original buffers, else COST_VENDOR.  A route costs its
+ * algorithm's price and `detour`, the kind's own work on the buffers;
+ * with `detour_timed` the algorithms' timed multiples cover the detour too
+ * (the kind times its routes whole), else they scale the algorithm's
+ * price alone.  On a buffer that is dense already, the dense algorithm's
+ * allreduce is the vendor's of the buffers: a forced one means the
+ * vendor.  The vendor's price holds a byte's transfer and add as measured
+ * on messages that stay in the cache; large buffers on shared memory,
+ * which the vendor moves through its own copies, were timed at many times
+ * that (bench/RESULTS.md, "Transparent mode", Timed prices): the timed
+ * multiple corrects it. */
+static cost_route sparse_or_vendor(const sparcml_settings *s, const sparcml_problem *p, double detour,
+                                   int detour_timed)
 {
     double cost[COST_ROUTES];
+    cost_model m = select_model(s, p);
+    cost_route best = COST_VENDOR;
+    if (s->algorithm != SPARCML_ALG_AUTO) return sparcml_algorithms[s->algorithm]->sparse ? (cost_route)s->algorithm : best;
+    if (p->P == 1) return best; /* the vendor's copy */
+    select_costs(s, p, cost);
+    cost[COST_VENDOR] = vendor_price(&m, p);
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+        if (sparcml_algorithms[a]->sparse && detour_timed) cost[a] += detour;
+    timed_prices(p, cost);
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+        if (sparcml_algorithms[a]->sparse && cost[a] + (detour_timed ? 0 : detour) < cost[best]) best = a;
+    return best;
+}
+
+cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p)
+{
     cost_model m = select_model(s, p);
     double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype);
     /* Gathering the k nonzeros into a stream copies them; the dense result
      * is written in full (N values, at the cost of copies of 8 bytes). */
-    double detour = COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8);
-    cost_route best = COST_VENDOR;
-    /* On a buffer that is dense already, the dense algorithm's allreduce
-     * is the vendor's of the buffers. */
-    if (s->algorithm != SPARCML_ALG_AUTO) return sparcml_algorithms[s->algorithm]->sparse ? (cost_route)s->algorithm : best;
-    if (p->P == 1) return best; /* the vendor's copy */
-    select_costs(s, p, cost);
-    /* The vendor on the original buffers.  Its price holds a byte's
-     * transfer and add as measured on messages that stay in the cache;
-     * large buffers on shared memory, which the vendor moves through its
-     * own copies, were timed at many times that (bench/RESULTS.md,
-     * "Transparent mode", Timed prices): the timed multiple corrects it. */
-    cost[COST_VENDOR] = vendor_price(&m, p);
-    timed_prices(p, cost);
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
-        if (sparcml_algorithms[a]->sparse && cost[a] + detour < cost[best]) best = a;
-    return best;
+    return sparse_or_vendor(s, p, COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8), 0);
+}
+
+/* A compressed call's passes over its N values on each rank: acc = eps +
+ * g, the selection's threshold pass and the dense result.  Each is
+ * priced as a copy of the buffer; the timed multiples say what they take
+ * beyond that (out of the cache, on shared cores). */
+enum { COMPRESS_PASSES = 3 };
+
+double select_compress_detour(const sparcml_settings *s, const sparcml_problem *p)
+{
+    cost_model m = select_model(s, p);
+    double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype), k = (double)p->k_max;
+    double passes = COST_COPY_PER_MERGE * m.gamma * COMPRESS_PASSES * N * vs / 8;
+    /* CLT-k: the leader's k indices, broadcast (a binomial tree). */
+    double bcast = cost_ceil_log2(p->P) * (m.alpha + m.beta * k * sparcml_index_width(p->dim));
+    return passes + (s->compress == COMPRESS_CLTK ? bcast : 0);
+}
+
+cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p)
+{
+    return sparse_or_vendor(s, p, select_compress_detour(s, p), 1);
 }
 
 select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,

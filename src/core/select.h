@@ -60,6 +60,15 @@ cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
  * Each route costs at least what it was timed at (p->timed_over), as for
  * tagged calls.  A forced algorithm that sums no streams means the vendor. */
 cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p);
+/* Compression (compress.c): a sparse algorithm to sum the ranks'
+ * selections, or COST_VENDOR, the vendor's exact sum of every rank's acc
+ * = eps + g.  A selection route pays for the rank's own work too
+ * (select_compress_detour: its passes over the buffer, CLT-k's index
+ * broadcast), and is timed whole: each algorithm costs at least its timed
+ * multiple of both (p->timed_over).  A forced algorithm as in transparent
+ * mode. */
+cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p);
+double select_compress_detour(const sparcml_settings *s, const sparcml_problem *p);
 /* The model's price of the vendor's allreduce of the problem's dense
  * vectors on the original buffers (transparent mode's vendor route). */
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);

@@ -28,7 +28,7 @@ static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
 /* Compressed calls (rank 0 of each call's communicator counts calls) and
  * their bytes, the held-back fractions (in 1e-9) with how many there are,
  * resets and full-memory events (every rank counts its own). */
-static atomic_uint_fast64_t compressed_calls, compressed_exact;
+static atomic_uint_fast64_t compressed_routes[COMPRESS_ROUTES_];
 static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, held_back_n, feedback_resets,
     feedback_full;
 
@@ -139,10 +139,12 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, 
     }
 }
 
-void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
-                             double vendor_run_seconds)
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, stats_compress_route route,
+                             double held_back, double vendor_run_seconds)
 {
-    if (c->ctx->rank == 0) atomic_fetch_add(exact ? &compressed_exact : &compressed_calls, 1);
+    static const char *const names[COMPRESS_ROUTES_] = {"selected", "vendor", "exact"};
+    int exact = route != COMPRESS_ROUTE_SELECTED;
+    if (c->ctx->rank == 0) atomic_fetch_add(&compressed_routes[route], 1);
     if (exact) count_row(COST_VENDOR, c, vendor_run_seconds);
     else {
         atomic_fetch_add(&compressed_bytes, c->bytes_sent);
@@ -157,7 +159,7 @@ void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, i
         printf("sparcml: compressed allreduce mode=%s P=%d N=%llu type=%s k=%llu route=%s held_back=%s "
                "bytes_sent=%llu\n",
                s->compress == COMPRESS_CLTK ? "cltk" : "topk", c->ctx->size, (unsigned long long)c->dim,
-               sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max, exact ? "exact" : "selected",
+               sparcml_value_type_name(c->vtype), (unsigned long long)c->k_max, names[route],
                measured(held, sizeof held, exact ? -1 : held_back, 1, 4, 0), (unsigned long long)c->bytes_sent);
         fflush(stdout);
     }
@@ -257,25 +259,31 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
                    (unsigned long long)errs[r]);
 }
 
-/* Compression's counters, in the order of print_compressed. */
-enum { COMPRESSION_COUNTERS = 8 };
+/* Compression's counters, in the order of print_compressed: the routes
+ * (stats_compress_route's order), then the rest. */
+enum { COMPRESSION_COUNTERS = COMPRESS_ROUTES_ + 6 };
 static void gather_compressed(uint64_t c[COMPRESSION_COUNTERS])
 {
-    atomic_uint_fast64_t *const from[COMPRESSION_COUNTERS] = {
-        &compressed_calls, &compressed_exact, &compressed_bytes, &compressed_dense,
-        &held_back_nano, &held_back_n, &feedback_resets, &feedback_full};
-    for (int i = 0; i < COMPRESSION_COUNTERS; i++) c[i] = atomic_load(from[i]);
+    atomic_uint_fast64_t *const from[] = {&compressed_bytes, &compressed_dense, &held_back_nano,
+                                          &held_back_n, &feedback_resets, &feedback_full};
+    for (int r = 0; r < COMPRESS_ROUTES_; r++) c[r] = atomic_load(&compressed_routes[r]);
+    for (int i = COMPRESS_ROUTES_; i < COMPRESSION_COUNTERS; i++) c[i] = atomic_load(from[i - COMPRESS_ROUTES_]);
 }
 
 static void print_compressed(const uint64_t *c)
 {
-    if (c[0] + c[1] == 0) return;
+    const uint64_t *r = c, *bytes = c + COMPRESS_ROUTES_, *held = bytes + 2, *fb = held + 2;
+    uint64_t exact = r[COMPRESS_ROUTE_VENDOR] + r[COMPRESS_ROUTE_EXACT];
+    if (r[COMPRESS_ROUTE_SELECTED] + exact == 0) return;
     printf("sparcml: compressed calls: %llu (bytes_sent %llu against dense_equiv %llu, ratio %.4f; "
-           "held back ||eps||/||acc|| %.4f on average over ranks and calls), summed exactly: %llu; "
-           "feedback dropped: %llu, feedback memory full: %llu (events over ranks)\n",
-           (unsigned long long)c[0], (unsigned long long)c[2], (unsigned long long)c[3],
-           c[3] ? (double)c[2] / (double)c[3] : 0.0, c[5] ? (double)c[4] * 1e-9 / (double)c[5] : 0.0,
-           (unsigned long long)c[1], (unsigned long long)c[6], (unsigned long long)c[7]);
+           "held back ||eps||/||acc|| %.4f on average over ranks and calls), summed exactly by the vendor: "
+           "%llu (cost model: %llu, feedback memory full: %llu); feedback dropped: %llu, "
+           "feedback memory full: %llu (events over ranks)\n",
+           (unsigned long long)r[COMPRESS_ROUTE_SELECTED], (unsigned long long)bytes[0],
+           (unsigned long long)bytes[1], bytes[1] ? (double)bytes[0] / (double)bytes[1] : 0.0,
+           held[1] ? (double)held[0] * 1e-9 / (double)held[1] : 0.0,
+           (unsigned long long)exact, (unsigned long long)r[COMPRESS_ROUTE_VENDOR],
+           (unsigned long long)r[COMPRESS_ROUTE_EXACT], (unsigned long long)fb[0], (unsigned long long)fb[1]);
 }
 
 void stats_report(void)

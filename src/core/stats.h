@@ -65,13 +65,20 @@ typedef struct stats_choice {
 void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, stats_route route, uint64_t k_max,
                               double scan_seconds, const stats_choice *choice, double vendor_run_seconds);
 
-/* Compression: a call summed from the ranks' selections (c->bytes_sent,
- * counted in its algorithm's row by stats_record; held_back: ||eps|| /
- * ||eps + g|| on this rank, negative when not known), or exactly by the
- * vendor, because some rank's feedback memory is full (the table's vendor
- * row, with the vendor's run time). */
-void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, int exact, double held_back,
-                             double vendor_run_seconds);
+/* Compression: where a call went. */
+typedef enum stats_compress_route {
+    COMPRESS_ROUTE_SELECTED, /* summed from the ranks' selections */
+    COMPRESS_ROUTE_VENDOR,   /* the cost model chose the vendor's exact sum of acc */
+    COMPRESS_ROUTE_EXACT,    /* the vendor's exact sum: some rank's feedback memory is full */
+    COMPRESS_ROUTES_
+} stats_compress_route;
+
+/* Record a compressed call: selected (c->bytes_sent, counted in its
+ * algorithm's row by stats_record; held_back: ||eps|| / ||eps + g|| on
+ * this rank, negative when not known), or summed by the vendor (the
+ * table's vendor row, with the vendor's run time). */
+void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, stats_compress_route route,
+                             double held_back, double vendor_run_seconds);
 
 /* Compression on any rank: a buffer's residual was dropped (its rhythm
  * changed, core/feedback.h), or it was summed exactly because the feedback

@@ -190,16 +190,11 @@ static void scan(sparcml_op *op, const void *in)
 
 /* --- the vendor on the application's buffers, over the private duplicate */
 
-/* The vendor's run is timed as an algorithm's (op_time_run). */
+/* The vendor's run is timed as an algorithm's (op_vendor_timed). */
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    double run = PMPI_Wtime() - op->t0;
-    if (op_timing(op)) {
-        sparcml_problem p = op_problem(op);
-        op_time_run(op, COST_VENDOR, run, select_vendor_price(op->set, &p));
-    }
-    record_route(op, run);
+    record_route(op, op_vendor_timed(op));
     return MPI_SUCCESS;
 }
 

@@ -49,7 +49,8 @@ l=$(field final_loss)
 check "P=1 SPARCML_COMPRESS=topk, gradient below SPARCML_COMPRESS_MIN_BYTES: the loss without the shim ($l vs ${dense[1]}, rc=$rc)" \
     '[ "$rc" -eq 0 ] && [ -n "$l" ] && [ "$l" = "${dense[1]}" ]'
 
-compress=(SPARCML_COMPRESS=topk SPARCML_COMPRESS_DENSITY=0.01 SPARCML_COMPRESS_MIN_BYTES=4096)
+# The cost model set whole (untimed): compression pays at P = 3, every call compresses.
+compress=(SPARCML_COMPRESS=topk SPARCML_COMPRESS_DENSITY=0.01 SPARCML_COMPRESS_MIN_BYTES=4096 $default_model)
 run_mpi 3 "$with_shim" "${compress[@]}" -- "$BIN" "${A[@]}"
 rc=$?
 l=$(field final_loss)

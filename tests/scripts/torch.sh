@@ -40,7 +40,8 @@ for p in 2 4; do
 done
 for run in "2 topk" "3 cltk" "4 topk"; do
     set -- $run
-    run_mpi "$1" "$SHIM" SPARCML_COMPRESS="$2" SPARCML_COMPRESS_MIN_BYTES=4096 -- "$py" "$t" compress
+    # The cost model set whole: the calls compress wherever it pays, here always.
+    run_mpi "$1" "$SHIM" SPARCML_COMPRESS="$2" SPARCML_COMPRESS_MIN_BYTES=4096 $default_model -- "$py" "$t" compress
     rc=$?
     check "PyTorch hook, SPARCML_COMPRESS=$2, error feedback across DDP's rebuild, P=$1: $(tail -1 "$out")" \
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out"'

@@ -401,7 +401,8 @@ END_TEST
  * ms[route] (ms[COST_VENDOR]: transparent mode's vendor).  Every
  * call checks the rationing's bound (trial calls at most 1 + calls / 4);
  * returns the last choice, *trials the trial calls, and each call's
- * choice in ran[] (unless NULL). */
+ * choice in ran[] (unless NULL).  Compression times a selection route
+ * whole: its price holds the route's passes (select_compress_detour). */
 static cost_route drive(const sparcml_settings *s, sparcml_problem p, const double ms[COST_ROUTES],
                         cost_route (*select)(const sparcml_settings *, const sparcml_problem *), int calls,
                         int *trials, cost_route *ran)
@@ -430,6 +431,7 @@ static cost_route drive(const sparcml_settings *s, sparcml_problem p, const doub
         ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
         select_costs(s, &p, price);
         price[COST_VENDOR] = select_vendor_price(s, &p);
+        if (select == select_compressed && a != COST_VENDOR) price[a] += select_compress_detour(s, &p);
         timed_note_run(&table, &(timed_run){.key = key, .dim = p.dim, .k_max = p.k_max, .route = a,
                                             .seconds = 1e-3 * ms[a], .price = price[a]});
     }
@@ -470,6 +472,66 @@ START_TEST(timed_prices_settle_on_the_fastest)
                           "model %zu, d = %g: not settled", m, pts[i].d);
             ck_assert_int_eq(drive(&s, p, pts[i].ms, select_transparent, 64, &more, NULL), pts[i].fastest);
             ck_assert_int_eq(more, trials); /* nothing left to try */
+        }
+}
+END_TEST
+
+/* Compression's route (select_compressed) with timed prices, driven as
+ * op.c and compress.c drive it, every sparse algorithm's route taking the
+ * mode's time.  Measured (ms per call):
+ *  - shared memory, P = 4 on 2 cores, a 4.5 MiB gradient (1179555 floats,
+ *    d = 1e-2), the model as calibrated there: the vendor 8.7, topk's
+ *    route 17.7, cltk's 11.2 (a training loop with mpi4py: 2.60, 5.30 and
+ *    3.35 s for 300 steps): it settles on the vendor, for either mode;
+ *  - the emulated Gigabit cluster, P = 8 (4 ranks per core), 16M floats,
+ *    d = 1e-3, the rig's model: the vendor 1168, cltk 43.3, topk 68.5
+ *    (bench/RESULTS.md, Compression): it settles on the selections. */
+START_TEST(compression_settles_on_the_faster_route)
+{
+    struct { int P; uint64_t N; double d, rpc, alpha, beta, gamma, vendor, route[2]; int selections; } pts[] = {
+        {4, 1179555, 1e-2, 2, 11.6e-6, 0.343e-9, 0.95e-9, 8.7, {17.7, 11.2}, 0},
+        {8, 16u << 20, 1e-3, 4, 17.1e-6, 8.31e-9, 17e-9 / 4, 1168, {68.5, 43.3}, 1},
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++)
+        for (int mode = 0; mode < 2; mode++) {
+            sparcml_settings s = defaults();
+            sparcml_problem p = problem(pts[i].P, pts[i].N, (uint64_t)ceil(pts[i].d * (double)pts[i].N), 1);
+            double ms[COST_ROUTES];
+            int trials;
+            cost_route a;
+            s.alpha = pts[i].alpha, s.beta = pts[i].beta, s.gamma = pts[i].gamma;
+            s.compress = mode ? COMPRESS_CLTK : COMPRESS_TOPK;
+            p.ranks_per_core = pts[i].rpc;
+            for (int r = 0; r < COST_ROUTES; r++) ms[r] = r == COST_VENDOR ? pts[i].vendor : pts[i].route[mode];
+            a = drive(&s, p, ms, select_compressed, 32, &trials, NULL);
+            ck_assert_msg((a != COST_VENDOR) == pts[i].selections, "case %zu, mode %d: settled on %d", i, mode,
+                          (int)a);
+        }
+}
+END_TEST
+
+/* Untimed: the tests' models (tests/scripts/compress.sh).  As for a
+ * Gigabit network (the defaults set whole) the selections pay at P > 1;
+ * where a message costs next to nothing and a pass over the buffer much,
+ * the vendor; at P = 1 the vendor's copy; a forced sparse algorithm is
+ * run, the forced dense one means the vendor. */
+START_TEST(compression_untimed)
+{
+    sparcml_settings pays = defaults(), dear = defaults();
+    pays.alpha = 20e-6, pays.beta = 8.3e-9, pays.gamma = 2.5e-9;
+    dear.alpha = 1e-6, dear.beta = 0.01e-9, dear.gamma = 100e-9;
+    for (int mode = COMPRESS_TOPK; mode <= COMPRESS_CLTK; mode++)
+        for (int P = 1; P <= 8; P++) {
+            sparcml_problem p = problem(P, 16384, 164, 1);
+            pays.compress = dear.compress = mode;
+            ck_assert_int_eq(select_compressed(&pays, &p) != COST_VENDOR, P > 1);
+            ck_assert_int_eq(select_compressed(&dear, &p), COST_VENDOR);
+            dear.algorithm = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
+            ck_assert_int_eq(select_compressed(&dear, &p), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+            dear.algorithm = SPARCML_ALG_DENSE;
+            ck_assert_int_eq(select_compressed(&pays, &p) != COST_VENDOR, P > 1);
+            ck_assert_int_eq(select_compressed(&dear, &p), COST_VENDOR);
+            dear.algorithm = SPARCML_ALG_AUTO;
         }
 }
 END_TEST
@@ -772,6 +834,8 @@ Suite *select_suite(void)
     tcase_add_test(tc, shm_measured_ordering);
     tcase_add_test(tc, transparent_shm_measured);
     tcase_add_test(tc, timed_prices_settle_on_the_fastest);
+    tcase_add_test(tc, compression_settles_on_the_faster_route);
+    tcase_add_test(tc, compression_untimed);
     tcase_add_test(tc, trial_share);
     tcase_add_test(tc, trials_rationed);
     tcase_add_test(tc, timed_bands_by_density);
