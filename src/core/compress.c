@@ -106,37 +106,6 @@ static int cltk_leader(const sparcml_op *op)
 
 /* --- acc = eps + g, and after the selection eps = acc - S(acc) ----------- */
 
-/* eps += g over n values; returns ||eps||^2 afterwards (SPARCML_STATS's
- * held-back fraction).  Four named partial sums: one would make the pass
- * wait on each addition's latency, an array of them stays in memory.  This
- * unrolled pass measures faster than a plain add at -O2, so it always
- * runs. */
-#define ACCUMULATE(type)                                                   \
-    do {                                                                   \
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                             \
-        uint64_t i = 0;                                                    \
-        for (; i + 4 <= n; i += 4) {                                       \
-            type a = eps[i] + g[i], b = eps[i + 1] + g[i + 1];             \
-            type c = eps[i + 2] + g[i + 2], d = eps[i + 3] + g[i + 3];     \
-            eps[i] = a, eps[i + 1] = b, eps[i + 2] = c, eps[i + 3] = d;    \
-            s0 += (double)a * a, s1 += (double)b * b;                      \
-            s2 += (double)c * c, s3 += (double)d * d;                      \
-        }                                                                  \
-        for (; i < n; i++) {                                               \
-            eps[i] += g[i];                                                \
-            s0 += (double)eps[i] * eps[i];                                 \
-        }                                                                  \
-        return (s0 + s1) + (s2 + s3);                                      \
-    } while (0)
-
-static double accumulate_float(float *restrict eps, const float *restrict g, uint64_t n) { ACCUMULATE(float); }
-static double accumulate_double(double *restrict eps, const double *restrict g, uint64_t n) { ACCUMULATE(double); }
-
-static double accumulate(void *eps, const void *g, uint64_t n, int vtype)
-{
-    return vtype == SPARCML_FLOAT ? accumulate_float(eps, g, n) : accumulate_double(eps, g, n);
-}
-
 /* out = a + b over n values. */
 static void add_values(void *out, const void *a, const void *b, uint64_t n, int vtype)
 {
@@ -248,18 +217,35 @@ static void fill_up_with_zeros(sv *s, uint64_t n, uint64_t k, const void *acc)
     }
 }
 
-/* The k entries of largest magnitude of acc, as a sparse stream at buf
- * (topk: the nonzeros among them; cltk: k entries, see above). */
-static sv select_topk(const sparcml_op *op, const void *acc, uint64_t k, void *buf)
+/* acc = eps + g, alone (a CLT-k rank that does not select): its norm for
+ * SPARCML_STATS. */
+static void form_acc(sparcml_op *op)
 {
-    const sparcml_call *c = &op->c;
+    if (!residual(op)) return;
+    cs(op)->acc_norm2 = topk_accumulate(residual(op), gradient(op), op->c.dim, op->c.vtype);
+    cs(op)->feedback->zero = 0;
+}
+
+/* The k entries of largest magnitude of acc, as a sparse stream at buf
+ * (topk: the nonzeros among them; cltk: k entries, see above); acc =
+ * eps + g is formed in the selection's pass. */
+static sv select_topk(sparcml_op *op, uint64_t k, void *buf)
+{
+    sparcml_call *c = &op->c;
     sv s = stream_init(buf, c->dim, c->vtype, k, 0);
     void *scratch = ctx_buffer(c->ctx, POOL_TOPK, topk_scratch_bytes(c->dim, k, c->vtype)); /* reserved */
-    uint64_t n = topk_select(acc, c->dim, c->vtype, k, scratch, s.idx, s.iw, s.val);
     void *val_k = s.val;
+    uint64_t n;
+    if (residual(op)) {
+        n = topk_select_sum(residual(op), gradient(op), c->dim, c->vtype, k, scratch, s.idx, s.iw, s.val,
+                            &cs(op)->acc_norm2);
+        cs(op)->feedback->zero = 0;
+    } else {
+        n = topk_select(gradient(op), c->dim, c->vtype, k, scratch, s.idx, s.iw, s.val);
+    }
     if (n == k) return s;
     if (op->set->compress == COMPRESS_CLTK) {
-        fill_up_with_zeros(&s, n, k, acc);
+        fill_up_with_zeros(&s, n, k, acc_of(op));
         return s;
     }
     /* Fewer nonzeros than k: the values move up behind fewer indices. */
@@ -365,7 +351,6 @@ static int compress_agreed(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_problem p = op_problem(op);
-    const void *acc;
     uint64_t k = op->local.nnz, words;
     cost_route route;
     void *buf;
@@ -375,17 +360,13 @@ static int compress_agreed(sched *s)
     if (route == COST_VENDOR) return vendor_route(s);
     op->alg = route;
     cs(op)->route_t0 = PMPI_Wtime();
-    if (residual(op)) {
-        cs(op)->acc_norm2 = accumulate(residual(op), gradient(op), c->dim, c->vtype);
-        cs(op)->feedback->zero = 0;
-    }
-    acc = acc_of(op);
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
     if (op->set->compress == COMPRESS_TOPK) {
-        c->input = select_topk(op, acc, k, buf);
+        c->input = select_topk(op, k, buf);
         return contribute(s);
     }
-    if (c->ctx->rank == cltk_leader(op)) c->input = select_topk(op, acc, k, buf);
+    if (c->ctx->rank == cltk_leader(op)) c->input = select_topk(op, k, buf);
+    else form_acc(op);
     sched_next(s, cltk_indexed);
     /* The header and the indices: the broadcast's size is known to all. */
     words = (SPARCML_HEADER_BYTES + sparcml_round8(k * sparcml_index_width(c->dim))) / 8;

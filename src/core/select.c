@@ -175,10 +175,11 @@ cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *
 }
 
 /* A compressed call's passes over its N values on each rank: acc = eps +
- * g, the selection's threshold pass and the dense result.  Each is
- * priced as a copy of the buffer; the timed multiples say what they take
- * beyond that (out of the cache, on shared cores). */
-enum { COMPRESS_PASSES = 3 };
+ * g with the selection's threshold pass (kernel/topk.h, topk_select_sum),
+ * and the dense result.  Each is priced as a copy of the buffer; the timed
+ * multiples say what they take beyond that (out of the cache, on shared
+ * cores). */
+enum { COMPRESS_PASSES = 2 };
 
 double select_compress_detour(const sparcml_settings *s, const sparcml_problem *p)
 {

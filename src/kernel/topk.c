@@ -231,6 +231,83 @@ static filter_f64_fn filter_for_f64(void)
     return filter_f64;
 }
 
+/* -------------------------------------------------------- acc = eps + g */
+
+#define TOPK_INLINE __attribute__((always_inline)) static inline
+
+/* eps[i] += g[i] in the value type vt (float or double); the sum, in
+ * double. */
+TOPK_INLINE double add_at(int vt, void *eps, const void *g, uint64_t i)
+{
+    if (vt == SPARCML_FLOAT) {
+        float *e = eps;
+        e[i] += ((const float *)g)[i];
+        return e[i];
+    }
+    double *d = eps;
+    d[i] += ((const double *)g)[i];
+    return d[i];
+}
+
+/* eps += g over n values, the squares of the sums added to s[0..3] by
+ * index mod 4 (the last n mod 4 to s[0]): four named partial sums, since
+ * one would make the pass wait on each addition's latency and an array of
+ * them stays in memory (this unrolled pass measures faster than a plain
+ * add at -O2).  Run over blocks of a multiple of 4 values it adds what one
+ * run over all of them adds, in the same order. */
+TOPK_INLINE void accumulate_body(int vt, void *restrict eps, const void *restrict g, uint64_t n, double s[4])
+{
+    double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double a = add_at(vt, eps, g, i), b = add_at(vt, eps, g, i + 1);
+        double c = add_at(vt, eps, g, i + 2), d = add_at(vt, eps, g, i + 3);
+        s0 += a * a, s1 += b * b, s2 += c * c, s3 += d * d;
+    }
+    for (; i < n; i++) {
+        double a = add_at(vt, eps, g, i);
+        s0 += a * a;
+    }
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+
+static void accumulate_f32(void *eps, const void *g, uint64_t n, double s[4])
+{ accumulate_body(SPARCML_FLOAT, eps, g, n, s); }
+static void accumulate_f64(void *eps, const void *g, uint64_t n, double s[4])
+{ accumulate_body(SPARCML_DOUBLE, eps, g, n, s); }
+
+static double norm2_of(const double s[4]) { return (s[0] + s[1]) + (s[2] + s[3]); }
+
+double topk_accumulate(void *eps, const void *g, uint64_t n, int vtype)
+{
+    double s[4] = {0};
+    if (vtype == SPARCML_FLOAT) accumulate_f32(eps, g, n, s);
+    else accumulate_f64(eps, g, n, s);
+    return norm2_of(s);
+}
+
+/* The bits of eps[i] + g[i] in the value type (the sum eps[i] becomes),
+ * or of eps[i] without g. */
+static uint32_t sum_bits_f32(const uint32_t *eps, const uint32_t *g, uint64_t i)
+{
+    float a, b;
+    uint32_t r;
+    if (!g) return eps[i];
+    memcpy(&a, eps + i, 4), memcpy(&b, g + i, 4);
+    a += b;
+    return memcpy(&r, &a, 4), r;
+}
+
+static uint64_t sum_bits_f64(const uint64_t *eps, const uint64_t *g, uint64_t i)
+{
+    double a, b;
+    uint64_t r;
+    if (!g) return eps[i];
+    memcpy(&a, eps + i, 8), memcpy(&b, g + i, 8);
+    a += b;
+    return memcpy(&r, &a, 8), r;
+}
+
 /* ------------------------------------------------------------- selection */
 
 /* The candidates: m of them in index order, all with key >= t, in room
@@ -250,8 +327,11 @@ typedef struct cands {
  *   keep:    compact ci/cv in place to the entries above T and the first
  *            eq equal to T, in order
  *   prune:   keep the r best candidates, admit only what beats them
- *   pass:    one pass of filter f over x, pruning to make room
- *   first_t: the first threshold, from the sample
+ *   pass:    one pass of filter f over x, pruning to make room; with g,
+ *            x += g first, a block at a time (accumulate: the squares of
+ *            the sums into s), so that the filter reads each block of
+ *            sums from L1 and x is read and written once
+ *   first_t: the first threshold, from the sample (of x + g with g)
  *   run:     the passes and the final prune; returns the number held */
 #define TOPK_SELECT(NAME, BT, ABS, KNAN, KB)                                   \
     static inline BT key_##NAME(BT v)                                          \
@@ -299,42 +379,44 @@ typedef struct cands {
         c->m = keep_##NAME(c->ci, c->cv, c->m, T, eq);                         \
         c->t = (uint64_t)T + 1;                                                \
     }                                                                          \
-    static void pass_##NAME(const BT *x, uint64_t n, cands *c,                 \
-                            filter_##NAME##_fn f)                              \
+    static void pass_##NAME(BT *x, const BT *g, uint64_t n, cands *c,          \
+                            filter_##NAME##_fn f, double s[4])                 \
     {                                                                          \
+        int full = 0; /* k NaNs held: nothing can beat them */                \
         for (uint64_t at = 0; at < n; at += TOPK_BLOCK) {                      \
             uint64_t len = n - at < TOPK_BLOCK ? n - at : TOPK_BLOCK;          \
-            if (c->cap - c->m < len) {                                         \
+            if (g) accumulate_##NAME(x + at, g + at, len, s);                  \
+            if (!full && c->cap - c->m < len) {                                \
                 prune_##NAME(c, c->k);                                         \
-                if (c->t > KNAN) return; /* k NaNs: nothing can beat them */   \
+                full = c->t > KNAN;                                            \
             }                                                                  \
-            c->m += f(x + at, at, len, (BT)c->t, c->ci + c->m, (BT *)c->cv + c->m); \
+            if (!full) c->m += f(x + at, at, len, (BT)c->t, c->ci + c->m, (BT *)c->cv + c->m); \
         }                                                                      \
     }                                                                          \
-    static uint64_t first_t_##NAME(const BT *x, uint64_t n, uint64_t k,        \
-                                   const layout *l, char *scratch)             \
+    static uint64_t first_t_##NAME(const BT *x, const BT *g, uint64_t n,       \
+                                   uint64_t k, const layout *l, char *scratch) \
     {                                                                          \
         uint64_t forced = atomic_load_explicit(&force_start, memory_order_relaxed), r, eq; \
         BT *sv = (BT *)(scratch + l->sv), T;                                   \
         if (forced) return forced < KNAN ? forced : KNAN;                      \
         r = l->sample ? sample_rank(n, k, l->sample) : 0;                      \
         if (r == 0) return 1;                                                  \
-        for (uint64_t j = 0; j < l->sample; j++) sv[j] = x[sample_pos(j, n, l->sample)]; \
+        for (uint64_t j = 0; j < l->sample; j++) sv[j] = sum_bits_##NAME(x, g, sample_pos(j, n, l->sample)); \
         T = kth_##NAME(sv, l->sample, r, (uint64_t *)(scratch + l->hist), &eq); \
         return T > 0 ? T : 1;                                                  \
     }                                                                          \
-    static uint64_t run_##NAME(const BT *x, uint64_t n, uint64_t k,            \
+    static uint64_t run_##NAME(BT *x, const BT *g, uint64_t n, uint64_t k,     \
                                const layout *l, char *scratch,                 \
-                               filter_##NAME##_fn f, cands *c)                 \
+                               filter_##NAME##_fn f, cands *c, double s[4])    \
     {                                                                          \
-        uint64_t t0 = first_t_##NAME(x, n, k, l, scratch);                     \
+        uint64_t t0 = first_t_##NAME(x, g, n, k, l, scratch);                  \
         *c = (cands){.k = k, .cap = l->cap, .t = t0, .ci = (uint64_t *)(scratch + l->ci), \
                      .cv = scratch + l->cv, .hist = (uint64_t *)(scratch + l->hist)}; \
-        pass_##NAME(x, n, c, f);                                               \
+        pass_##NAME(x, g, n, c, f, s);                                         \
         if (c->m < k && t0 > 1) { /* the estimate was too high */             \
             c->m = 0;                                                          \
             c->t = 1;                                                          \
-            pass_##NAME(x, n, c, f);                                           \
+            pass_##NAME(x, NULL, n, c, f, s); /* x holds the sums now */       \
         }                                                                      \
         if (c->m > k) prune_##NAME(c, k);                                      \
         return c->m;                                                           \
@@ -364,22 +446,45 @@ static void write_indices(const uint64_t *ci, uint64_t m, void *idx, unsigned iw
     for (uint64_t i = 0; i < m; i++) sparcml_put_index(idx, 4, i, ci[i]);
 }
 
-uint64_t topk_select(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch,
-                     void *idx, unsigned iw, void *out_vals)
+/* The selection of x, or with g of x + g, formed into x in its threshold
+ * pass (s: the squares of the sums).  Without g, x is only read. */
+static uint64_t select_sum(void *x, const void *g, uint64_t n, int vtype, uint64_t k, void *scratch, void *idx,
+                           unsigned iw, void *out_vals, double s[4])
 {
     uint64_t vs = sparcml_value_size(vtype), m;
     layout l = layout_for(n, k, vs);
     cands c;
-    if (k == 0 || n == 0 || (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE)) return 0;
+    if (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE) return 0;
+    if (g && (k == 0 || k >= n)) { /* no threshold pass: the sums first */
+        if (vtype == SPARCML_FLOAT) accumulate_f32(x, g, n, s);
+        else accumulate_f64(x, g, n, s);
+        g = NULL;
+    }
+    if (k == 0 || n == 0) return 0;
     if (vtype == SPARCML_FLOAT)
-        m = k >= n ? all_f32(vals, n, idx, iw, out_vals)
-                   : run_f32(vals, n, k, &l, scratch, filter_for_f32(), &c);
+        m = k >= n ? all_f32(x, n, idx, iw, out_vals)
+                   : run_f32(x, g, n, k, &l, scratch, filter_for_f32(), &c, s);
     else
-        m = k >= n ? all_f64(vals, n, idx, iw, out_vals)
-                   : run_f64(vals, n, k, &l, scratch, filter_for_f64(), &c);
+        m = k >= n ? all_f64(x, n, idx, iw, out_vals)
+                   : run_f64(x, g, n, k, &l, scratch, filter_for_f64(), &c, s);
     if (k < n && m > 0) {
         write_indices(c.ci, m, idx, iw);
         memcpy(out_vals, c.cv, m * vs);
     }
+    return m;
+}
+
+uint64_t topk_select(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch,
+                     void *idx, unsigned iw, void *out_vals)
+{
+    return select_sum((void *)vals, NULL, n, vtype, k, scratch, idx, iw, out_vals, NULL);
+}
+
+uint64_t topk_select_sum(void *eps, const void *g, uint64_t n, int vtype, uint64_t k, void *scratch, void *idx,
+                         unsigned iw, void *out_vals, double *norm2)
+{
+    double s[4] = {0};
+    uint64_t m = select_sum(eps, g, n, vtype, k, scratch, idx, iw, out_vals, s);
+    *norm2 = norm2_of(s);
     return m;
 }

@@ -34,6 +34,19 @@ uint64_t topk_scratch_bytes(uint64_t n, uint64_t k, int vtype);
 uint64_t topk_select(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch,
                      void *idx, unsigned iw, void *out_vals);
 
+/* Error feedback's acc = eps + g: eps[i] += g[i] over n values of vtype
+ * (float or double), in the type's arithmetic; returns the sum of the
+ * squares of the sums, in double (four partial sums by index mod 4, the
+ * last n mod 4 in the first, added as (s0 + s1) + (s2 + s3)). */
+double topk_accumulate(void *eps, const void *g, uint64_t n, int vtype);
+
+/* Both in one pass over eps and g: topk_accumulate(eps, g, n, vtype)
+ * (into *norm2), then topk_select of the sums, bit for bit, except that
+ * the sums are formed a block at a time in the selection's threshold
+ * pass, which reads each block of them from the cache. */
+uint64_t topk_select_sum(void *eps, const void *g, uint64_t n, int vtype, uint64_t k, void *scratch, void *idx,
+                         unsigned iw, void *out_vals, double *norm2);
+
 /* Tests (not thread-safe; the result is the same whatever they say):
  * topk_force_portable(nonzero) makes topk_select run its portable C pass
  * even where the CPU has AVX2, 0 restores the runtime choice;

@@ -4,7 +4,11 @@
  * Each case runs on the dispatched pass (AVX2 where the CPU has it) and on
  * the portable one, and the adversarial cases also from forced first
  * thresholds: every nonzero, the exact k-th magnitude, one above it and
- * one above everything (both make the estimate too high). */
+ * one above everything (both make the estimate too high).  Where a case
+ * gives its values as sums eps + g (computed here in the value type),
+ * topk_select_sum of eps and g must select the same, leave the sums in
+ * eps bit for bit and return the sum of their squares as topk_accumulate's
+ * contract adds them (a reference of its own). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,9 +101,52 @@ static uint64_t reference(const void *vals, uint64_t n, int vtype, uint64_t k, u
     return m;
 }
 
-/* topk_select on both passes from first threshold `start` (0: the
- * sample's), against the reference; outputs get exactly the room the
- * contract asks for, so that the sanitizers see any write beyond it. */
+/* The sums' parts (NULL: the case gives plain values). */
+static const void *sum_eps, *sum_g;
+
+/* vals = eps + g in the value type. */
+static void add_parts(void *vals, const void *eps, const void *g, int vtype, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        if (vtype == SPARCML_FLOAT) ((float *)vals)[i] = ((const float *)eps)[i] + ((const float *)g)[i];
+        else ((double *)vals)[i] = ((const double *)eps)[i] + ((const double *)g)[i];
+    }
+}
+
+/* The sum of the squares of vals as topk_accumulate adds them: four
+ * partial sums by index mod 4, the last n mod 4 in the first. */
+static double lanes_norm2(const void *vals, int vtype, uint64_t n)
+{
+    double s[4] = {0};
+    for (uint64_t i = 0; i < n; i++) s[i < n / 4 * 4 ? i % 4 : 0] += get(vals, vtype, i) * get(vals, vtype, i);
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* One selection: topk_select of vals, or with the sums' parts
+ * topk_select_sum of a copy of eps (which must hold vals afterwards, with
+ * the norm as lanes_norm2 adds it: *sum_ok). */
+static uint64_t select_once(const void *vals, uint64_t n, int vtype, uint64_t k, void *scratch, void *idx,
+                            unsigned iw, void *out, int summed, int *sum_ok)
+{
+    size_t bytes = n * sparcml_value_size(vtype);
+    void *eps;
+    double norm2;
+    uint64_t m;
+    *sum_ok = 1;
+    if (!summed) return topk_select(vals, n, vtype, k, scratch, idx, iw, out);
+    eps = malloc(bytes ? bytes : 1);
+    ck_assert_ptr_nonnull(eps);
+    memcpy(eps, sum_eps, bytes);
+    m = topk_select_sum(eps, sum_g, n, vtype, k, scratch, idx, iw, out, &norm2);
+    *sum_ok = memcmp(eps, vals, bytes) == 0 && memcmp(&norm2, &(double){lanes_norm2(vals, vtype, n)}, 8) == 0;
+    free(eps);
+    return m;
+}
+
+/* topk_select (and topk_select_sum where the case has parts) on both
+ * passes from first threshold `start` (0: the sample's), against the
+ * reference; outputs get exactly the room the contract asks for, so that
+ * the sanitizers see any write beyond it. */
 static void check_from(const void *vals, uint64_t n, int vtype, uint64_t k, unsigned iw,
                        uint64_t start, const uint64_t *want, uint64_t nwant)
 {
@@ -109,20 +156,21 @@ static void check_from(const void *vals, uint64_t n, int vtype, uint64_t k, unsi
     char *out = malloc(room ? room * vs : 1);
     ck_assert(scratch && idx && out);
     topk_force_start(start);
-    for (int portable = 0; portable < 2; portable++) {
+    for (int run = 0; run < (sum_eps ? 4 : 2); run++) {
+        int portable = run % 2, summed = run / 2, sum_ok;
         uint64_t m, j = 0;
         topk_force_portable(portable);
-        m = topk_select(vals, n, vtype, k, scratch, idx, iw, out);
+        m = select_once(vals, n, vtype, k, scratch, idx, iw, out, summed, &sum_ok);
         /* one assertion per call: Check records each one (a write) */
         while (j < m && j < nwant && sparcml_get_index(idx, iw, j) == want[j]
                && memcmp(out + j * vs, (const char *)vals + want[j] * vs, vs) == 0)
             j++;
-        ck_assert_msg(m == nwant && j == m,
-                      "n %llu k %llu vtype %d iw %u start %llx portable %d: %llu entries (want "
-                      "%llu), first difference at entry %llu",
+        ck_assert_msg(m == nwant && j == m && sum_ok,
+                      "n %llu k %llu vtype %d iw %u start %llx portable %d summed %d: %llu entries (want "
+                      "%llu), first difference at entry %llu, sums and norm %s",
                       (unsigned long long)n, (unsigned long long)k, vtype, iw,
-                      (unsigned long long)start, portable, (unsigned long long)m,
-                      (unsigned long long)nwant, (unsigned long long)j);
+                      (unsigned long long)start, portable, summed, (unsigned long long)m,
+                      (unsigned long long)nwant, (unsigned long long)j, sum_ok ? "right" : "wrong");
     }
     topk_force_portable(0);
     topk_force_start(0);
@@ -164,10 +212,14 @@ START_TEST(random_values_match_reference)
     rng_state = 7 + (uint64_t)_i;
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
         uint64_t n = ns[a], ks[16], nk = ks_for(n, ks);
-        void *vals = malloc(n * 8);
-        for (uint64_t i = 0; i < n; i++) set(vals, vtype, i, normal() * 1e-3);
+        void *vals = malloc(n * 8), *eps = malloc(n * 8), *g = malloc(n * 8);
+        /* As error feedback forms them: a residual plus a gradient. */
+        for (uint64_t i = 0; i < n; i++) set(eps, vtype, i, normal() * 1e-3), set(g, vtype, i, normal() * 1e-3);
+        add_parts(vals, eps, g, vtype, n);
+        sum_eps = eps, sum_g = g;
         for (uint64_t j = 0; j < nk; j++) check(vals, n, vtype, ks[j], 4, n <= 5000);
-        free(vals);
+        sum_eps = sum_g = NULL;
+        free(vals), free(eps), free(g);
     }
 }
 END_TEST
@@ -287,10 +339,12 @@ START_TEST(adversarial_inputs)
     rng_state = 23 + (uint64_t)_i;
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
         uint64_t n = ns[a], ks[] = {1, 4, 5, 6, 100, 299, 300, 301, 1000, n / 2, n - 1};
-        void *vals = malloc(n * 8);
+        void *vals = malloc(n * 8), *zero = calloc(n, 8);
         fill_shape(vals, vtype, n, s);
+        sum_eps = zero, sum_g = vals; /* a zero residual: the sums are the shape itself */
         for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) check(vals, n, vtype, ks[j], 4, 1);
-        free(vals);
+        sum_eps = sum_g = NULL;
+        free(vals), free(zero);
     }
 }
 END_TEST
