@@ -111,129 +111,67 @@ static uint64_t sample_rank(uint64_t n, uint64_t k, uint64_t s)
     return r < (double)s ? (uint64_t)r : 0;
 }
 
-/* ---------------------------------------------------------------- filters */
+/* ---------------------------------------------------------- value types */
 
-/* Candidates of one block: indices base + i of x[0..len) whose bits
- * without the sign (mask ABS) are at least t, appended at ci/cv; returns
- * how many.  The portable filter tests 16 values at once: key - t has its
- * top bit (TOP) set exactly when key < t (both are below 2^TOP), so the
- * AND of the 16 differences has it set when none passed -- a loop of
- * subtractions and ANDs that the compiler vectorises with plain SSE2.
- * Where one passed, push stores each value and moves the cursor by the
- * test (no branch).  The AVX2 filters test 128 bytes per step and walk
- * the bits of the values that passed. */
-#define TOPK_FILTER(NAME, BT, ABS, TOP)                                         \
-    static uint64_t push_##NAME(const BT *x, uint64_t len, uint64_t base,      \
-                                BT t, uint64_t *ci, BT *cv)                    \
-    {                                                                          \
-        uint64_t m = 0;                                                        \
-        for (uint64_t i = 0; i < len; i++) {                                   \
-            ci[m] = base + i;                                                  \
-            cv[m] = x[i];                                                      \
-            m += (x[i] & ABS) >= t;                                            \
-        }                                                                      \
-        return m;                                                              \
-    }                                                                          \
-    static uint64_t filter_##NAME(const BT *x, uint64_t base, uint64_t len,    \
-                                  BT t, uint64_t *ci, BT *cv)                  \
-    {                                                                          \
-        uint64_t m = 0, i = 0;                                                 \
-        for (; i + 16 <= len; i += 16) {                                       \
-            BT miss = (BT)-1;                                                  \
-            for (int j = 0; j < 16; j++) miss &= (x[i + j] & ABS) - t;         \
-            if (!(miss >> TOP))                                                \
-                m += push_##NAME(x + i, 16, base + i, t, ci + m, cv + m);      \
-        }                                                                      \
-        return m + push_##NAME(x + i, len - i, base + i, t, ci + m, cv + m);   \
+/* Each kernel below is written once, as an always_inline body over the
+ * value type vt (SPARCML_FLOAT, its bits as uint32_t; SPARCML_DOUBLE,
+ * uint64_t), and instantiated per type by one-line wrappers that pass vt
+ * as a constant, so that each instance compiles to the loops of its type.
+ * Bits and keys travel as uint64_t between the per-value operations (they
+ * fit); the operations, and the one loop the compiler vectorises, are
+ * done in the type's own width (TOPK_VALUE_OPS; TOP: the sign's place). */
+#define TOPK_INLINE __attribute__((always_inline)) static inline
+#define TOPK_VALUE_OPS(NAME, BT, FT, TOP)                                                          \
+    TOPK_INLINE uint64_t bits_##NAME(const void *v, uint64_t i) { return ((const BT *)v)[i]; }     \
+    TOPK_INLINE void set_##NAME(void *v, uint64_t i, uint64_t b) { ((BT *)v)[i] = (BT)b; }         \
+    TOPK_INLINE int none_of_16_##NAME(const void *x, uint64_t i, uint64_t t)                       \
+    {                                                                                              \
+        BT miss = (BT)-1, mag = ((BT)1 << TOP) - 1;                                                \
+        for (int j = 0; j < 16; j++) miss &= (((const BT *)x)[i + j] & mag) - (BT)t;               \
+        return (int)(miss >> TOP);                                                                 \
+    }                                                                                              \
+    TOPK_INLINE uint64_t sum_bits_##NAME(const void *x, const void *g, uint64_t i)                 \
+    {                                                                                              \
+        FT a, b;                                                                                   \
+        BT r;                                                                                      \
+        if (!g) return ((const BT *)x)[i];                                                         \
+        memcpy(&a, (const BT *)x + i, sizeof a), memcpy(&b, (const BT *)g + i, sizeof b);          \
+        a += b;                                                                                    \
+        return memcpy(&r, &a, sizeof r), r;                                                        \
     }
+TOPK_VALUE_OPS(f32, uint32_t, float, 31)
+TOPK_VALUE_OPS(f64, uint64_t, double, 63)
 
-TOPK_FILTER(f32, uint32_t, UINT32_C(0x7fffffff), 31)
-TOPK_FILTER(f64, uint64_t, UINT64_C(0x7fffffffffffffff), 63)
+TOPK_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
+/* The sign's place: keys are below 2^top_bit. */
+TOPK_INLINE unsigned top_bit(int vt) { return is_f64(vt) ? 63 : 31; }
+/* The bits of a magnitude: all but the sign. */
+TOPK_INLINE uint64_t magnitude_mask(int vt) { return ((uint64_t)1 << top_bit(vt)) - 1; }
+/* The NaN key: +Inf's bits plus one. */
+TOPK_INLINE uint64_t nan_key(int vt) { return is_f64(vt) ? UINT64_C(0x7ff0000000000001) : UINT32_C(0x7f800001); }
+/* Element i of a vector of vt's values. */
+TOPK_INLINE void *elem(int vt, const void *v, uint64_t i) { return (char *)v + (is_f64(vt) ? 8 : 4) * i; }
 
-#ifdef TOPK_X86
-/* The entries of x[0..32) or x[0..16) whose bit is set in `bits`. */
-#define PUSH_BITS()                                                            \
-    do {                                                                       \
-        for (; bits; bits &= bits - 1) {                                       \
-            unsigned j_ = (unsigned)__builtin_ctzll(bits);                     \
-            ci[m] = base + i + j_;                                             \
-            cv[m++] = x[i + j_];                                               \
-        }                                                                      \
-    } while (0)
-
-/* Lanes of 4 vectors compared with the key limit t - 1 (signed: keys
- * fit); skips the step when none passed, else their mask of 32 (f32) or
- * 16 (f64) bits. */
-#define CMP4(W, CAST, MOVEMASK, LANES)                                         \
-    __m256i c0 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(0), abs), lim);     \
-    __m256i c1 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(1), abs), lim);     \
-    __m256i c2 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(2), abs), lim);     \
-    __m256i c3 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(3), abs), lim);     \
-    __m256i any = _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3)); \
-    if (_mm256_testz_si256(any, any)) continue;                                \
-    uint64_t bits = (uint64_t)(unsigned)MOVEMASK(CAST(c0))                     \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c1)) << LANES          \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c2)) << 2 * LANES      \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c3)) << 3 * LANES
-#define LOAD(q) _mm256_loadu_si256((const __m256i *)(x + i) + (q))
-
-__attribute__((target("avx2")))
-static uint64_t filter_f32_avx2(const uint32_t *x, uint64_t base, uint64_t len, uint32_t t,
-                                uint64_t *ci, uint32_t *cv)
+/* Value i's bits; storing them; its key (NaNs clamped); none of the 16
+ * values from i passes t (a vectorised test); the bits of x[i] + g[i] in
+ * the value type (x[i]'s without g). */
+TOPK_INLINE uint64_t bits(int vt, const void *v, uint64_t i) { return is_f64(vt) ? bits_f64(v, i) : bits_f32(v, i); }
+TOPK_INLINE void set(int vt, void *v, uint64_t i, uint64_t b) { is_f64(vt) ? set_f64(v, i, b) : set_f32(v, i, b); }
+TOPK_INLINE uint64_t key(int vt, const void *v, uint64_t i)
 {
-    const __m256i abs = _mm256_set1_epi32(0x7fffffff), lim = _mm256_set1_epi32((int)(t - 1));
-    uint64_t m = 0, i = 0;
-    for (; i + 32 <= len; i += 32) {
-        CMP4(32, _mm256_castsi256_ps, _mm256_movemask_ps, 8);
-        PUSH_BITS();
-    }
-    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
-    return m + filter_f32(x + i, base + i, len - i, t, ci + m, cv + m);
+    uint64_t a = bits(vt, v, i) & magnitude_mask(vt);
+    return a < nan_key(vt) ? a : nan_key(vt);
 }
-
-__attribute__((target("avx2")))
-static uint64_t filter_f64_avx2(const uint64_t *x, uint64_t base, uint64_t len, uint64_t t,
-                                uint64_t *ci, uint64_t *cv)
+TOPK_INLINE int none_of_16(int vt, const void *x, uint64_t i, uint64_t t)
 {
-    const __m256i abs = _mm256_set1_epi64x(0x7fffffffffffffffll);
-    const __m256i lim = _mm256_set1_epi64x((long long)(t - 1));
-    uint64_t m = 0, i = 0;
-    for (; i + 16 <= len; i += 16) {
-        CMP4(64, _mm256_castsi256_pd, _mm256_movemask_pd, 4);
-        PUSH_BITS();
-    }
-    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
-    return m + filter_f64(x + i, base + i, len - i, t, ci + m, cv + m);
+    return is_f64(vt) ? none_of_16_f64(x, i, t) : none_of_16_f32(x, i, t);
 }
-#endif
-
-typedef uint64_t (*filter_f32_fn)(const uint32_t *, uint64_t, uint64_t, uint32_t, uint64_t *,
-                                  uint32_t *);
-typedef uint64_t (*filter_f64_fn)(const uint64_t *, uint64_t, uint64_t, uint64_t, uint64_t *,
-                                  uint64_t *);
-
-/* The filters this CPU runs (checked per call: a few loads). */
-static filter_f32_fn filter_for_f32(void)
+TOPK_INLINE uint64_t sum_bits(int vt, const void *x, const void *g, uint64_t i)
 {
-#ifdef TOPK_X86
-    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
-        return filter_f32_avx2;
-#endif
-    return filter_f32;
-}
-
-static filter_f64_fn filter_for_f64(void)
-{
-#ifdef TOPK_X86
-    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
-        return filter_f64_avx2;
-#endif
-    return filter_f64;
+    return is_f64(vt) ? sum_bits_f64(x, g, i) : sum_bits_f32(x, g, i);
 }
 
 /* -------------------------------------------------------- acc = eps + g */
-
-#define TOPK_INLINE __attribute__((always_inline)) static inline
 
 /* eps[i] += g[i] in the value type vt (float or double); the sum, in
  * double. */
@@ -276,36 +214,127 @@ static void accumulate_f32(void *eps, const void *g, uint64_t n, double s[4])
 static void accumulate_f64(void *eps, const void *g, uint64_t n, double s[4])
 { accumulate_body(SPARCML_DOUBLE, eps, g, n, s); }
 
+TOPK_INLINE void accumulate(int vt, void *eps, const void *g, uint64_t n, double s[4])
+{
+    is_f64(vt) ? accumulate_f64(eps, g, n, s) : accumulate_f32(eps, g, n, s);
+}
+
 static double norm2_of(const double s[4]) { return (s[0] + s[1]) + (s[2] + s[3]); }
 
 double topk_accumulate(void *eps, const void *g, uint64_t n, int vtype)
 {
     double s[4] = {0};
-    if (vtype == SPARCML_FLOAT) accumulate_f32(eps, g, n, s);
-    else accumulate_f64(eps, g, n, s);
+    accumulate(vtype, eps, g, n, s);
     return norm2_of(s);
 }
 
-/* The bits of eps[i] + g[i] in the value type (the sum eps[i] becomes),
- * or of eps[i] without g. */
-static uint32_t sum_bits_f32(const uint32_t *eps, const uint32_t *g, uint64_t i)
+/* ---------------------------------------------------------------- filters */
+
+/* Candidates of one block: indices base + i of x[0..len) whose bits
+ * without the sign are at least t, appended at ci/cv; returns how many.
+ * The portable filter tests 16 values at once (none_of_16): key - t has
+ * its top bit set exactly when key < t (both are below 2^TOP), so the AND
+ * of the 16 differences has it set when none passed -- a loop of
+ * subtractions and ANDs that the compiler vectorises with plain SSE2.
+ * Where one passed, push stores each value and moves the cursor by the
+ * test (no branch).  The AVX2 filters test 128 bytes per step and walk
+ * the bits of the values that passed. */
+TOPK_INLINE uint64_t push_body(int vt, const void *x, uint64_t len, uint64_t base, uint64_t t, uint64_t *ci,
+                               void *cv)
 {
-    float a, b;
-    uint32_t r;
-    if (!g) return eps[i];
-    memcpy(&a, eps + i, 4), memcpy(&b, g + i, 4);
-    a += b;
-    return memcpy(&r, &a, 4), r;
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint64_t b = bits(vt, x, i);
+        ci[m] = base + i;
+        set(vt, cv, m, b);
+        m += (b & magnitude_mask(vt)) >= t;
+    }
+    return m;
 }
 
-static uint64_t sum_bits_f64(const uint64_t *eps, const uint64_t *g, uint64_t i)
+TOPK_INLINE uint64_t filter_body(int vt, const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci,
+                                 void *cv)
 {
-    double a, b;
-    uint64_t r;
-    if (!g) return eps[i];
-    memcpy(&a, eps + i, 8), memcpy(&b, g + i, 8);
-    a += b;
-    return memcpy(&r, &a, 8), r;
+    uint64_t m = 0, i = 0;
+    for (; i + 16 <= len; i += 16)
+        if (!none_of_16(vt, x, i, t)) m += push_body(vt, elem(vt, x, i), 16, base + i, t, ci + m, elem(vt, cv, m));
+    return m + push_body(vt, elem(vt, x, i), len - i, base + i, t, ci + m, elem(vt, cv, m));
+}
+
+typedef uint64_t (*filter_fn)(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv);
+
+static uint64_t filter_f32(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
+{ return filter_body(SPARCML_FLOAT, x, base, len, t, ci, cv); }
+static uint64_t filter_f64(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
+{ return filter_body(SPARCML_DOUBLE, x, base, len, t, ci, cv); }
+
+#ifdef TOPK_X86
+/* The entries of x[0..32) or x[0..16) whose bit is set in `bits`. */
+#define PUSH_BITS()                                                            \
+    do {                                                                       \
+        for (; bits; bits &= bits - 1) {                                       \
+            unsigned j_ = (unsigned)__builtin_ctzll(bits);                     \
+            ci[m] = base + i + j_;                                             \
+            cv[m++] = x[i + j_];                                               \
+        }                                                                      \
+    } while (0)
+
+/* Lanes of 4 vectors compared with the key limit t - 1 (signed: keys
+ * fit); skips the step when none passed, else their mask of 32 (f32) or
+ * 16 (f64) bits. */
+#define CMP4(W, CAST, MOVEMASK, LANES)                                         \
+    __m256i c0 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(0), abs), lim);     \
+    __m256i c1 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(1), abs), lim);     \
+    __m256i c2 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(2), abs), lim);     \
+    __m256i c3 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(3), abs), lim);     \
+    __m256i any = _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3)); \
+    if (_mm256_testz_si256(any, any)) continue;                                \
+    uint64_t bits = (uint64_t)(unsigned)MOVEMASK(CAST(c0))                     \
+                    | (uint64_t)(unsigned)MOVEMASK(CAST(c1)) << LANES          \
+                    | (uint64_t)(unsigned)MOVEMASK(CAST(c2)) << 2 * LANES      \
+                    | (uint64_t)(unsigned)MOVEMASK(CAST(c3)) << 3 * LANES
+#define LOAD(q) _mm256_loadu_si256((const __m256i *)(x + i) + (q))
+
+__attribute__((target("avx2")))
+static uint64_t filter_f32_avx2(const void *xv, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cvv)
+{
+    const uint32_t *x = xv;
+    uint32_t *cv = cvv;
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), lim = _mm256_set1_epi32((int)(uint32_t)(t - 1));
+    uint64_t m = 0, i = 0;
+    for (; i + 32 <= len; i += 32) {
+        CMP4(32, _mm256_castsi256_ps, _mm256_movemask_ps, 8);
+        PUSH_BITS();
+    }
+    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
+    return m + filter_f32(x + i, base + i, len - i, t, ci + m, cv + m);
+}
+
+__attribute__((target("avx2")))
+static uint64_t filter_f64_avx2(const void *xv, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cvv)
+{
+    const uint64_t *x = xv;
+    uint64_t *cv = cvv;
+    const __m256i abs = _mm256_set1_epi64x(0x7fffffffffffffffll);
+    const __m256i lim = _mm256_set1_epi64x((long long)(t - 1));
+    uint64_t m = 0, i = 0;
+    for (; i + 16 <= len; i += 16) {
+        CMP4(64, _mm256_castsi256_pd, _mm256_movemask_pd, 4);
+        PUSH_BITS();
+    }
+    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
+    return m + filter_f64(x + i, base + i, len - i, t, ci + m, cv + m);
+}
+#endif
+
+/* The filters this CPU runs (checked per call: a few loads). */
+static filter_fn filter_for(int vt)
+{
+#ifdef TOPK_X86
+    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
+        return is_f64(vt) ? filter_f64_avx2 : filter_f32_avx2;
+#endif
+    return is_f64(vt) ? filter_f64 : filter_f32;
 }
 
 /* ------------------------------------------------------------- selection */
@@ -319,123 +348,134 @@ typedef struct cands {
     uint64_t *hist;  /* TOPK_HIST counts for the radix select */
 } cands;
 
-/* Per value type (bits BT, mask ABS, the NaN key KNAN, key bits KB):
- *   key:     the clamped key of a value
- *   kth:     radix select, most significant digit first, of the r-th
- *            largest key among v[0..m) (1 <= r <= m); *eq receives how many
- *            of the top r have exactly that key
- *   keep:    compact ci/cv in place to the entries above T and the first
- *            eq equal to T, in order
- *   prune:   keep the r best candidates, admit only what beats them
- *   pass:    one pass of filter f over x, pruning to make room; with g,
- *            x += g first, a block at a time (accumulate: the squares of
- *            the sums into s), so that the filter reads each block of
- *            sums from L1 and x is read and written once
- *   first_t: the first threshold, from the sample (of x + g with g)
- *   run:     the passes and the final prune; returns the number held */
-#define TOPK_SELECT(NAME, BT, ABS, KNAN, KB)                                   \
-    static inline BT key_##NAME(BT v)                                          \
-    {                                                                          \
-        BT a = v & ABS;                                                        \
-        return a < KNAN ? a : KNAN;                                            \
-    }                                                                          \
-    static BT kth_##NAME(const BT *v, uint64_t m, uint64_t r, uint64_t *hist,  \
-                         uint64_t *eq)                                         \
-    {                                                                          \
-        BT prefix = 0;                                                         \
-        for (unsigned hi = KB; hi > 0;) {                                      \
-            unsigned d = hi < TOPK_DIGIT ? hi : TOPK_DIGIT, lo = hi - d;       \
-            memset(hist, 0, ((uint64_t)1 << d) * sizeof *hist);                \
-            for (uint64_t i = 0; i < m; i++) {                                 \
-                BT key = key_##NAME(v[i]);                                     \
-                hist[(key >> lo) & (((BT)1 << d) - 1)] += (key >> hi) == prefix; \
-            }                                                                  \
-            uint64_t b = ((uint64_t)1 << d) - 1;                               \
-            for (; r > hist[b]; b--) r -= hist[b];                             \
-            prefix = (BT)(prefix << d | b);                                    \
-            hi = lo;                                                           \
-        }                                                                      \
-        *eq = r;                                                               \
-        return prefix;                                                         \
-    }                                                                          \
-    static uint64_t keep_##NAME(uint64_t *ci, BT *cv, uint64_t m, BT T,        \
-                                uint64_t eq)                                   \
-    {                                                                          \
-        uint64_t o = 0;                                                        \
-        for (uint64_t i = 0; i < m; i++) {                                     \
-            BT key = key_##NAME(cv[i]);                                        \
-            int tie = key == T && eq > 0;                                      \
-            eq -= (uint64_t)tie;                                               \
-            ci[o] = ci[i];                                                     \
-            cv[o] = cv[i];                                                     \
-            o += (uint64_t)(key > T || tie);                                   \
-        }                                                                      \
-        return o;                                                              \
-    }                                                                          \
-    static void prune_##NAME(cands *c, uint64_t r)                             \
-    {                                                                          \
-        uint64_t eq;                                                           \
-        BT T = kth_##NAME(c->cv, c->m, r, c->hist, &eq);                       \
-        c->m = keep_##NAME(c->ci, c->cv, c->m, T, eq);                         \
-        c->t = (uint64_t)T + 1;                                                \
-    }                                                                          \
-    static void pass_##NAME(BT *x, const BT *g, uint64_t n, cands *c,          \
-                            filter_##NAME##_fn f, double s[4])                 \
-    {                                                                          \
-        int full = 0; /* k NaNs held: nothing can beat them */                \
-        for (uint64_t at = 0; at < n; at += TOPK_BLOCK) {                      \
-            uint64_t len = n - at < TOPK_BLOCK ? n - at : TOPK_BLOCK;          \
-            if (g) accumulate_##NAME(x + at, g + at, len, s);                  \
-            if (!full && c->cap - c->m < len) {                                \
-                prune_##NAME(c, c->k);                                         \
-                full = c->t > KNAN;                                            \
-            }                                                                  \
-            if (!full) c->m += f(x + at, at, len, (BT)c->t, c->ci + c->m, (BT *)c->cv + c->m); \
-        }                                                                      \
-    }                                                                          \
-    static uint64_t first_t_##NAME(const BT *x, const BT *g, uint64_t n,       \
-                                   uint64_t k, const layout *l, char *scratch) \
-    {                                                                          \
-        uint64_t forced = atomic_load_explicit(&force_start, memory_order_relaxed), r, eq; \
-        BT *sv = (BT *)(scratch + l->sv), T;                                   \
-        if (forced) return forced < KNAN ? forced : KNAN;                      \
-        r = l->sample ? sample_rank(n, k, l->sample) : 0;                      \
-        if (r == 0) return 1;                                                  \
-        for (uint64_t j = 0; j < l->sample; j++) sv[j] = sum_bits_##NAME(x, g, sample_pos(j, n, l->sample)); \
-        T = kth_##NAME(sv, l->sample, r, (uint64_t *)(scratch + l->hist), &eq); \
-        return T > 0 ? T : 1;                                                  \
-    }                                                                          \
-    static uint64_t run_##NAME(BT *x, const BT *g, uint64_t n, uint64_t k,     \
-                               const layout *l, char *scratch,                 \
-                               filter_##NAME##_fn f, cands *c, double s[4])    \
-    {                                                                          \
-        uint64_t t0 = first_t_##NAME(x, g, n, k, l, scratch);                  \
-        *c = (cands){.k = k, .cap = l->cap, .t = t0, .ci = (uint64_t *)(scratch + l->ci), \
-                     .cv = scratch + l->cv, .hist = (uint64_t *)(scratch + l->hist)}; \
-        pass_##NAME(x, g, n, c, f, s);                                         \
-        if (c->m < k && t0 > 1) { /* the estimate was too high */             \
-            c->m = 0;                                                          \
-            c->t = 1;                                                          \
-            pass_##NAME(x, NULL, n, c, f, s); /* x holds the sums now */       \
-        }                                                                      \
-        if (c->m > k) prune_##NAME(c, k);                                      \
-        return c->m;                                                           \
-    }                                                                          \
-    /* k >= n: every nonzero, written straight to the output. */              \
-    static uint64_t all_##NAME(const BT *x, uint64_t n, void *idx, unsigned iw, \
-                               BT *out)                                        \
-    {                                                                          \
-        uint64_t o = 0;                                                        \
-        for (uint64_t i = 0; i < n; i++)                                       \
-            if (x[i] & ABS) {                                                  \
-                sparcml_put_index(idx, iw, o, i);                              \
-                out[o++] = x[i];                                               \
-            }                                                                  \
-        return o;                                                              \
+/* Radix select, most significant digit first, of the r-th largest key
+ * among v[0..m) (1 <= r <= m); *eq receives how many of the top r have
+ * exactly that key. */
+TOPK_INLINE uint64_t kth_body(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+{
+    uint64_t prefix = 0;
+    for (unsigned hi = top_bit(vt); hi > 0;) {
+        unsigned d = hi < TOPK_DIGIT ? hi : TOPK_DIGIT, lo = hi - d;
+        uint64_t b = ((uint64_t)1 << d) - 1;
+        memset(hist, 0, (b + 1) * sizeof *hist);
+        for (uint64_t i = 0; i < m; i++) {
+            uint64_t k = key(vt, v, i);
+            hist[(k >> lo) & b] += (k >> hi) == prefix;
+        }
+        for (; r > hist[b]; b--) r -= hist[b];
+        prefix = prefix << d | b;
+        hi = lo;
     }
+    *eq = r;
+    return prefix;
+}
 
-TOPK_SELECT(f32, uint32_t, UINT32_C(0x7fffffff), UINT32_C(0x7f800001), 31)
-TOPK_SELECT(f64, uint64_t, UINT64_C(0x7fffffffffffffff), UINT64_C(0x7ff0000000000001), 63)
+static uint64_t kth_f32(const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+{ return kth_body(SPARCML_FLOAT, v, m, r, hist, eq); }
+static uint64_t kth_f64(const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+{ return kth_body(SPARCML_DOUBLE, v, m, r, hist, eq); }
+TOPK_INLINE uint64_t kth(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+{
+    return is_f64(vt) ? kth_f64(v, m, r, hist, eq) : kth_f32(v, m, r, hist, eq);
+}
+
+/* Compact ci/cv in place to the entries above T and the first eq equal to
+ * T, in order. */
+TOPK_INLINE uint64_t keep(int vt, uint64_t *ci, void *cv, uint64_t m, uint64_t T, uint64_t eq)
+{
+    uint64_t o = 0;
+    for (uint64_t i = 0; i < m; i++) {
+        uint64_t k = key(vt, cv, i);
+        int tie = k == T && eq > 0;
+        eq -= (uint64_t)tie;
+        ci[o] = ci[i];
+        set(vt, cv, o, bits(vt, cv, i));
+        o += (uint64_t)(k > T || tie);
+    }
+    return o;
+}
+
+/* Keep the r best candidates, admit only what beats them. */
+TOPK_INLINE void prune_body(int vt, cands *c, uint64_t r)
+{
+    uint64_t eq, T = kth(vt, c->cv, c->m, r, c->hist, &eq);
+    c->m = keep(vt, c->ci, c->cv, c->m, T, eq);
+    c->t = T + 1;
+}
+
+static void prune_f32(cands *c, uint64_t r) { prune_body(SPARCML_FLOAT, c, r); }
+static void prune_f64(cands *c, uint64_t r) { prune_body(SPARCML_DOUBLE, c, r); }
+TOPK_INLINE void prune(int vt, cands *c, uint64_t r) { is_f64(vt) ? prune_f64(c, r) : prune_f32(c, r); }
+
+/* One pass of filter f over x, pruning to make room; with g, x += g first,
+ * a block at a time (accumulate: the squares of the sums into s), so that
+ * the filter reads each block of sums from L1 and x is read and written
+ * once. */
+TOPK_INLINE void pass_body(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+{
+    int full = 0; /* k NaNs held: nothing can beat them */
+    for (uint64_t o = 0; o < n; o += TOPK_BLOCK) {
+        uint64_t len = n - o < TOPK_BLOCK ? n - o : TOPK_BLOCK;
+        if (g) accumulate(vt, elem(vt, x, o), elem(vt, g, o), len, s);
+        if (!full && c->cap - c->m < len) {
+            prune(vt, c, c->k);
+            full = c->t > nan_key(vt);
+        }
+        if (!full) c->m += f(elem(vt, x, o), o, len, c->t, c->ci + c->m, elem(vt, c->cv, c->m));
+    }
+}
+
+static void pass_f32(void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+{ pass_body(SPARCML_FLOAT, x, g, n, c, f, s); }
+static void pass_f64(void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+{ pass_body(SPARCML_DOUBLE, x, g, n, c, f, s); }
+TOPK_INLINE void pass(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+{
+    is_f64(vt) ? pass_f64(x, g, n, c, f, s) : pass_f32(x, g, n, c, f, s);
+}
+
+/* The first threshold, from the sample (of x + g with g). */
+TOPK_INLINE uint64_t first_t(int vt, const void *x, const void *g, uint64_t n, uint64_t k, const layout *l,
+                             char *scratch)
+{
+    uint64_t forced = atomic_load_explicit(&force_start, memory_order_relaxed), r, eq, T;
+    void *sv = scratch + l->sv;
+    if (forced) return forced < nan_key(vt) ? forced : nan_key(vt);
+    r = l->sample ? sample_rank(n, k, l->sample) : 0;
+    if (r == 0) return 1;
+    for (uint64_t j = 0; j < l->sample; j++) set(vt, sv, j, sum_bits(vt, x, g, sample_pos(j, n, l->sample)));
+    T = kth(vt, sv, l->sample, r, (uint64_t *)(scratch + l->hist), &eq);
+    return T > 0 ? T : 1;
+}
+
+/* The passes and the final prune; returns the number held. */
+TOPK_INLINE uint64_t run(int vt, void *x, const void *g, uint64_t n, uint64_t k, const layout *l, char *scratch,
+                         filter_fn f, cands *c, double s[4])
+{
+    uint64_t t0 = first_t(vt, x, g, n, k, l, scratch);
+    *c = (cands){.k = k, .cap = l->cap, .t = t0, .ci = (uint64_t *)(scratch + l->ci), .cv = scratch + l->cv,
+                 .hist = (uint64_t *)(scratch + l->hist)};
+    pass(vt, x, g, n, c, f, s);
+    if (c->m < k && t0 > 1) { /* the estimate was too high */
+        c->m = 0;
+        c->t = 1;
+        pass(vt, x, NULL, n, c, f, s); /* x holds the sums now */
+    }
+    if (c->m > k) prune(vt, c, k);
+    return c->m;
+}
+
+/* k >= n: every nonzero, written straight to the output. */
+TOPK_INLINE uint64_t all(int vt, const void *x, uint64_t n, void *idx, unsigned iw, void *out)
+{
+    uint64_t o = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (key(vt, x, i)) {
+            sparcml_put_index(idx, iw, o, i);
+            set(vt, out, o++, bits(vt, x, i));
+        }
+    return o;
+}
 
 static void write_indices(const uint64_t *ci, uint64_t m, void *idx, unsigned iw)
 {
@@ -456,17 +496,16 @@ static uint64_t select_sum(void *x, const void *g, uint64_t n, int vtype, uint64
     cands c;
     if (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE) return 0;
     if (g && (k == 0 || k >= n)) { /* no threshold pass: the sums first */
-        if (vtype == SPARCML_FLOAT) accumulate_f32(x, g, n, s);
-        else accumulate_f64(x, g, n, s);
+        accumulate(vtype, x, g, n, s);
         g = NULL;
     }
     if (k == 0 || n == 0) return 0;
-    if (vtype == SPARCML_FLOAT)
-        m = k >= n ? all_f32(x, n, idx, iw, out_vals)
-                   : run_f32(x, g, n, k, &l, scratch, filter_for_f32(), &c, s);
+    if (k >= n)
+        m = is_f64(vtype) ? all(SPARCML_DOUBLE, x, n, idx, iw, out_vals) : all(SPARCML_FLOAT, x, n, idx, iw, out_vals);
+    else if (is_f64(vtype))
+        m = run(SPARCML_DOUBLE, x, g, n, k, &l, scratch, filter_for(vtype), &c, s);
     else
-        m = k >= n ? all_f64(x, n, idx, iw, out_vals)
-                   : run_f64(x, g, n, k, &l, scratch, filter_for_f64(), &c, s);
+        m = run(SPARCML_FLOAT, x, g, n, k, &l, scratch, filter_for(vtype), &c, s);
     if (k < n && m > 0) {
         write_indices(c.ci, m, idx, iw);
         memcpy(out_vals, c.cv, m * vs);
