@@ -25,7 +25,9 @@
  *    timed prices of both routes (core/op.c), predicts that the selection
  *    route (the rank's passes over its buffer and the sparse algorithm)
  *    beats the vendor's dense allreduce of the buffer.  Elsewhere S(acc) =
- *    acc: the vendor sums every rank's acc exactly and eps becomes zero.
+ *    acc: the vendor sums every rank's acc exactly and eps becomes zero;
+ *    the next calls of the count and type take that route without an
+ *    agreement (learnt_vendor), every rank alike.
  *  - Everything that could differ between ranks is decided through the
  *    agreement: argument checks, scratch memory (reserved before it),
  *    whether every rank keeps feedback for the buffer (when one does not,
@@ -65,22 +67,30 @@ uint64_t compress_k(uint64_t n, double density)
 
 /* A compressed call's own state (the op's kind state): the buffer's
  * residual (NULL: none kept), ||eps + g||^2 and ||eps||^2 after the call
- * on this rank, and when its selection route began (it is timed whole). */
+ * on this rank, when its selection route began (it is timed whole), and a
+ * vendor route's kind. */
 typedef struct compress_state {
     feedback_entry *feedback;
     double acc_norm2, held_norm2;
     double route_t0;
+    stats_compress_route route;
 } compress_state;
 OP_KIND_STATE_FITS(compress_state);
 
 static compress_state *cs(sparcml_op *op) { return op_kind_state(op); }
 static const compress_state *cs_c(const sparcml_op *op) { return op_kind_state_c(op); }
 
-/* What this rank held back of each buffer on a communicator (its kind's
- * state there; this rank's own, but for each entry's agreed sequence). */
-OP_KIND_COMM_FITS(feedback_table);
+/* The kind's state on a communicator: what this rank held back of each
+ * buffer (its own, but for each entry's agreed sequence) and the learnt
+ * vendor choice (the same on every rank). */
+typedef struct compress_comm {
+    feedback_table feedback;
+    select_learnt learnt;
+} compress_comm;
+OP_KIND_COMM_FITS(compress_comm);
 
-static feedback_table *feedback_of(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_compressed); }
+static compress_comm *comm_of(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_compressed); }
+static feedback_table *feedback_of(sparcml_ctx *ctx) { return &comm_of(ctx)->feedback; }
 
 /* The application's gradient: sendbuf, or recvbuf in place. */
 static const void *gradient(const sparcml_op *op)
@@ -128,6 +138,12 @@ static void move_acc(void *out, void *eps, const void *g, uint64_t n, int vtype)
         for (uint64_t i = 0; i < n; i++) o[i] = e[i] + x[i], e[i] = 0;
     }
 }
+
+/* Calls that go straight to the vendor after the model chose it for their
+ * count and type (select_learnt): they skip the agreement, whose cost
+ * they pay once in COMPRESS_SKIP + 1 calls, and the choice is made anew
+ * that often. */
+enum { COMPRESS_SKIP = 15 };
 
 /* The first call's residual, held aside until the rhythm is confirmed
  * (core/feedback.h), joins the residual. */
@@ -259,8 +275,7 @@ static sv select_topk(sparcml_op *op, uint64_t k, void *buf)
 static int vendor_done(sched *s)
 {
     sparcml_op *op = op_of(s);
-    stats_compress_route route = op->agreed.exact ? COMPRESS_ROUTE_EXACT : COMPRESS_ROUTE_VENDOR;
-    stats_record_compressed(op->set, &op->c, route, -1, op_vendor_timed(op));
+    stats_record_compressed(op->set, &op->c, cs(op)->route, -1, op_vendor_timed(op));
     return MPI_SUCCESS;
 }
 
@@ -269,10 +284,11 @@ static int vendor_done(sched *s)
  * vendor then sums in place; where the residual is zero already (or none
  * is kept), acc is g (up to the sign of a zero) and the vendor takes the
  * buffers as given: calls that keep to this route pass over nothing. */
-static int vendor_route(sched *s)
+static int vendor_route(sched *s, stats_compress_route route)
 {
     sparcml_op *op = op_of(s);
     feedback_entry *e = cs(op)->feedback;
+    cs(op)->route = route;
     if (residual(op) && !e->zero) {
         move_acc(op->recvbuf, e->eps, gradient(op), op->c.dim, op->c.vtype);
         e->zero = 1;
@@ -343,6 +359,15 @@ static int cltk_indexed(sched *s)
     return contribute(s);
 }
 
+/* The model's choice for the call's count and type, learnt: after the
+ * vendor, the next calls skip the agreement (select_learnt). */
+static void learn_route(const sparcml_op *op, cost_route route)
+{
+    select_learnt *l = &comm_of(op->c.ctx)->learnt;
+    if (route == COST_VENDOR) select_learn_vendor(l, op->count, op->c.vtype, COMPRESS_SKIP);
+    else select_learn_sparse(l, op->count, op->c.vtype);
+}
+
 /* The route, from agreed numbers: the vendor's exact sum where some rank
  * keeps no feedback for the buffer or where the model (with timed prices)
  * says the selections do not pay, else the selections. */
@@ -356,8 +381,10 @@ static int compress_agreed(sched *s)
     void *buf;
     if (cs(op)->feedback) cs(op)->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
-    route = op->agreed.exact ? COST_VENDOR : op->kind->select(op->set, &p);
-    if (route == COST_VENDOR) return vendor_route(s);
+    if (op->agreed.exact) return vendor_route(s, COMPRESS_ROUTE_EXACT);
+    route = op->kind->select(op->set, &p);
+    learn_route(op, route);
+    if (route == COST_VENDOR) return vendor_route(s, COMPRESS_ROUTE_VENDOR);
     op->alg = route;
     cs(op)->route_t0 = PMPI_Wtime();
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
@@ -406,14 +433,29 @@ static int reserve(sparcml_op *op, uint64_t k)
            && (!q.bits || ctx_buffer(c->ctx, POOL_QMSG, qsgd_grid_bound(k, iw, c->vtype, &q, (uint64_t)c->ctx->size)));
 }
 
-/* The prologue: this rank's checks, feedback entry and scratch, then the
- * agreement.  Nothing changes before the agreement says every rank can. */
+/* A call after a learnt vendor choice: no agreement, yet this rank's acc
+ * = eps + g as on the agreed route (its residual is its own), the call
+ * counted on the buffer as the agreement would (every rank skips alike). */
+static int learnt_vendor(sched *s, uint64_t k)
+{
+    sparcml_op *op = op_of(s);
+    op->c.k_max = k; /* what the verbose line shows */
+    find_feedback(op);
+    if (cs(op)->feedback) cs(op)->feedback->sequence++;
+    join_held(op);
+    return vendor_route(s, COMPRESS_ROUTE_LEARNT);
+}
+
+/* The prologue: a learnt vendor choice, or this rank's checks, feedback
+ * entry and scratch, then the agreement.  Nothing changes before the
+ * agreement says every rank can. */
 static int compress_begin(sched *s)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
     uint64_t k = compress_k(c->dim, op->set->compress_density);
+    if (select_learnt_skips(&comm_of(c->ctx)->learnt, op->count, c->vtype)) return learnt_vendor(s, k);
     /* The contribution is quantized here (quantize), never again on the wire. */
     c->q.bits = 0;
     c->q_sparse = 0;
@@ -427,7 +469,7 @@ static int compress_begin(sched *s)
     return op_agree(s, compress_agreed);
 }
 
-static void forget_feedback(void *comm_state) { feedback_table_free(comm_state); }
+static void forget_feedback(void *comm_state) { feedback_table_free(&((compress_comm *)comm_state)->feedback); }
 
 const sparcml_op_kind sparcml_op_compressed = {.fill = op_fill_dense, .begin = compress_begin,
                                                .select = select_compressed, .times_route = 1,

@@ -211,6 +211,28 @@ select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p
     return s->measured ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
 }
 
+int select_learnt_vendor(const select_learnt *l, MPI_Count count, int vtype)
+{
+    return l->count == count && l->vtype == vtype;
+}
+
+int select_learnt_skips(select_learnt *l, MPI_Count count, int vtype)
+{
+    if (l->skip == 0 || !select_learnt_vendor(l, count, vtype)) return 0;
+    l->skip--;
+    return 1;
+}
+
+void select_learn_vendor(select_learnt *l, MPI_Count count, int vtype, int skip)
+{
+    *l = (select_learnt){.count = count, .vtype = vtype, .skip = skip};
+}
+
+void select_learn_sparse(select_learnt *l, MPI_Count count, int vtype)
+{
+    if (select_learnt_vendor(l, count, vtype)) *l = (select_learnt){0};
+}
+
 static int memo_find(const sparcml_memo *m, uint64_t count, int vtype)
 {
     for (int i = 0; i < m->used; i++)

@@ -85,6 +85,24 @@ typedef enum {
 select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,
                              cost_route (*select)(const sparcml_settings *, const sparcml_problem *));
 
+/* A learnt vendor choice (transparent mode, compression: each kind's per
+ * communicator): after the selector chose the vendor for a count and
+ * value type, the next `skip` calls of that pair on the communicator go
+ * straight to it, without an agreement: the choice came from agreed facts,
+ * and count and type are arguments MPI requires to be the same on every
+ * rank, so all ranks skip alike.  select_learnt_skips says whether a call
+ * of the pair skips (and counts it); a choice of the selections for the
+ * pair ends the learnt one (a choice learnt for another pair stays). */
+typedef struct select_learnt {
+    MPI_Count count;
+    int vtype, skip;
+} select_learnt;
+int select_learnt_skips(select_learnt *l, MPI_Count count, int vtype);
+void select_learn_vendor(select_learnt *l, MPI_Count count, int vtype, int skip);
+void select_learn_sparse(select_learnt *l, MPI_Count count, int vtype);
+/* The learnt choice is the vendor for the pair (its skips used up or not). */
+int select_learnt_vendor(const select_learnt *l, MPI_Count count, int vtype);
+
 /* What a communicator's past calls predict of the next (core/op.c).
  *
  * Which (count, value type) pairs chose recursive doubling in their latest

@@ -142,7 +142,7 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, 
 void stats_record_compressed(const sparcml_settings *s, const sparcml_call *c, stats_compress_route route,
                              double held_back, double vendor_run_seconds)
 {
-    static const char *const names[COMPRESS_ROUTES_] = {"selected", "vendor", "exact"};
+    static const char *const names[COMPRESS_ROUTES_] = {"selected", "vendor", "vendor_learnt", "exact"};
     int exact = route != COMPRESS_ROUTE_SELECTED;
     if (c->ctx->rank == 0) atomic_fetch_add(&compressed_routes[route], 1);
     if (exact) count_row(COST_VENDOR, c, vendor_run_seconds);
@@ -273,17 +273,18 @@ static void gather_compressed(uint64_t c[COMPRESSION_COUNTERS])
 static void print_compressed(const uint64_t *c)
 {
     const uint64_t *r = c, *bytes = c + COMPRESS_ROUTES_, *held = bytes + 2, *fb = held + 2;
-    uint64_t exact = r[COMPRESS_ROUTE_VENDOR] + r[COMPRESS_ROUTE_EXACT];
+    uint64_t exact = r[COMPRESS_ROUTE_VENDOR] + r[COMPRESS_ROUTE_LEARNT] + r[COMPRESS_ROUTE_EXACT];
     if (r[COMPRESS_ROUTE_SELECTED] + exact == 0) return;
     printf("sparcml: compressed calls: %llu (bytes_sent %llu against dense_equiv %llu, ratio %.4f; "
            "held back ||eps||/||acc|| %.4f on average over ranks and calls), summed exactly by the vendor: "
-           "%llu (cost model: %llu, feedback memory full: %llu); feedback dropped: %llu, "
+           "%llu (cost model: %llu, learnt: %llu, feedback memory full: %llu); feedback dropped: %llu, "
            "feedback memory full: %llu (events over ranks)\n",
            (unsigned long long)r[COMPRESS_ROUTE_SELECTED], (unsigned long long)bytes[0],
            (unsigned long long)bytes[1], bytes[1] ? (double)bytes[0] / (double)bytes[1] : 0.0,
            held[1] ? (double)held[0] * 1e-9 / (double)held[1] : 0.0,
            (unsigned long long)exact, (unsigned long long)r[COMPRESS_ROUTE_VENDOR],
-           (unsigned long long)r[COMPRESS_ROUTE_EXACT], (unsigned long long)fb[0], (unsigned long long)fb[1]);
+           (unsigned long long)r[COMPRESS_ROUTE_LEARNT], (unsigned long long)r[COMPRESS_ROUTE_EXACT],
+           (unsigned long long)fb[0], (unsigned long long)fb[1]);
 }
 
 void stats_report(void)

@@ -69,6 +69,7 @@ void stats_record_transparent(const sparcml_settings *s, const sparcml_call *c, 
 typedef enum stats_compress_route {
     COMPRESS_ROUTE_SELECTED, /* summed from the ranks' selections */
     COMPRESS_ROUTE_VENDOR,   /* the cost model chose the vendor's exact sum of acc */
+    COMPRESS_ROUTE_LEARNT,   /* the same, straight after such a choice (no agreement) */
     COMPRESS_ROUTE_EXACT,    /* the vendor's exact sum: some rank's feedback memory is full */
     COMPRESS_ROUTES_
 } stats_compress_route;

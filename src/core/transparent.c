@@ -56,15 +56,10 @@ static const transparent_state *ts_c(const sparcml_op *op) { return op_kind_stat
 enum { TRANSPARENT_SKIP = 15 };
 
 /* What transparent mode learns per communicator (its kind's state there,
- * the same on every rank): after an agreed choice of the vendor, the next
- * `skip` calls with this count and value type go straight to it. */
-typedef struct transparent_learnt {
-    MPI_Count count;
-    int vtype, skip;
-} transparent_learnt;
-OP_KIND_COMM_FITS(transparent_learnt);
+ * the same on every rank): the learnt vendor choice (select_learnt). */
+OP_KIND_COMM_FITS(select_learnt);
 
-static transparent_learnt *learnt(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_transparent); }
+static select_learnt *learnt(sparcml_ctx *ctx) { return op_kind_comm(ctx, &sparcml_op_transparent); }
 
 int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
@@ -73,27 +68,17 @@ int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
     return s->transparent && op_dense_qualifies(count, vtype, op, comm, s->transparent_min_bytes);
 }
 
-static int skipping(sparcml_ctx *ctx, MPI_Count count, int vtype)
-{
-    transparent_learnt *l = learnt(ctx);
-    if (l->skip == 0 || l->count != count || l->vtype != vtype) return 0;
-    l->skip--;
-    return 1;
-}
-
 static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    *learnt(ctx) = (transparent_learnt){.count = count, .vtype = vtype, .skip = TRANSPARENT_SKIP};
+    select_learn_vendor(learnt(ctx), count, vtype, TRANSPARENT_SKIP);
 }
 
 /* A sparse choice for the learnt count and type (its skips are used up, or
  * the call would not have scanned) ends the learnt choice, so the next
- * scans of that size gather with the whole pool as room.  A choice learnt
- * for another size stays. */
+ * scans of that size gather with the whole pool as room. */
 static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    transparent_learnt *l = learnt(ctx);
-    if (l->count == count && l->vtype == vtype) l->count = 0;
+    select_learn_sparse(learnt(ctx), count, vtype);
 }
 
 /* The verbose line shows the vendor's agreed time (0 where none) and,
@@ -144,10 +129,9 @@ static int input_built(const sv *input) { return input->base != input->val; }
 static uint64_t gather_room(const sparcml_op *op)
 {
     const sparcml_call *c = &op->c;
-    const transparent_learnt *l = learnt(c->ctx);
     uint64_t least = sparcml_dense_bytes(c->dim, c->vtype) / GATHER_FLOOR;
     uint64_t have = c->ctx->pool_bytes[POOL_DENSE_IN];
-    if (l->count == op->count && l->vtype == c->vtype) return least;
+    if (select_learnt_vendor(learnt(c->ctx), op->count, c->vtype)) return least;
     return have > least ? have : least;
 }
 
@@ -277,7 +261,7 @@ static int transparent_begin(sched *s)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
-    if (skipping(c->ctx, op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
+    if (select_learnt_skips(learnt(c->ctx), op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
     /* The count is the dimension: a mismatch is named as a count's. */
     *local = (sparcml_local){.vtype = c->vtype, .count = op->count,
                              .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};

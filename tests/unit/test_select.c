@@ -536,6 +536,27 @@ START_TEST(compression_untimed)
 }
 END_TEST
 
+/* A learnt vendor choice (select_learnt): the next `skip` calls of its
+ * pair skip, then none; a choice of the selections for the pair ends it,
+ * one for another pair leaves it. */
+START_TEST(learnt_vendor_choice)
+{
+    select_learnt l = {0};
+    int skipped = 0;
+    ck_assert_int_eq(select_learnt_skips(&l, 0, 0), 0);
+    select_learn_vendor(&l, 4096, SPARCML_FLOAT, 3);
+    ck_assert_int_eq(select_learnt_skips(&l, 4096, SPARCML_DOUBLE), 0);
+    ck_assert_int_eq(select_learnt_skips(&l, 2048, SPARCML_FLOAT), 0);
+    while (select_learnt_skips(&l, 4096, SPARCML_FLOAT)) skipped++;
+    ck_assert_int_eq(skipped, 3);
+    ck_assert(select_learnt_vendor(&l, 4096, SPARCML_FLOAT));
+    select_learn_sparse(&l, 2048, SPARCML_FLOAT);
+    ck_assert(select_learnt_vendor(&l, 4096, SPARCML_FLOAT));
+    select_learn_sparse(&l, 4096, SPARCML_FLOAT);
+    ck_assert(!select_learnt_vendor(&l, 4096, SPARCML_FLOAT));
+}
+END_TEST
+
 /* The rationing's rule: a trial of 2 calls starts only where the trial
  * calls stay at most 1 + calls / 4, counting the call that starts it. */
 START_TEST(trial_share)
@@ -836,6 +857,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, timed_prices_settle_on_the_fastest);
     tcase_add_test(tc, compression_settles_on_the_faster_route);
     tcase_add_test(tc, compression_untimed);
+    tcase_add_test(tc, learnt_vendor_choice);
     tcase_add_test(tc, trial_share);
     tcase_add_test(tc, trials_rationed);
     tcase_add_test(tc, timed_bands_by_density);
