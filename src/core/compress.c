@@ -67,8 +67,8 @@ uint64_t compress_k(uint64_t n, double density)
 
 /* A compressed call's own state (the op's kind state): the buffer's
  * residual (NULL: none kept), ||eps + g||^2 and ||eps||^2 after the call
- * on this rank, when its selection route began (it is timed whole), and a
- * vendor route's kind. */
+ * on this rank, when its agreement began (a selection route is timed from
+ * there), and a vendor route's kind. */
 typedef struct compress_state {
     feedback_entry *feedback;
     double acc_norm2, held_norm2;
@@ -298,8 +298,9 @@ static int vendor_route(sched *s, stats_compress_route route)
 }
 
 /* The concluded call's sum is in the result pool: write it into the
- * application's buffer.  The route's time, from acc = eps + g to here,
- * is timed against its whole price (select_compressed). */
+ * application's buffer.  The route is timed whole against its whole price
+ * (select_compressed): from the agreement, which the vendor's learnt route
+ * skips (learnt_vendor), to here. */
 static int compressed_written(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -386,7 +387,6 @@ static int compress_agreed(sched *s)
     learn_route(op, route);
     if (route == COST_VENDOR) return vendor_route(s, COMPRESS_ROUTE_VENDOR);
     op->alg = route;
-    cs(op)->route_t0 = PMPI_Wtime();
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */
     if (op->set->compress == COMPRESS_TOPK) {
         c->input = select_topk(op, k, buf);
@@ -466,6 +466,7 @@ static int compress_begin(sched *s)
     if (local->reason != SPARCML_R_OK) return op_agree(s, compress_agreed);
     find_feedback(op);
     if (local->reason == SPARCML_R_OK && !local->exact && !reserve(op, k)) local->reason = SPARCML_R_NOMEM;
+    cs(op)->route_t0 = PMPI_Wtime();
     return op_agree(s, compress_agreed);
 }
 
