@@ -124,6 +124,23 @@ KERNEL_INLINE void q_put(int vt, void *v, uint64_t i, double x)
     else ((double *)v)[i] = x;
 }
 
+/* -m where neg is nonzero, as a flip of the sign bit (what negation is):
+ * the sign of a code is a coin toss, on which a branch mispredicts. */
+KERNEL_INLINE float negate_if_f32(float m, unsigned neg)
+{
+    uint32_t u;
+    memcpy(&u, &m, 4);
+    u ^= (uint32_t)(neg != 0) << 31;
+    return memcpy(&m, &u, 4), m;
+}
+KERNEL_INLINE double negate_if_f64(double m, unsigned neg)
+{
+    uint64_t u;
+    memcpy(&u, &m, 8);
+    u ^= (uint64_t)(neg != 0) << 63;
+    return memcpy(&m, &u, 8), m;
+}
+
 /* The per-value arithmetic, in the value type VT: level l of a bucket's
  * grid, l * step (step = scale / s, one division per bucket; level s is
  * the scale itself, exactly), negated where the sign bit is set; and the
@@ -136,7 +153,7 @@ KERNEL_INLINE void q_put(int vt, void *v, uint64_t i, double x)
     {                                                                                                            \
         unsigned l = code & (sign - 1);                                                                          \
         VT m = l == s ? scale : (VT)l * step;                                                                    \
-        return code & sign ? -m : m;                                                                             \
+        return negate_if_##NAME(m, code & sign);                                                                 \
     }                                                                                                            \
     KERNEL_INLINE unsigned code_##NAME(VT v, VT f, VT scale, unsigned s, int bits, uint64_t bk, uint64_t i)      \
     {                                                                                                            \
