@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "core/select.h"
 #include "sparcml.h"
@@ -110,6 +111,20 @@ static void timed_prices(const sparcml_problem *p, double cost[COST_ROUTES])
         if (p->timed_over[a] == 0 && (p->trying ? a != p->trying : !p->may_try)) cost[a] = INFINITY;
 }
 
+/* The cheapest route of cost[]: `first` unless another costs less; among
+ * other routes of equal cost the one whose name sorts first, so that the
+ * choice never depends on the rows' order. */
+static cost_route cheapest(const double cost[COST_ROUTES], cost_route first)
+{
+    cost_route best = first;
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
+        if (a == (int)first || cost[a] > cost[best]) continue;
+        int named_first = best != first && strcmp(sparcml_algorithms[a]->name, sparcml_algorithms[best]->name) < 0;
+        if (cost[a] < cost[best] || named_first) best = a;
+    }
+    return best;
+}
+
 cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
 {
     double cost[COST_ROUTES];
@@ -119,9 +134,7 @@ cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
     select_costs(s, p, cost);
     cost[COST_VENDOR] = INFINITY; /* a tagged call's buffers are streams */
     timed_prices(p, cost);
-    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
-        if (cost[a] < cost[best]) best = a;
-    return best;
+    return cheapest(cost, best);
 }
 
 static double vendor_price(const cost_model *m, const sparcml_problem *p)
@@ -161,8 +174,8 @@ static cost_route sparse_or_vendor(const sparcml_settings *s, const sparcml_prob
         if (sparcml_algorithms[a]->sparse && detour_timed) cost[a] += detour;
     timed_prices(p, cost);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
-        if (sparcml_algorithms[a]->sparse && cost[a] + (detour_timed ? 0 : detour) < cost[best]) best = a;
-    return best;
+        cost[a] = !sparcml_algorithms[a]->sparse ? INFINITY : cost[a] + (detour_timed ? 0 : detour);
+    return cheapest(cost, best);
 }
 
 cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p)

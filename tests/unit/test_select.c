@@ -375,6 +375,38 @@ START_TEST(transparent_shm_measured)
 }
 END_TEST
 
+/* Transparent mode's choice is the cheapest route, whatever the rows'
+ * order: each sparse algorithm at its model price times its timed multiple
+ * plus the gather and the dense result's write (a copy of the k nonzeros
+ * and of the N values, 8 bytes a copy, at the model's gamma), against the
+ * vendor at its price times its multiple. */
+START_TEST(transparent_cheapest_route)
+{
+    sparcml_settings s = defaults();
+    const double ds[] = {1e-4, 1e-3, 1e-2, 0.1, 0.5};
+    const int Ps[] = {2, 3, 4, 8, 16};
+    unsigned seed = 7;
+    for (size_t i = 0; i < sizeof Ps / sizeof Ps[0]; i++)
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++)
+            for (int o = 0; o <= 2; o++)
+                for (int t = 0; t < 8; t++) {
+                    sparcml_problem p = problem(Ps[i], 1u << 22, (uint64_t)(ds[j] * (1u << 22)), o);
+                    double cost[COST_ROUTES], detour;
+                    cost_route want = COST_VENDOR;
+                    for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++)
+                        p.timed_over[a] = 1 + 2.0 * (double)(rand_r(&seed) % 1000) / 1000;
+                    select_costs(&s, &p, cost);
+                    detour = COST_COPY_PER_MERGE * select_model(&s, &p).gamma * ((double)p.k_max + (double)p.dim / 2);
+                    cost[COST_VENDOR] = select_vendor_price(&s, &p) * p.timed_over[COST_VENDOR];
+                    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+                        if (sparcml_algorithms[a]->sparse && cost[a] * p.timed_over[a] + detour < cost[want])
+                            want = a, cost[a] = cost[a] * p.timed_over[a] + detour;
+                    ck_assert_msg(select_transparent(&s, &p) == want, "P = %d, d = %g, overlap %d, draw %d: chose %d, "
+                                  "cheapest %d", Ps[i], ds[j], o, t, (int)select_transparent(&s, &p), (int)want);
+                }
+}
+END_TEST
+
 /* The density bands of the timed multiples: a factor of 4 each, the
  * boundaries on the side of the sparser band; 1e-3 and 1e-4 of 16M apart,
  * 0.3 and 1 together; no entries, and the sparsest, in the last. */
@@ -854,6 +886,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
     tcase_add_test(tc, transparent_shm_measured);
+    tcase_add_test(tc, transparent_cheapest_route);
     tcase_add_test(tc, timed_prices_settle_on_the_fastest);
     tcase_add_test(tc, compression_settles_on_the_faster_route);
     tcase_add_test(tc, compression_untimed);
