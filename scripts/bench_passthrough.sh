@@ -11,7 +11,12 @@
 #      slowest rank's time in it), the one other processes disturbed
 #      least.  Per MPI and P: the medians of the runs' ns per call and the
 #      median, minimum and maximum over the rounds of library / empty and
-#      of library / bare.
+#      of library / bare.  In the same rounds, one run per preload of
+#      passthrough_bench --inproc (100 pairs of batches of 10,000 calls
+#      through MPI_Allreduce and straight to PMPI_Allreduce, alternating in
+#      one process: the machine's noise mostly cancels): its fastest
+#      MPI_Allreduce batch over its fastest PMPI_Allreduce batch, 1 with
+#      the empty preload by construction.
 #   2. instructions: callgrind at P = 1 counts allreduce_calls, the loop
 #      around the calls, in a run of N and one of 2N calls: the difference
 #      over N is the instructions per call, without start-up or first-call
@@ -23,9 +28,11 @@
 # beside their median; read the instruction counts beside both.
 #   scripts/bench_passthrough.sh [ROUNDS]     (default 10; 0: instructions only)
 # Prints CSV: mpi,P,measure,empty,bare,library,lib_empty,lib_empty_min,
-# lib_empty_max,lib_bare,lib_bare_min,lib_bare_max,rounds (measure
-# ns_per_call, instructions_per_call or, for MPI_Iallreduce and MPI_Wait,
-# instructions_per_nonblocking_call).  SHIM_MPICH and SHIM_OPENMPI name
+# lib_empty_max,lib_bare,lib_bare_min,lib_bare_max,rounds; measure
+# ns_per_call, inproc_ratio (each preload's median in-process ratio, the
+# library's median, minimum and maximum in the lib_empty columns),
+# instructions_per_call or, for MPI_Iallreduce and MPI_Wait,
+# instructions_per_nonblocking_call.  SHIM_MPICH and SHIM_OPENMPI name
 # other builds of libsparcml.so to measure; PS the process counts timed
 # (default "1 2"); CALLGRIND=no leaves the instructions out.
 set -uo pipefail
@@ -66,19 +73,22 @@ preload_of() { # MPI empty|bare|library
     esac
 }
 
-# Prints "empty bare library" ns per call, one line per round.
+# Prints the ns per call with the empty, bare and library preloads, then
+# their in-process ratios, one line per round.
 time_rounds() { # MPI P
-    local kinds=(empty bare library) ns
+    local kinds=(empty bare library) ns r
     for ((i = 0; i < rounds; i++)); do
-        declare -A t=()
+        declare -A t=() q=()
         for ((k = 0; k < 3; k++)); do
-            local which=${kinds[$(((i + k) % 3))]}
-            ns=$(prio=$nice launch "$1" "$2" "$(preload_of "$1" "$which")" "$(bench_of "$1")" 100000 21 |
-                sed -n 's/^ns_per_call,//p')
-            [ -n "$ns" ] || { say "$1 P=$2 $which: no result"; return 1; }
-            t[$which]=$ns
+            local which=${kinds[$(((i + k) % 3))]} pre
+            pre=$(preload_of "$1" "$which")
+            ns=$(prio=$nice launch "$1" "$2" "$pre" "$(bench_of "$1")" 100000 21 | sed -n 's/^ns_per_call,//p')
+            r=$(prio=$nice launch "$1" "$2" "$pre" "$(bench_of "$1")" --inproc 10000 100 |
+                awk -F, '$1 == "inproc" { print $2 / $3 }')
+            [ -n "$ns" ] && [ -n "$r" ] || { say "$1 P=$2 $which: no result"; return 1; }
+            t[$which]=$ns q[$which]=$r
         done
-        echo "${t[empty]} ${t[bare]} ${t[library]}"
+        echo "${t[empty]} ${t[bare]} ${t[library]} ${q[empty]} ${q[bare]} ${q[library]}"
     done
 }
 
@@ -104,10 +114,13 @@ for mpi in mpich openmpi; do
             function med(a, n,   i, j, x) {
                 for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
                 return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-            { n++; e[n] = $1; b[n] = $2; l[n] = $3; re[n] = $3 / $1; rb[n] = $3 / $2 }
+            { n++; e[n] = $1; b[n] = $2; l[n] = $3; re[n] = $3 / $1; rb[n] = $3 / $2; qe[n] = $4; qb[n] = $5; ql[n] = $6 }
             END { me = med(e, n); mb = med(b, n); ml = med(l, n); mre = med(re, n); mrb = med(rb, n)
                   printf "%s,%d,ns_per_call,%.2f,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d\n",
-                         m, p, me, mb, ml, mre, re[1], re[n], mrb, rb[1], rb[n], n }' "$tmp/rounds"
+                         m, p, me, mb, ml, mre, re[1], re[n], mrb, rb[1], rb[n], n
+                  mqe = med(qe, n); mqb = med(qb, n); mql = med(ql, n)
+                  printf "%s,%d,inproc_ratio,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,,,,%d\n",
+                         m, p, mqe, mqb, mql, mql, ql[1], ql[n], n }' "$tmp/rounds"
     done
     for mode in blocking nonblocking; do
         [ "${CALLGRIND:-yes}" = no ] && continue
