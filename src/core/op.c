@@ -151,11 +151,12 @@ int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[OP_POOLS])
     return held;
 }
 
-/* How the agreed problem's exchange runs: recursive doubling's chunks per
- * round and who gathers a split algorithm's messages. */
+/* How the agreed problem's exchange runs with the op's algorithm: its
+ * chunks per round (1 where its row does not pipeline) and who gathers a
+ * split algorithm's messages. */
 void op_plan_exchange(sparcml_op *op, const sparcml_problem *p)
 {
-    op->c.pipeline_chunks = select_pipeline_chunks(op->set, p);
+    op->c.pipeline_chunks = select_pipeline_chunks(op->set, p, op->alg);
     op->c.gather = select_gather_plan(op->set, p);
 }
 

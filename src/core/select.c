@@ -78,10 +78,10 @@ double select_price(const sparcml_settings *s, const sparcml_problem *p, sparcml
     return price_in(&m, p, a);
 }
 
-int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p)
+int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm a)
 {
     cost_model m = select_model(s, p);
-    return sparcml_algorithms[sparcml_exchange_algorithm()]->chunks(&m, p);
+    return sparcml_algorithms[a]->chunks ? sparcml_algorithms[a]->chunks(&m, p) : 1;
 }
 
 call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p)

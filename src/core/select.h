@@ -28,17 +28,11 @@ void select_costs(const sparcml_settings *s, const sparcml_problem *p,
  * without pricing the others. */
 double select_price(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm a);
 
-/* How many chunks recursive doubling cuts each round into (1: none).
- * Pipelined, a rank merges chunk i of its partner's message while chunk
- * i + 1 travels (alg/ssar_recursive_double.c): per round C alpha + max(beta m,
- * gamma merged) + min(beta m, gamma merged) / C instead of alpha + beta m +
- * gamma merged, best at C = sqrt(sum of the min terms / (rounds alpha)).
- * Only where no merge can make a chunk dense (the agreed k_sum keeps the
- * whole result sparse) and without QSGD; the model chooses 1 where ranks
- * share cores and a byte moves as a copy on them (the beta floor binds:
- * nothing travels during a merge).  SPARCML_PIPELINE_CHUNKS forces a
- * count there or turns it off. */
-int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p);
+/* How many chunks algorithm `a` cuts each round into on the problem: its
+ * row's chunks function (the pipelined exchange's model, with
+ * SPARCML_PIPELINE_CHUNKS, in the algorithm's file), 1 for a row that
+ * never pipelines. */
+int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p, sparcml_algorithm a);
 
 /* Who gathers the split algorithms' messages, by their bytes in all: the
  * vendor's allgatherv or the library's exchange in one of its patterns

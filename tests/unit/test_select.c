@@ -123,26 +123,29 @@ START_TEST(pipeline_chunks)
      * entries, 8 bytes each: beta m = 2 gamma u = 2 ns per entry, so 1.82 ms
      * can be hidden; C = sqrt(1.82 ms / (3 alpha)), rounded: 14.2 (at most
      * 8) at alpha = 3 us, 3.9 at 40 us, 2.5 at 100 us. */
-    ck_assert_int_eq(select_pipeline_chunks(&s, &big), SPARCML_PIPELINE_CHUNKS_MAX);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big, SPARCML_ALG_RECURSIVE_DOUBLE), SPARCML_PIPELINE_CHUNKS_MAX);
+    /* Rows without a chunks function never pipeline, whatever the problem. */
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
+        if (!sparcml_algorithms[a]->chunks) ck_assert_int_eq(select_pipeline_chunks(&s, &big, a), 1);
     s.alpha = 40e-6;
-    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 4);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big, SPARCML_ALG_RECURSIVE_DOUBLE), 4);
     s.alpha = 100e-6;
-    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 2);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big, SPARCML_ALG_RECURSIVE_DOUBLE), 2);
     p = problem(8, 16u << 20, 16, 1);
-    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     s.alpha = 1e-9;
     p = big;
     p.qbits = 4;
-    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     p = problem(8, 1u << 20, 1u << 17, 1); /* 8 x 2^17 entries could fill 2^20: dense */
-    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     p = problem(1, 16u << 20, 1u << 17, 1);
-    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     s.pipeline_chunks = 3;
-    ck_assert_int_eq(select_pipeline_chunks(&s, &big), 3);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &big, SPARCML_ALG_RECURSIVE_DOUBLE), 3);
     p = big;
     p.qbits = 4;
-    ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+    ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     s = defaults();
     select_costs(&s, &big, with);
     s.pipeline_chunks = 1;
@@ -271,22 +274,22 @@ START_TEST(pipeline_off_where_copies_share_cores)
         for (double d = 1e-3; d < 0.02; d *= 10) {
             sparcml_problem p = problem(P, 4u << 20, (uint64_t)(d * (4u << 20)), 1);
             p.ranks_per_core = P / 2;
-            ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+            ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
             p.ranks_per_core = 1;
-            ck_assert_int_gt(select_pipeline_chunks(&s, &p), 1);
+            ck_assert_int_gt(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
             /* a core each on one node: bytes at 0.3 ns/B cost more than a
              * copy (gamma / 8 = 0.21), at 0.2 no more: shared memory */
             p.one_node = 1;
-            ck_assert_int_gt(select_pipeline_chunks(&s, &p), 1);
+            ck_assert_int_gt(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
             s.beta = 0.2e-9;
-            ck_assert_int_eq(select_pipeline_chunks(&s, &p), 1);
+            ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
             s.beta = 0.3e-9;
         }
     {
         sparcml_problem p = problem(8, 4u << 20, 4194, 1), rig = problem(8, 16u << 20, (16u << 20) / 20, 1);
         p.ranks_per_core = 4;
         s.pipeline_chunks = 3;
-        ck_assert_int_eq(select_pipeline_chunks(&s, &p), 3);
+        ck_assert_int_eq(select_pipeline_chunks(&s, &p, SPARCML_ALG_RECURSIVE_DOUBLE), 3);
         select_costs(&s, &p, three);
         s.pipeline_chunks = 1;
         select_costs(&s, &p, one);
@@ -295,7 +298,7 @@ START_TEST(pipeline_off_where_copies_share_cores)
         s = rig_settings();
         s.gamma = 2.5e-9;
         rig.ranks_per_core = 4;
-        ck_assert_int_gt(select_pipeline_chunks(&s, &rig), 1);
+        ck_assert_int_gt(select_pipeline_chunks(&s, &rig, SPARCML_ALG_RECURSIVE_DOUBLE), 1);
     }
 }
 END_TEST
