@@ -1,9 +1,13 @@
-/* interpose.c -- the PMPI layer.  It only dispatches: untagged calls go
- * straight to the vendor after one atomic load and a branch; tagged ones,
- * and with compression or in transparent mode the qualifying calls on the
- * predefined types the registry marks, to the op of their kind
- * (core/op.h), blocking, non-blocking or persistent.  Nothing else lives
- * here. */
+/* interpose.c -- the PMPI layer.  Its allreduce entry points dispatch:
+ * untagged calls go straight to the vendor after one atomic load and a
+ * branch; tagged ones, and with compression or in transparent mode the
+ * qualifying calls on the predefined types the registry marks, to the op
+ * of their kind (core/op.h), blocking, non-blocking or persistent; the
+ * request calls go to the library's handles while any live.  Around
+ * MPI_Init it checks the settings on all ranks (and ends the job on a bad
+ * one), marks the predefined types and calibrates the cost model; it
+ * wraps the type calls the registry follows and exports the library's own
+ * entry point, sparcml_compress_residual. */
 #include "config.h"
 
 #include <limits.h>
@@ -34,17 +38,13 @@ static void stop_job(void)
 
 /* Ends the job on a verdict every rank knows (settings_agree's allreduce),
  * the same way on every rank and under both MPIs: finalize, then exit
- * status 1.  Not MPI_Abort, which at P = 4 printed the one line plus,
- * under MPICH, one "Abort(1) on node ..." line per rank the launcher had
- * not killed yet (0 to 4 of them, varying from run to run), under Open MPI
- * a 7-line MPI_ABORT banner and ORTE_ERROR_LOG lines, and killed ranks
- * whose output was still in flight (hence the sleep above).  Finalized
- * ranks have delivered their output; mpiexec.mpich then adds nothing and
- * returns 1, mpirun.openmpi returns 1 with its report of a non-zero exit
- * status.  _exit after flushing, as the wrong-MPI check leaves: the
- * program's atexit handlers and destructors may call MPI (a blind
- * MPI_Finalize in one printed MPICH's "Attempting to use an MPI routine
- * ... after finalizing" on every rank). */
+ * status 1, so that the job's output is the one line (tests/scripts/
+ * settings.sh).  Not MPI_Abort: the launchers add their own lines to it,
+ * a varying number under MPICH, and kill ranks whose output is still in
+ * flight (hence the sleep in sparcml_abort, base/errors.c).  Finalized
+ * ranks have delivered their output.  _exit after flushing, as the
+ * wrong-MPI check leaves: the program's atexit handlers and destructors
+ * may call MPI after the finalize. */
 static _Noreturn void leave_job(void)
 {
     if (PMPI_Finalize() != MPI_SUCCESS) fprintf(stderr, "sparcml: MPI_Finalize failed while stopping the job\n");
