@@ -1,8 +1,8 @@
 /* iallreduce.h -- the library's non-blocking allreduces as MPI requests.
  *
- * MPI_Iallreduce (and each start of a persistent call) of a kind of op
- * (tagged or transparent) starts the call's op (op.h), queues its
- * schedule with the progress engine (runtime/progress.h) and returns a
+ * MPI_Iallreduce (and each start of a persistent call) of any kind of op
+ * (tagged, transparent or compressed) starts the call's op (op.h), queues
+ * its schedule with the progress engine (runtime/progress.h) and returns a
  * generalized request (base/mpi_flavour.h), whose completion calls run a
  * progress pass.  A blocking call on the same communicator first
  * completes the communicator's pending ones.  A request freed while

@@ -1,6 +1,6 @@
 /* op.h -- one allreduce of the library as one schedule, whatever the entry
  * point: MPI_Allreduce (sparcml_allreduce), MPI_Iallreduce and persistent
- * calls (iallreduce.h), tagged datatypes or transparent mode.
+ * calls (iallreduce.h), tagged datatypes, transparent mode or compression.
  *
  * The pipeline's steps: set-up of the communicator's context (on its
  * first call) -> the kind's prologue (a tagged call's stream is parsed at

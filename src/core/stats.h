@@ -1,8 +1,9 @@
-/* stats.h -- SPARCML_VERBOSE (one line per call) and SPARCML_STATS (a report
- * at MPI_Finalize).  Counters are atomics: any thread may add to them, and
- * nothing is counted on the untagged path.  A call is counted once, by rank
- * 0 of its communicator (`rank` below), so that the sum over the ranks of
- * MPI_COMM_WORLD is the number of collective calls; bytes by every rank. */
+/* stats.h -- SPARCML_VERBOSE (one line per call) and SPARCML_STATS (a
+ * report at MPI_Finalize).  Counters are atomics: any thread may add to
+ * them, and nothing is counted on the calls that go straight to the vendor.
+ * A call is counted once, by rank 0 of its communicator (`rank` below), so
+ * that the sum over the ranks of MPI_COMM_WORLD is the number of collective
+ * calls; bytes by every rank. */
 #ifndef SPARCML_STATS_H
 #define SPARCML_STATS_H
 

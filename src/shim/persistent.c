@@ -1,4 +1,4 @@
-/* persistent.c -- persistent tagged allreduces (persistent.h).
+/* persistent.c -- the library's persistent allreduces (persistent.h).
  *
  * The table of live persistent calls is a list under `lock` (a program
  * holds a handful); their count, `persistent_live`, lets every completion

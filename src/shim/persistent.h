@@ -1,5 +1,6 @@
-/* persistent.h -- persistent tagged allreduces (MPI_Allreduce_init, Open
- * MPI's MPIX_Allreduce_init) with MPI_Start / MPI_Startall.
+/* persistent.h -- the library's persistent allreduces, of any kind of op
+ * (MPI_Allreduce_init, Open MPI's MPIX_Allreduce_init) with MPI_Start /
+ * MPI_Startall.
  *
  * The application's handle is an inactive vendor persistent request of no
  * consequence (a receive from MPI_PROC_NULL that is never started): a
