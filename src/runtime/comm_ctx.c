@@ -188,9 +188,10 @@ void *ctx_buffer(sparcml_ctx *ctx, int which, uint64_t bytes)
     if (bytes > SIZE_MAX) return NULL;
     if (ctx->pool_bytes[which] < bytes) {
         short_within_algorithm(ctx, which, bytes);
-        /* Exactly what is asked (rounded to a cache line): the pool only
-         * grows, so a repeated call of the same size never allocates, and
-         * the peak stays at the largest single request (docs/design.md).
+        /* Exactly what is asked (rounded to a cache line; ctx_reserve asks
+         * a quarter more than the algorithm needs): the pool only grows,
+         * so a repeated call of the same size never allocates, and the
+         * peak stays at the largest request (docs/design.md, Memory).
          * A pool that cannot grow keeps what it has: what the ranks agreed
          * their pools hold (core/op.c) stays true.  So while it grows the
          * old buffer and the new one are both held, for one allocation. */
