@@ -1,4 +1,9 @@
-/* mpi_flavour.c -- see mpi_flavour.h. */
+/* mpi_flavour.c -- the calls of mpi_flavour.h, one body per MPI: the
+ * large-count calls (passed through to the _c functions, or the MPI-3
+ * stand-ins in chunks and blocks), generalized requests that run the
+ * library's progress pass (MPICH's request classes, Open MPI's progress
+ * callback), and the check that the process runs the MPI the library is
+ * built for. */
 #include "config.h"
 
 #ifndef _GNU_SOURCE
