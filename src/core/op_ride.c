@@ -1,16 +1,17 @@
 /* op_ride.c -- the agreement stage, and the data riding on it (op.h).
  *
- * Every rank's agreement record travels along an exchange algorithm's
- * messages: recursive doubling's, or the reduce-scatter of the split
- * algorithm the communicator's latest call chose.  Where the memo
- * predicts that algorithm for this call and the pools every rank is known
- * to hold cover it, the data rides in the same messages and the
- * algorithm's exchange is done by the time the records have met
+ * Every rank's agreement record travels along an algorithm's messages, in
+ * one of two kinds of ride (alg/algorithms.h, alg_ride): the whole
+ * exchange of the algorithm that rides so, or the first phase of one that
+ * rides its first phase, where the communicator's latest call chose one.
+ * Where the memo predicts that algorithm for this call and the pools every
+ * rank is known to hold cover it, the data rides in the same messages, and
+ * the exchange or the phase is done by the time the records have met
  * (op_piggyback decides, op_rode and op_resume go on after the verdict;
- * op_scratch_ahead reserves for the next call).  Which algorithm carries
- * the records, and from where it resumes, is what its row in the table
- * says (alg/algorithms.h: ride, ride_phase, resume): no algorithm is
- * named here. */
+ * op_scratch_ahead reserves for the next call).  This file speaks of the
+ * two kinds of ride only: which algorithm rides how, in how many chunks,
+ * and from where it resumes is what its row in the table says
+ * (alg/algorithms.h: ride, chunks, ride_phase, resume). */
 #include "config.h"
 
 #include <string.h>
@@ -19,12 +20,13 @@
 #include "alg/scratch.h"
 #include "core/op.h"
 
-/* What the memo keeps of a call that ran `alg` (select.h): recursive
- * doubling in whole messages after any kind of call; a split algorithm,
- * or recursive doubling pipelined, only after a call of a kind whose data
- * rides (those that reserve ahead for it: tagged and transparent;
- * compressed calls' data never rides, and records alone cost fewer
- * messages on an exchange of one message per round). */
+/* What the memo keeps of a call that ran `alg` (select.h): the algorithm
+ * that rides the whole exchange, run in whole messages, after any kind of
+ * call; any other (one that rides its first phase, or the exchange run in
+ * chunks) only after a call of a kind whose data rides (those that reserve
+ * ahead for it: tagged and transparent; compressed calls' data never rides,
+ * and records alone cost fewer messages on an exchange of one message per
+ * round). */
 sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg)
 {
     if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE && op->c.pipeline_chunks <= 1) return alg;
@@ -45,22 +47,22 @@ static uint64_t piggyback_union(uint64_t P, uint64_t dim, uint64_t cap)
     return cap < dim / P ? P * cap : dim;
 }
 
-/* The split algorithm whose reduce-scatter this call's agreement rides on
- * (the memo's latest call's, select.h), or SPARCML_ALG_AUTO: recursive
- * doubling's exchange.  From agreed history and call-scoped settings only:
- * every rank takes the same exchange, whatever its arguments. */
+/* The algorithm whose first phase this call's agreement rides on (the
+ * memo's latest call's, where it rides its first phase: select.h), or
+ * SPARCML_ALG_AUTO: the whole exchange.  From agreed history and
+ * call-scoped settings only: every rank takes the same exchange, whatever
+ * its arguments. */
 static sparcml_algorithm split_history(const sparcml_op *op)
 {
     sparcml_algorithm alg = op->set->piggyback ? op_policy_of(op->c.ctx)->memo.latest.alg : SPARCML_ALG_AUTO;
     return sparcml_algorithms[alg]->ride == ALG_RIDES_PHASE ? alg : SPARCML_ALG_AUTO;
 }
 
-/* The chunks per round of a piggybacked run of recursive doubling after a
- * call of dimension dim and largest input k_max that chose it with
- * `chunks` (select_pipeline_chunks): those, or 0 where a chunk could go
- * dense (a range stream holds a sparse part of the whole dimension:
- * stream_range), which a sum within piggyback_union may; then no data
- * rides. */
+/* The chunks per round of a piggybacked whole exchange after a call of
+ * dimension dim and largest input k_max that chose it with `chunks`
+ * (select_pipeline_chunks): those, or 0 where a chunk could go dense (a
+ * range stream holds a sparse part of the whole dimension: stream_range),
+ * which a sum within piggyback_union may; then no data rides. */
 static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t k_max, int chunks)
 {
     if (chunks <= 1) return 1;
@@ -68,9 +70,9 @@ static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t
                ? 0 : chunks;
 }
 
-/* The chunks per round of recursive doubling's exchange, as split_history:
- * the memo's latest call's where it ran pipelined and its data may ride
- * in them (ride_chunks), else 1 (whole messages). */
+/* The chunks per round of the whole exchange, as split_history: the memo's
+ * latest call's where it ran pipelined and its data may ride in them
+ * (ride_chunks), else 1 (whole messages). */
 static int doubling_history(const sparcml_op *op)
 {
     const select_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
@@ -80,30 +82,28 @@ static int doubling_history(const sparcml_op *op)
     return chunks ? chunks : 1;
 }
 
-/* The agreement stage: every rank's record travels along the schedule
- * of recursive doubling (in the latest call's chunks per round where it
- * ran pipelined: doubling_history), or, where the communicator's latest
- * call was a tagged or transparent one that chose a split algorithm (the
- * memo, select.h), along that algorithm's reduce-scatter, in which every rank
- * sends a part to every other: each message carries its sender's
- * record, so every rank holds all P records at the end.  Without
- * piggybacking, streams are absent and the messages are records only
- * (one small allreduce; on the split exchange one latency, with P-1
- * messages per rank).  With it, each rank's stream comes along and the
- * algorithm's exchange is done in the same messages, saving the
- * agreement's latencies: the prediction that it would be chosen comes
- * from the memo, identical on all ranks (a split algorithm then runs
- * the rest of its schedule after the verdict: split_resume).  If a
- * rank's input is invalid, its stream is absent and the records tell
+/* The agreement stage: every rank's record travels along the whole exchange
+ * (in the latest call's chunks per round where it ran in chunks:
+ * doubling_history), or, where the communicator's latest call was a tagged
+ * or transparent one that chose an algorithm riding its first phase (the
+ * memo, select.h), along that phase, in which every rank sends a part to
+ * every other: each message carries its sender's record, so every rank
+ * holds all P records at the end.  Without piggybacking, streams are absent
+ * and the messages are records only (one small allreduce; on a first phase
+ * one latency, with P-1 messages per rank).  With it, each rank's stream
+ * comes along and the algorithm's exchange is done in the same messages,
+ * saving the agreement's latencies: the prediction that it would be chosen
+ * comes from the memo, identical on all ranks (after a first phase the
+ * algorithm runs the rest of its schedule after the verdict: split_resume).
+ * If a rank's input is invalid, its stream is absent and the records tell
  * every rank at the end; if ranks predicted differently (an erroneous
- * program), they still exchange the same messages, and the records say
- * so.  A piggybacked exchange allocates nothing: it runs only where the
- * pools every rank is known to hold cover it (the call before reserved
- * them: op_scratch_ahead), and a rank whose input is beyond that
- * declines -- its stream stays back, so every rank's sum is absent, and
- * the records tell all ranks to run the call after the agreement
- * instead.  No rank's choice depends on its own memory, so none can
- * fail alone.
+ * program), they still exchange the same messages, and the records say so.
+ * A piggybacked exchange allocates nothing: it runs only where the pools
+ * every rank is known to hold cover it (the call before reserved them:
+ * op_scratch_ahead), and a rank whose input is beyond that declines -- its
+ * stream stays back, so every rank's sum is absent, and the records tell
+ * all ranks to run the call after the agreement instead.  No rank's choice
+ * depends on its own memory, so none can fail alone.
  *
  * agree_begin prepares the call (and returns the input it hides while
  * records only travel), agree_end reads the verdict. */
@@ -165,14 +165,13 @@ int op_agree(sched *s, sched_step then)
     s->then = op_agreed;
     return sparcml_algorithms[sparcml_exchange_algorithm()]->first(s);
 }
-/* The memo's split algorithm ran its reduce-scatter within the agreement,
- * and every rank's data came along: the rest of its schedule follows on
- * the pools reserved for it (reserving now would move the sums).  Its
- * restriction holds (the memo's call had the same count and dimension),
- * and the pools hold what the rest needs for inputs up to the cap; were
- * either not so, every rank alike would drop the sums and run the call as
- * any other: the kind's step after the agreement, as for a call that
- * declined. */
+/* The memo's algorithm ran its first phase within the agreement, and every
+ * rank's data came along: the rest of its schedule follows on the pools
+ * reserved for it (reserving now would move the sums).  Its restriction
+ * holds (the memo's call had the same count and dimension), and the pools
+ * hold what the rest needs for inputs up to the cap; were either not so,
+ * every rank alike would drop the sums and run the call as any other: the
+ * kind's step after the agreement, as for a call that declined. */
 static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
@@ -215,12 +214,12 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     return rc == MPI_SUCCESS ? then(s) : rc;
 }
 
-/* What a piggybacked run of `alg` may ask of the pools: recursive
- * doubling in `chunks` per round (a round's first chunk, or a whole
- * message, framed in POOL_FRAME) or a split algorithm (each part written
- * behind this rank's record), of dimension `dim` and inputs of up to `cap`
- * entries, every message behind a record -- from agreed numbers and
- * call-scoped settings, the same on every rank. */
+/* What a piggybacked run of `alg` may ask of the pools: the whole exchange
+ * in `chunks` per round (a round's first chunk, or a whole message, framed
+ * in POOL_FRAME) or a first phase (each part written behind this rank's
+ * record), of dimension `dim` and inputs of up to `cap` entries, every
+ * message behind a record -- from agreed numbers and call-scoped settings,
+ * the same on every rank. */
 static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap, int chunks,
                               uint64_t need[OP_POOLS])
 {
@@ -241,10 +240,11 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
     if (p.qbits) need[POOL_QMSG] += P * sizeof(agree_record); /* quantized parts, each behind one */
 }
 
-/* A call the memo will keep for recursive doubling or a split algorithm
- * reserves, beside its own scratch, what the next call of its count may
- * ask of the pools piggybacked: so the next call piggybacks on pools every
- * rank is known to hold, and nobody allocates while the records travel. */
+/* A call the memo will keep for an algorithm that rides (the whole exchange
+ * or its first phase) reserves, beside its own scratch, what the next call
+ * of its count may ask of the pools piggybacked: so the next call
+ * piggybacks on pools every rank is known to hold, and nobody allocates
+ * while the records travel. */
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS])
 {
     uint64_t next[OP_POOLS] = {0};
@@ -262,8 +262,8 @@ void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t n
  * same on every rank only once they have all completed.  The data rides on
  * `alg`'s exchange where `hit` (from the memo) and the pools every rank is
  * known to hold allow it for calls of dimension `dim` and up to `k_max`
- * entries (recursive doubling in `chunks` per round); a rank whose input
- * is beyond the reservation declines (agree_begin). */
+ * entries (the whole exchange in `chunks` per round); a rank whose input is
+ * beyond the reservation declines (agree_begin). */
 static void piggyback_decide(sparcml_op *op, sparcml_algorithm alg, int hit, uint64_t dim, uint64_t k_max,
                              int chunks)
 {
@@ -287,12 +287,12 @@ void op_piggyback(sparcml_op *op)
         alg = sparcml_exchange_algorithm();
         hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
-        /* The latest call's exchange: where it had this count and value
-         * type, or, in chunks, where the slots keep the pair for whole
-         * messages and its chunks stay sparse (chunks add the same bits:
-         * a program that alternates a pipelined count with another keeps
-         * the other's data riding); in chunks never quantized (a
-         * pipelined run has no quantizer). */
+        /* The latest call's ride (its first phase, or the whole exchange in
+         * chunks): where it had this count and value type, or, in chunks,
+         * where the slots keep the pair for whole messages and its chunks
+         * stay sparse (chunks add the same bits: a program that alternates
+         * a pipelined count with another keeps the other's data riding); in
+         * chunks never quantized (a pipelined run has no quantizer). */
         alg = alg == SPARCML_ALG_AUTO ? sparcml_exchange_algorithm() : alg;
         hit = memo->latest.count == count && memo->latest.vtype == c->vtype;
         dim = memo->latest.dim;
