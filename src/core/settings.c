@@ -143,7 +143,7 @@ static const char *algorithm_choices(char *buf, size_t len)
 static const char *const compress_names[] = {"off", "topk", "cltk", NULL};
 static const char *const gather_names[] = {"auto", "vendor", "doubling", "ring", NULL};
 
-/* Keywords are case-insensitive, as SPARCML_ALGORITHM's always were. */
+/* Keywords are case-insensitive, as SPARCML_ALGORITHM's names are. */
 static int parse_name(const char *v, const char *const *names, int *out)
 {
     for (int m = 0; names[m]; m++)

@@ -18,19 +18,19 @@
  * was too high and one more pass starts from t = 1 (every nonzero).
  *
  * Cost: the pass compares a block of values at a time (AVX2 where the
- * CPU has it) and looks at single values only where one passed; on
- * gradient-like values it runs at 0.3 to 1.1 times a memcpy of them
- * (bench/kernel_bench --topk).  The buffer holds cap >= 2k + 2 TOPK_BLOCK
+ * CPU has it) and looks at single values only where one passed, so on
+ * gradient-like values it runs at about the speed of a memcpy of them
+ * (bench/RESULTS.md, Compression: unmodified training programs;
+ * bench/kernel_bench --topk).  The buffer holds cap >= 2k + 2 TOPK_BLOCK
  * entries (or all n), so at least k + TOPK_BLOCK values are admitted
  * between two prunes of O(cap): the prunes stay O(n) whatever t is, and
  * cost next to nothing when the sample is right.  The second pass from
- * t = 1 is the expensive case: it happens when the sample's count ran some
- * 4 standard deviations high (on the order of once in 10^4 or 10^5 calls
- * for values in random order) and costs about 3 memcpys more there; where
- * every value beats the ones before it (ascending magnitudes) it admits
- * and prunes every value, some 30 memcpys -- but on sorted values the
- * strided sample (one value per stride) does not overestimate, for k up to
- * n/4 at least. */
+ * t = 1 is the expensive case: it happens only when the sample's count ran
+ * some 4 standard deviations high, rarely for values in random order;
+ * where every value beats the ones before it (ascending magnitudes) it
+ * admits and prunes every value -- but on sorted values the strided
+ * sample (one value per stride) does not overestimate, for k up to n/4 at
+ * least. */
 #include "config.h"
 
 #include <math.h>
