@@ -70,8 +70,9 @@ static merge_fn baseline_merge_for(int vtype, unsigned iw)
     return iw == 8 ? baseline_merge_f64_i64 : baseline_merge_f64_i32;
 }
 
-/* The sparse path of the old stream_merge_add (the benchmark's inputs never
- * go dense): merge at the bound's value offset, then re-header and move. */
+/* A merge-add of two sparse streams by the plain two-pointer loop above
+ * (the benchmark's inputs never go dense): merge at the bound's value
+ * offset, then re-header and move. */
 static sv baseline_merge_add(const sv *a, const sv *b, void *outbuf)
 {
     uint64_t n = a->nnz + b->nnz;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench_kernels.sh -- build the kernel benchmark and time the stream kernels
-# and top-k selection against memcpy, and the merge-add against the old one,
-# side by side in one run (best of 5).
+# and top-k selection against memcpy, and the merge-add against its portable
+# path and a plain two-pointer merge-add, side by side in one run (best of 5).
 # Writes bench/results/kernels.csv.
 set -eu
 cd "$(dirname "$0")/.."
