@@ -21,7 +21,6 @@
 
 #include "alg/algorithms.h"
 #include "alg/scratch.h"
-#include "alg/split_phases.h"
 #include "base/errors.h"
 #include "base/mpi_flavour.h"
 #include "base/placement.h"
