@@ -139,12 +139,6 @@ static void move_acc(void *out, void *eps, const void *g, uint64_t n, int vtype)
     }
 }
 
-/* Calls that go straight to the vendor after the model chose it for their
- * count and type (select_learnt): they skip the agreement, whose cost
- * they pay once in COMPRESS_SKIP + 1 calls, and the choice is made anew
- * that often. */
-enum { COMPRESS_SKIP = 15 };
-
 /* The first call's residual, held aside until the rhythm is confirmed
  * (core/feedback.h), joins the residual. */
 static void join_held(sparcml_op *op)
@@ -365,7 +359,7 @@ static int cltk_indexed(sched *s)
 static void learn_route(const sparcml_op *op, cost_route route)
 {
     select_learnt *l = &comm_of(op->c.ctx)->learnt;
-    if (route == COST_VENDOR) select_learn_vendor(l, op->count, op->c.vtype, COMPRESS_SKIP);
+    if (route == COST_VENDOR) select_learn_vendor(l, op->count, op->c.vtype, SELECT_LEARNT_SKIP);
     else select_learn_sparse(l, op->count, op->c.vtype);
 }
 

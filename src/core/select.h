@@ -96,6 +96,10 @@ void select_learn_vendor(select_learnt *l, MPI_Count count, int vtype, int skip)
 void select_learn_sparse(select_learnt *l, MPI_Count count, int vtype);
 /* The learnt choice is the vendor for the pair (its skips used up or not). */
 int select_learnt_vendor(const select_learnt *l, MPI_Count count, int vtype);
+/* The kinds' `skip`: calls after a learnt vendor choice pay the agreement
+ * (and transparent mode's scan) once in SELECT_LEARNT_SKIP + 1, and the
+ * choice is made anew that often. */
+enum { SELECT_LEARNT_SKIP = 15 };
 
 /* What a communicator's past calls predict of the next (core/op.c).
  *

@@ -11,13 +11,14 @@
  *    agreement step combines the counts, and the selector decides from the
  *    agreed numbers only whether a sparse algorithm beats the vendor on the
  *    original buffers.
- *  - After the vendor was chosen, the next TRANSPARENT_SKIP calls with the
- *    same count and type on the communicator go straight to the vendor:
- *    the choice came from agreed facts and the calls are collective, so all
- *    ranks skip alike.  The detour of dense data costs 1/(SKIP+1) of a scan
- *    and an agreement per call.  The vendor's blocking runs are timed as
- *    the algorithms' are (core/timed.h): for the selector it costs
- *    at least the fastest any rank saw.
+ *  - After the vendor was chosen, the next SELECT_LEARNT_SKIP calls with
+ *    the same count and type on the communicator go straight to the
+ *    vendor: the choice came from agreed facts and the calls are
+ *    collective, so all ranks skip alike.  The detour of dense data costs
+ *    1/(SELECT_LEARNT_SKIP + 1) of a scan and an agreement per call.
+ *    The vendor's blocking runs are timed as the algorithms' are
+ *    (core/timed.h): for the selector it costs at least the fastest any
+ *    rank saw.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
  *    predicts recursive doubling or a split algorithm, the stream rides on
@@ -52,9 +53,6 @@ OP_KIND_STATE_FITS(transparent_state);
 static transparent_state *ts(sparcml_op *op) { return op_kind_state(op); }
 static const transparent_state *ts_c(const sparcml_op *op) { return op_kind_state_c(op); }
 
-/* Calls that go straight to the vendor after an agreed vendor choice. */
-enum { TRANSPARENT_SKIP = 15 };
-
 /* What transparent mode learns per communicator (its kind's state there,
  * the same on every rank): the learnt vendor choice (select_learnt). */
 OP_KIND_COMM_FITS(select_learnt);
@@ -70,7 +68,7 @@ int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 
 static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
 {
-    select_learn_vendor(learnt(ctx), count, vtype, TRANSPARENT_SKIP);
+    select_learn_vendor(learnt(ctx), count, vtype, SELECT_LEARNT_SKIP);
 }
 
 /* A sparse choice for the learnt count and type (its skips are used up, or
