@@ -76,3 +76,22 @@ algorithms() {
     timeout -k 10 60 "$MPIEXEC" -n 1 env LD_PRELOAD="$YIELD:$SHIM" SPARCML_ALGORITHM=? "$TESTBIN/no_shim" shim 2>&1 |
         sed -n "s/.*invalid SPARCML_ALGORITHM='?' (expected auto, \(.*\))\$/\1/p" | sed 's/,//g; s/ or / /'
 }
+
+# algorithms_where KEY=VALUE...: the algorithms of the library's table
+# (tests/support/algorithm_table.c prints a row's properties: sparse, ride,
+# pipelines, dense_recv) that have every property given, KEY!=VALUE for
+# those that do not, on one line in the table's order, as algorithms: the
+# scripts pick by properties, not names, so that a new row is tested
+# without a change to them.  A key the table does not have is an error
+# (nothing printed, status 1).
+algorithms_where() {
+    "${ALGTABLE:?}" | awk -v want="$*" '
+        BEGIN { n = split(want, w, " ") }
+        NR == 1 { for (i = 1; i <= n; i++) { key = w[i]; sub(/!?=.*/, "", key)
+                      if (index(" " $0, " " key "=") == 0) { print "algorithms_where: no property " key >"/dev/stderr"; bad = 1; exit 1 } } }
+        { keep = 1
+          for (i = 1; i <= n; i++) { kv = w[i]; neg = sub(/!=/, "=", kv)
+              if ((index(" " $0 " ", " " kv " ") > 0) == neg) keep = 0 }
+          if (keep) names = names (names == "" ? "" : " ") $1 }
+        END { if (!bad) print names }'
+}
