@@ -10,8 +10,8 @@
 #    in tests/scripts/split_gather.sh), QSGD (4 bits) at P = 4; and
 #    as persistent calls (MPI_Allreduce_init, Open MPI's MPIX_Allreduce_init,
 #    then MPI_Start + MPI_Wait for each of the three calls of a case): auto
-#    for P = 1..8, each algorithm forced at P = 4; the split algorithms at
-#    P = 11, where the reduce-scatter posts its later sends round by round
+#    for P = 1..8, each algorithm forced at P = 4; those with a reduce-scatter
+#    first (the agreement rides on it: ride=phase) at P = 11, where the reduce-scatter posts its later sends round by round
 #    (src/alg/split_phases.c, RS_SENDS_AHEAD), by MPI_Test and persistent;
 #  - tests/mpi/nonblocking.c: 16 tagged calls outstanding among the
 #    application's own requests, completed by every kind of wait and test
@@ -59,7 +59,10 @@ done
 if [ -n "${SANITIZE:-}" ]; then
     echo "skip - P=11 runs: sanitizer build (the plain passes run them)"
 else
-    for alg in ssar_split_allgather dsar_split_allgather; do
+    # The algorithms that ride on a first phase: the reduce-scatter.
+    phase=$(algorithms_where ride=phase)
+    check "the library names the algorithms with a reduce-scatter: $phase" '[ -n "$phase" ]'
+    for alg in $phase; do
         run_mpi 11 "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" --call=test --types=float,int64
         rc=$?
         nb_check "--call=test algorithm=$alg P=11 float,int64"
@@ -74,7 +77,7 @@ for p in ${MATRIX_RANKS:-1 2 3 4 5 6 7 8}; do
     rc=$?
     nb_check "--call=persistent auto P=$p float,int64"
 done
-for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather dense; do
+for alg in $algs; do
     run_mpi 4 "$with_shim" SPARCML_ALGORITHM=$alg -- "$TESTBIN/sparse_allreduce" --call=persistent \
         --types=double,int32
     rc=$?
