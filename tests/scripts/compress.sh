@@ -7,7 +7,7 @@
 #    topk and cltk, with and without QSGD (then the invariant: results plus
 #    residuals add up to the inputs), blocking, MPI_Wait, MPI_Test loops and
 #    persistent calls, float and double; quantized contributions travel as
-#    their codes (fewer bytes) with every algorithm forced;
+#    their codes (fewer bytes) with every sparse algorithm forced;
 #  - without feedback the sum of each rank's top-k; at density 1 the exact sum;
 #  - calls that do not qualify stay exact and with the vendor;
 #  - a communicator freed and made again starts clean; two tensors taking
@@ -102,7 +102,13 @@ for mode in topk cltk; do
     check "$mode: two tensors taking turns at one buffer between other calls lose their residual, never swap it" \
         'passed && grep -q "feedback dropped: [1-9]" "$out"'
 done
-for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
+# Every sparse algorithm forced carries the selections (a forced dense one
+# means the vendor's exact sum, core/select.c: the route checks above);
+# below, those that pipeline run in 4 chunks too, at P = 4.
+sparse=$(algorithms_where sparse=1)
+pipelined=$(algorithms_where sparse=1 pipelines=1)
+check "the library names its sparse algorithms: $sparse (pipelined: $pipelined)" '[ -n "$sparse" ] && [ -n "$pipelined" ]'
+for alg in $sparse; do
     run_mpi 4 "$with_shim" $on SPARCML_COMPRESS=topk SPARCML_ALGORITHM=$alg -- "$prog" model
     rc=$?
     check "topk with $alg forced, P=4" passed
@@ -112,10 +118,10 @@ done
 # bytes than the same run unquantized (7-15 % here; the runs are
 # deterministic, and different selections alone move the total by < 0.1 %).
 stats_sent() { sed -n 's/^sparcml: compressed calls: .*(bytes_sent \([0-9]*\) .*/\1/p' "$out"; }
-for alg in ssar_recursive_double ssar_recursive_double:4 ssar_split_allgather dsar_split_allgather; do
+for alg in $sparse $(printf '%s:4 ' $pipelined); do
     for mode in topk cltk; do
         for p in 3 4; do
-            [ "$alg" = ssar_recursive_double:4 ] && [ "$p" = 3 ] && continue
+            [ "$alg" != "${alg%:4}" ] && [ "$p" = 3 ] && continue
             set -- SPARCML_ALGORITHM=${alg%:*} SPARCML_PIPELINE_CHUNKS=$([ "$alg" = "${alg%:*}" ] && echo 1 || echo 4)
             run_mpi "$p" "$with_shim" $on SPARCML_COMPRESS=$mode "$@" SPARCML_STATS=1 -- "$prog" model
             plain=$(stats_sent)

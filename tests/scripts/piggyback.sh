@@ -37,7 +37,7 @@
 # "bad <line number>: <why>".
 replay() {
     awk '
-    function is_split(a) { return a == "ssar_split_allgather" || a == "dsar_split_allgather" }
+    function is_split(a) { return index(phase, " " a " ") > 0 }
     /^sparcml: allreduce / {
         alg = mode = sel = ""
         for (i = 1; i <= NF; i++) {
@@ -62,7 +62,7 @@ replay() {
             want = key == last_key ? "piggybacked" : "separate"
             pk = last_k; pn = last_n
         } else {
-            runs = "ssar_recursive_double"
+            runs = exchange
             want = (key in memo && memo[key]) ? "piggybacked" : "separate"
             pk = memo_k[key]; pn = memo_n[key]
         }
@@ -77,7 +77,7 @@ replay() {
         if (mode != want && (held || mode != "separate")) {
             printf "bad call %d (%s): %s, expected %s\n", n, key, mode, want; bad = 1; exit
         }
-        if (mode != "piggybacked" && (is_split(alg) || (alg == "ssar_recursive_double" && chunks <= 1))) {
+        if (mode != "piggybacked" && (is_split(alg) || (alg == exchange && chunks <= 1))) {
             if (res_n[alg, key] != dim) res_k[alg, key] = 0
             if (k > res_k[alg, key]) res_k[alg, key] = k
             res_n[alg, key] = dim
@@ -90,15 +90,23 @@ replay() {
         if (pending[key] != "" && (mode != "piggybacked" || alg == pending[key])) { ncorr++; pending[key] = "" }
         if (mode == "piggybacked" && sel != alg) { nwrong++; pending[key] = sel }
         if (mode == "declined") ndecl++
-        memo[key] = (sel == "ssar_recursive_double")
+        memo[key] = (sel == exchange)
         memo_k[key] = k
         memo_n[key] = dim
         last_sel = sel; last_key = key; last_k = k; last_n = dim
         alg = mode = sel = exch = "none"
         chunks = 0
     }
-    END { if (!bad) printf "ok %d %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl, nsplit }' pig="$1"
+    END { if (!bad) printf "ok %d %d %d %d %d %d\n", n, npig, nwrong, ncorr, ndecl, nsplit }' pig="$1" \
+        phase=" $phase " exchange="$exchange"
 }
+# The split algorithms are those on whose first phase (the reduce-scatter)
+# the records ride; recursive doubling is the one on whose whole exchange
+# they ride (the library's table of algorithms).
+phase=$(algorithms_where ride=phase)
+exchange=$(algorithms_where ride=exchange)
+check "the library names its algorithms ridden on: the first phase: $phase; the whole exchange: $exchange" \
+    '[ -n "$phase" ] && [ -n "$exchange" ] && [ "$exchange" = "${exchange%% *}" ]'
 
 for pig in 1 0; do
     for p in 3 4; do
@@ -128,7 +136,7 @@ modes_chunks() {
                                                               if ($i ~ /^pipeline_chunks=/) c = substr($i, 17) }
                                   printf "%s/%s ", a, c }' "$out"
 }
-alt_model="SPARCML_ALGORITHM=ssar_recursive_double SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=1 SPARCML_BETA_NS_PER_BYTE=8.3
+alt_model="SPARCML_ALGORITHM=$exchange SPARCML_CALIBRATE=0 SPARCML_ALPHA_US=1 SPARCML_BETA_NS_PER_BYTE=8.3
            SPARCML_GAMMA_NS_PER_ENTRY=2.5 SPARCML_RANKS_PER_CORE=1"
 for p in 3 4; do
     run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 $alt_model -- "$TESTBIN/piggyback" \

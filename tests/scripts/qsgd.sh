@@ -13,17 +13,21 @@ for pt in "2 3" "2 4" "4 2" "4 $p8" "8 3" "8 4"; do
     rc=$?
     check "QSGD bits=$bits auto P=$p: $(tail -1 "$out")" '[ "$rc" -eq 0 ] && [ ! -s "$err" ]'
 done
-# The split algorithms' repeated calls of a count send their quantized
+# Every sparse algorithm forced; those on whose first phase the agreement
+# rides (the split reduce-scatter) send their repeated calls' quantized
 # parts with the agreement records (SPARCML_PIGGYBACK): SPARCML_STATS
 # counts them.
-for alg in ssar_recursive_double ssar_split_allgather dsar_split_allgather; do
+sparse=$(algorithms_where sparse=1)
+phase=$(algorithms_where sparse=1 ride=phase)
+check "the library names its sparse algorithms: $sparse (first phase ridden: $phase)" '[ -n "$sparse" ] && [ -n "$phase" ]'
+for alg in $sparse; do
     for p in 3 $p8; do
         run_mpi "$p" "$with_shim" SPARCML_QSGD_BITS=8 SPARCML_QSGD_BUCKET=100 SPARCML_ALGORITHM=$alg SPARCML_STATS=1 \
             -- "$TESTBIN/sparse_allreduce"
         rc=$?
         rode=$(sed -n "s/.*reduce-scatter done within the agreement step: \([0-9]*\)$/\1/p" "$out")
         check "QSGD bits=8 bucket=100 $alg P=$p: $(grep '^sparse_allreduce' "$out" | tail -1), on the split exchange: ${rode:-0}" \
-            '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && grep -q "failures=0" "$out" && case $alg in *split*) [ "${rode:-0}" -gt 0 ] ;; esac'
+            '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && grep -q "failures=0" "$out" && case " $phase " in *" $alg "*) [ "${rode:-0}" -gt 0 ] ;; esac'
     done
 done
 for p in 4 5; do
