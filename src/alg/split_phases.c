@@ -51,17 +51,6 @@ static int records_alone(sparcml_call *c, sv *parts, wire *wires)
     return MPI_SUCCESS;
 }
 
-/* The wire's bytes were written `rider->bytes` behind room for this
- * rank's record: write it there and send both as they are. */
-static void frame(const sparcml_call *c, wire *w)
-{
-    char *framed = (char *)w->buf - c->rider->bytes;
-    memcpy(framed, c->rider->own, c->rider->bytes);
-    w->buf = framed;
-    w->bytes += c->rider->bytes;
-    w->framed = 1;
-}
-
 /* Write every rank's part of the input into the send pool, and its wire
  * form (quantized into POOL_QMSG where that applies) into wires[]; while
  * the call's rider is set, each behind this rank's record. */
@@ -90,7 +79,7 @@ static int pack_parts(sparcml_call *c, sv *parts, wire *wires)
             wires[r].bytes = qsgd_encode_message(&parts[r], &c->q, &key, qbuf + head);
             qbuf += sparcml_round8(head + qsgd_message_bound(&parts[r], &c->q));
         }
-        if (head) frame(c, &wires[r]);
+        if (head) p2p_frame(c, &wires[r]); /* behind room for this rank's record */
     }
     return MPI_SUCCESS;
 }

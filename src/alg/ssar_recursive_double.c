@@ -28,10 +28,11 @@
  *   where bytes move as copies on the cores that merge (shared cores, or
  *   one node: cost_model.copy_bound).
  * Memory (ssar_recursive_double_scratch): two accumulators (pool
- *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
- *   and decoded messages.  Pipelined: two sets of C chunks (POOL_RD_PART)
- *   of the union's size in all, two received chunks (POOL_RECV,
- *   POOL_RECV_NEXT).
+ *   ACC0/ACC1) of the union's size (and, while the caller's records ride,
+ *   room for one in front of a sum: its caller reserves that), the
+ *   received stream, QSGD's encoded and decoded messages.  Pipelined: two
+ *   sets of C chunks (POOL_RD_PART) of the union's size in all, two
+ *   received chunks (POOL_RECV, POOL_RECV_NEXT).
  * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each;
  *   pipelined, C steps each.
  *
@@ -54,6 +55,9 @@
 typedef struct rd_state {
     sv cur, other;
     int cur_pool, newrank, rem, p2, mask, round;
+    /* cur lies behind room for the rider's record (combine): its message
+     * is framed in place (p2p_frame) */
+    int room;
     wire w;
     /* pipelined rounds: the sum as `chunks` range streams, in set `set` of
      * part[][] (the other set receives the next sums); `got` chunks of the
@@ -76,38 +80,50 @@ static int operands_match(const sv *a, const sv *b)
     return !sv_is_absent(a) && !sv_is_absent(b) && a->dim == b->dim && a->vtype == b->vtype;
 }
 
-/* cur (in pool *cur_pool, or the caller's buffer when *cur_pool < 0)
+/* cur (in pool cur_pool, or the caller's buffer when cur_pool < 0)
  * becomes cur + other, with other's rank on the left when other_is_lower.
  * The last sum of the call goes straight into recvbuf when it surely fits
  * and recvbuf is not an operand (under MPI_IN_PLACE it holds the input):
  * that saves copying the result once more at the end (when the call lets
- * it: call_may_write_result). */
-static int combine(sparcml_call *c, sv *cur, int *cur_pool, const sv *other, int other_is_lower,
-                   int last)
+ * it: call_may_write_result).  While a rider rides, a sum in a pool is
+ * written behind room for its record, so that sending it copies nothing. */
+static int combine(sparcml_call *c, rd_state *st, const sv *other, int other_is_lower, int last)
 {
+    sv *cur = &st->cur;
+    uint64_t room = c->rider ? c->rider->bytes : 0, bound;
     int out_pool;
-    void *out;
-    uint64_t bound;
+    char *out;
     if (!operands_match(cur, other)) {
         *cur = sv_absent();
+        st->room = 0;
         return MPI_SUCCESS;
     }
-    if (cur->dense && *cur_pool >= 0) {
+    if (cur->dense && st->cur_pool >= 0) {
         stream_accumulate(cur, other, other_is_lower);
         return MPI_SUCCESS;
     }
     bound = stream_merge_bound(cur, other);
-    out_pool = *cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
+    out_pool = st->cur_pool == POOL_ACC0 ? POOL_ACC1 : POOL_ACC0;
     if (last && call_may_write_result(c) && bound <= c->recv_bytes && cur->base != c->recvbuf) {
         out = c->recvbuf;
         out_pool = -1;
+        room = 0;
     } else {
-        out = ctx_buffer(c->ctx, out_pool, bound);
+        out = ctx_buffer(c->ctx, out_pool, room + bound);
+        if (out) out += room;
     }
     if (!out) return call_nomem(c);
     *cur = other_is_lower ? stream_merge_add(other, cur, out) : stream_merge_add(cur, other, out);
-    *cur_pool = out_pool;
+    st->cur_pool = out_pool;
+    st->room = room > 0;
     return MPI_SUCCESS;
+}
+
+/* The message of cur, as p2p_encode made it: framed where it lies behind
+ * room for the rider's record (and goes unquantized). */
+static void frame_in_place(const sparcml_call *c, rd_state *st)
+{
+    if (st->room && st->w.buf == st->cur.base) p2p_frame(c, &st->w);
 }
 
 /* Steps.  An even rank of the fold contributes, then receives the result;
@@ -154,6 +170,7 @@ static int rd_join(sched *s)
     uint64_t nnz = 0, at_zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0}, bytes;
     void *out = c->recvbuf;
     int absent = 0;
+    st->room = 0; /* cur becomes the chunks joined */
     for (int i = 0; i < st->chunks; i++) {
         absent |= sv_is_absent(&parts[i]);
         nnz += parts[i].nnz;
@@ -256,7 +273,7 @@ static int rd_rounds(sched *s)
 static int rd_fold_added(sched *s)
 {
     rd_state *st = sched_state(s);
-    int rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, 1, st->p2 == 1);
+    int rc = combine(s->c, st, &st->other, 1, st->p2 == 1);
     st->newrank = s->c->ctx->rank / 2;
     return rc == MPI_SUCCESS ? rd_rounds(s) : rc;
 }
@@ -274,9 +291,10 @@ static int rd_round_done(sched *s)
         rc = p2p_decode_own(s->c, &st->cur, &st->w, POOL_QOWN, &own);
         st->cur = own;
         st->cur_pool = POOL_QOWN;
+        st->room = 0;
     }
     if (rc == MPI_SUCCESS)
-        rc = combine(s->c, &st->cur, &st->cur_pool, &st->other, partner < s->c->ctx->rank, st->mask * 2 >= st->p2);
+        rc = combine(s->c, st, &st->other, partner < s->c->ctx->rank, st->mask * 2 >= st->p2);
     st->mask <<= 1;
     st->round++;
     return rc == MPI_SUCCESS ? rd_round(s) : rc;
@@ -293,6 +311,7 @@ static int rd_round(sched *s)
         if (rc != MPI_SUCCESS) return rc;
         if (rank >= 2 * st->rem) return rd_deliver(s);
         st->w = wire_of(&st->cur);
+        frame_in_place(c, st);
         sched_next_after_sends(s, rd_deliver);
         return sched_send(s, &st->w, rank - 1, TAG_FOLD_OUT);
     }
@@ -300,6 +319,7 @@ static int rd_round(sched *s)
     if (st->chunks > 1) return rd_round_pipelined(s, partner);
     rc = p2p_encode(c, &st->cur, (uint64_t)(st->newrank >> st->round),
                     (uint64_t)TAG_RECURSIVE_DOUBLE << 32 | (uint64_t)st->round, POOL_QMSG, &st->w);
+    if (rc == MPI_SUCCESS) frame_in_place(c, st);
     if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, partner, TAG_RECURSIVE_DOUBLE);
     if (rc == MPI_SUCCESS)
         rc = sched_recv_stream(s, partner, TAG_RECURSIVE_DOUBLE, POOL_RECV, POOL_QDEC, &st->other, NULL);

@@ -103,7 +103,17 @@ static void rider_merge(void *record, const void *in, int complete)
     agree_record_merge(record, &r);
 }
 
+/* A record that combines every rank's lets the call deliver its result
+ * when the agreement's verdict will: no failure, and nobody's data stayed
+ * back (core/op.c). */
+static int rider_settled(const void *record)
+{
+    sparcml_agreed a;
+    agree_record_read(record, &a);
+    return a.reason == SPARCML_R_OK && !a.declined;
+}
+
 call_rider agree_rider(agree_record *r, const agree_record *own)
 {
-    return (call_rider){.record = r, .own = own, .bytes = sizeof *r, .merge = rider_merge};
+    return (call_rider){.record = r, .own = own, .bytes = sizeof *r, .merge = rider_merge, .settled = rider_settled};
 }

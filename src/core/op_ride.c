@@ -216,7 +216,8 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
 
 /* What a piggybacked run of `alg` may ask of the pools: the whole exchange
  * in `chunks` per round (a round's first chunk, or a whole message, framed
- * in POOL_FRAME) or a first phase (each part written behind this rank's
+ * in POOL_FRAME, or a sum in place behind room for the record in its
+ * accumulator) or a first phase (each part written behind this rank's
  * record), of dimension `dim` and inputs of up to `cap` entries, every
  * message behind a record -- from agreed numbers and call-scoped settings,
  * the same on every rank. */
@@ -234,6 +235,8 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
     need[POOL_RECV] += sizeof(agree_record);
     if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE) {
         need[POOL_FRAME] = need[POOL_RECV];
+        need[POOL_ACC0] += sizeof(agree_record); /* room for it in front of a sum */
+        need[POOL_ACC1] += sizeof(agree_record);
         return;
     }
     need[POOL_SEND] += P * sizeof(agree_record);

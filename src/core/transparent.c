@@ -155,7 +155,10 @@ static void scan(sparcml_op *op, const void *in)
     void *buf;
     sv built = sv_absent();
     c->input = stream_dense_view(in, c->dim, c->vtype);
-    if (!ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes)) {
+    /* The result pool: an algorithm riding on the agreement may write
+     * the sum there once the records say the call succeeds. */
+    c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes);
+    if (!c->recvbuf) {
         local->reason = SPARCML_R_NOMEM;
         return;
     }

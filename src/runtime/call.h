@@ -22,12 +22,15 @@
  * one is merged into it (complete: the sender's record already combines
  * every rank's and replaces this one).  A message carries `own` where that
  * is set (an exchange in which every rank hears from every other once:
- * the combination so far would count ranks twice), else the combination. */
+ * the combination so far would count ranks twice), else the combination.
+ * `settled` reads a record that combines every rank's: does it let the
+ * call deliver its result? */
 typedef struct call_rider {
     void *record;
     const void *own;
     size_t bytes;
     void (*merge)(void *record, const void *in, int complete);
+    int (*settled)(const void *record);
 } call_rider;
 
 /* The gather a split algorithm runs (SPARCML_VERBOSE names it): the
@@ -87,8 +90,8 @@ typedef struct sparcml_call {
      * stream (absent streams send the record alone, runtime/p2p.c; a
      * pipelined message, in its first chunk) and the result is kept in
      * `pending` instead of being delivered (call_deliver): only the
-     * complete record says whether it may be.  The algorithms do not look
-     * at it: they ask call_may_write_result. */
+     * complete record says whether it may be.  The algorithms do not read
+     * its record: they ask call_may_write_result. */
     const call_rider *rider;
     sv pending;
 } sparcml_call;
@@ -135,10 +138,14 @@ static inline int call_result_fits(sparcml_call *c, uint64_t bytes)
     return 0;
 }
 
-/* May an algorithm write (part of) the result into recvbuf before the end?
- * Not while the agreement rides on its messages: recvbuf stays untouched
- * until the records say the call succeeded. */
-static inline int call_may_write_result(const sparcml_call *c) { return !c->rider; }
+/* May an algorithm write its final result into recvbuf?  It asks once it
+ * has heard from every rank, so that the rider's record, while the
+ * agreement rides on its messages, combines every rank's: recvbuf stays
+ * untouched until the records say the call succeeds. */
+static inline int call_may_write_result(const sparcml_call *c)
+{
+    return !c->rider || c->rider->settled(c->rider->record);
+}
 
 /* A pool that cannot grow within an algorithm.  The op reserves every
  * algorithm's scratch before it starts (alg/scratch.h), so this happens

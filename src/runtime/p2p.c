@@ -87,9 +87,7 @@ int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, 
     }
     buf = ctx_buffer(c->ctx, which, qsgd_message_bound(s, &c->q));
     if (!buf) return call_nomem(c);
-    w->buf = buf;
-    w->bytes = qsgd_encode_message(s, &c->q, &key, buf);
-    w->quantized = 1;
+    *w = (wire){.buf = buf, .bytes = qsgd_encode_message(s, &c->q, &key, buf), .quantized = 1};
     return MPI_SUCCESS;
 }
 
@@ -106,17 +104,34 @@ int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *o
     return MPI_SUCCESS;
 }
 
+/* What a message carries of the rider: this rank's own record, or the
+ * combination so far (call.h). */
+static const void *rider_says(const call_rider *rd)
+{
+    return rd->own ? rd->own : rd->record;
+}
+
+void p2p_frame(const sparcml_call *c, wire *w)
+{
+    char *framed = (char *)w->buf - c->rider->bytes;
+    memcpy(framed, rider_says(c->rider), c->rider->bytes);
+    w->buf = framed;
+    w->bytes += c->rider->bytes;
+    w->framed = 1;
+}
+
 /* With a rider, a message is the rider's record followed by the stream,
- * copied together into one buffer: MPICH would pack a two-block datatype
- * into a temporary buffer anyway, and one contiguous message costs the
- * same latency as the record alone. */
+ * in one buffer: where the algorithm left no room in front of the stream
+ * (p2p_frame), both are copied into one: MPICH would pack a two-block
+ * datatype into a temporary buffer anyway, and one contiguous message
+ * costs the same latency as the record alone. */
 static int framed_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req)
 {
     const call_rider *rd = c->rider;
     uint64_t bytes = rd->bytes + w->bytes;
     char *frame = ctx_buffer(c->ctx, POOL_FRAME, bytes);
     if (!frame) return call_nomem(c);
-    memcpy(frame, rd->own ? rd->own : rd->record, rd->bytes);
+    memcpy(frame, rider_says(rd), rd->bytes);
     if (w->bytes) memcpy(frame + rd->bytes, w->buf, w->bytes);
     c->bytes_sent += rd->bytes;
     return flv_isend_bytes(frame, (MPI_Count)bytes, dest, tag, c->ctx->comm, req);

@@ -39,7 +39,9 @@ int call_quantizes(const sparcml_call *c, const sv *s);
  * ranks that hold the same data must quantize it with the same origin (in
  * recursive doubling, every member of a group holds the group's sum), so
  * they send -- and add -- the same bits.  s being the input itself, with
- * c->input_block, it travels as the input's codes. */
+ * c->input_block, it travels as the input's codes.  *w is written whole:
+ * a wire kept across rounds must not keep `framed` from a message framed
+ * in place, or the next one would go without its record. */
 int p2p_encode(sparcml_call *c, const sv *s, uint64_t origin, uint64_t message, int which, wire *w);
 
 /* With c->input_block: the wire forms of parts[0..n), the consecutive
@@ -51,6 +53,11 @@ int p2p_encode_input_parts(sparcml_call *c, const sv *parts, int n, int skip, wi
 /* What the receiver of w decodes (w itself when not quantized), decoded
  * into pool `which`: the sender adds exactly what its partner adds. */
 int p2p_decode_own(sparcml_call *c, const sv *s, const wire *w, int which, sv *out);
+
+/* The call's rider record into the rider->bytes of room in front of w's
+ * bytes, which the algorithm left there: w becomes the framed message, sent
+ * as it is (no copy of the stream behind the record). */
+void p2p_frame(const sparcml_call *c, wire *w);
 
 /* Nonblocking send of a wire message; counts the bytes. */
 int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *req);
