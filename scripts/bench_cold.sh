@@ -11,9 +11,10 @@
 # the cold call each rank reads and writes every word of a 64 MiB buffer
 # (COLD_MIB), untimed, as a training step's computation does between two
 # allreduces; the warm call repeats the same call right after it.  One
-# mpiexec runs the vendor's dense allreduce, the allgather baseline and
-# the library as a user runs it (auto); one more each runs every forced
-# algorithm of $ALGS (SPARCML_ALGORITHM) alone.  With LIBS="NAME=PATH ..."
+# mpiexec runs the vendor's dense allreduce and the allgather baseline;
+# one more each runs the library as a user runs it (auto) and every forced
+# algorithm of $ALGS (SPARCML_ALGORITHM) alone, so that auto and the
+# forced algorithms are timed alike.  With LIBS="NAME=PATH ..."
 # each library runs every point (their order rotating between rounds:
 # before and after a change side by side); the vendor and the allgather
 # baseline run with the first.  The script waits (at most QUIET_MAX s,
@@ -59,8 +60,8 @@ quiet_note() { echo "# $*" >&2; }
 for l in "${names[@]}"; do
     [ -f "${l#*=}" ] || { echo "bench_cold: no library ${l#*=}" >&2; exit 2; }
 done
-base_methods=allgather,sparcml
-[ "${DENSE:-1}" = 0 ] || base_methods=dense,$base_methods
+baselines=allgather
+[ "${DENSE:-1}" = 0 ] || baselines=dense,$baselines
 
 # callgrind LIB P PATTERN DENSITY METHOD ALGORITHM: the per-call summary
 callgrind() {
@@ -112,9 +113,10 @@ for r in $(seq 1 "$rounds"); do
         for c in ${CASES:-random:1e-4 random:1e-3 random:1e-2 identical:1e-3}; do
             for i in "${!names[@]}"; do
                 lib=${names[$(((i + r) % ${#names[@]}))]}
-                methods=sparcml
-                [ "$lib" = "${names[0]}" ] && methods=$base_methods
-                run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" "$methods" auto || exit 1
+                if [ "$lib" = "${names[0]}" ]; then
+                    run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" "$baselines" auto || exit 1
+                fi
+                run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" sparcml auto || exit 1
                 for a in "${algs[@]}"; do run "$lib" "$p" "${c%%:*}" "${c#*:}" "$r" sparcml "$a" || exit 1; done
             done
         done
