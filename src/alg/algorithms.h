@@ -51,6 +51,11 @@ typedef struct sparcml_algorithm_desc {
     int (*restriction)(const sparcml_problem *p);
     double (*cost)(const cost_model *m, const sparcml_problem *p);
     void (*scratch)(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
+    /* What the agreement's records, `record` bytes each, add to `need`
+     * (holding scratch's for p) while they ride on it: the pools its
+     * messages and sums take them in.  NULL: it never rides
+     * (ALG_RIDES_NOT). */
+    void (*ride_scratch)(const sparcml_call *c, const sparcml_problem *p, uint64_t record, uint64_t *need);
     /* Chunks per round of a pipelined run (select.h); NULL: never pipelined. */
     int (*chunks)(const cost_model *m, const sparcml_problem *p);
     alg_ride ride;

@@ -24,7 +24,8 @@
  *   format is not certain.
  * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts,
  *   sums and pending sums (a dense slice at most); the result in recvbuf;
- *   with QSGD the dense slice, encoded and gathered.
+ *   with QSGD the dense slice, encoded and gathered; while records ride,
+ *   one in front of every part (split_ride_scratch).
  * Rounds: P-1 point-to-point, then the allgather of the union sizes when
  *   the format is not certain, then the gather: one allgatherv, or the
  *   library's ceil(log2 P) or P - 1 rounds. */
@@ -164,6 +165,7 @@ const sparcml_algorithm_desc sparcml_alg_dsar_split_allgather = {
     .cost = dsar_split_allgather_cost,
     .scratch = dsar_split_allgather_scratch,
     .ride = ALG_RIDES_PHASE,
+    .ride_scratch = split_ride_scratch,
     .ride_phase = split_reduce_scatter,
     .resume = dsar_split_allgather_after_reduce_scatter,
 };

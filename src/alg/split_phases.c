@@ -608,3 +608,14 @@ void split_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *ne
     scratch_need(need, POOL_GATHER, gathered_bytes(p));
     if (q.bits) scratch_need(need, POOL_QDEC, gathered_bytes(p)); /* the slices decoded */
 }
+
+/* Riding the reduce-scatter, every part (POOL_SEND), and its quantized form
+ * (POOL_QMSG), is behind this rank's record, and every part received
+ * behind its sender's (slice_parts, pack_parts). */
+void split_ride_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t record, uint64_t *need)
+{
+    uint64_t P = (uint64_t)c->ctx->size;
+    need[POOL_RECV] += record;
+    need[POOL_SEND] += P * record;
+    if (p->qbits) need[POOL_QMSG] += P * record;
+}

@@ -46,6 +46,10 @@ double split_reduce_scatter_cost(const cost_model *m, const sparcml_problem *p);
 /* What both phases may ask of the pools (alg/scratch.h). */
 void split_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
 
+/* What the agreement's records add to the pools while they ride on the
+ * reduce-scatter (algorithms.h: ride_scratch). */
+void split_ride_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t record, uint64_t *need);
+
 /* The sparse reduce-scatter: slice r of [0, dim) (ctx->offsets[r] ..
  * ctx->offsets[r+1]) is summed on rank r, into mine. */
 int split_reduce_scatter(sched *s, sched_step then);

@@ -28,9 +28,10 @@
  *   where bytes move as copies on the cores that merge (shared cores, or
  *   one node: cost_model.copy_bound).
  * Memory (ssar_recursive_double_scratch): two accumulators (pool
- *   ACC0/ACC1) of the union's size (and, while the caller's records ride,
- *   room for one in front of a sum: its caller reserves that), the
- *   received stream, QSGD's encoded and decoded messages.  Pipelined: two
+ *   ACC0/ACC1) of the union's size, the received stream, QSGD's encoded
+ *   and decoded messages; while the caller's records ride
+ *   (ssar_recursive_double_ride_scratch), room for one in front of every
+ *   message and sum, outgoing ones framed in POOL_FRAME.  Pipelined: two
  *   sets of C chunks (POOL_RD_PART) of the union's size in all, two
  *   received chunks (POOL_RECV, POOL_RECV_NEXT).
  * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each;
@@ -440,12 +441,28 @@ static void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_p
     }
 }
 
+/* Riding the whole exchange, every message is behind a record: one
+ * received, a round's outgoing message framed in POOL_FRAME (any message
+ * this rank receives fits there), a sum sent in place behind room for it
+ * in its accumulator. */
+static void ssar_recursive_double_ride_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_t record,
+                                               uint64_t *need)
+{
+    (void)c;
+    (void)p;
+    need[POOL_RECV] += record;
+    need[POOL_FRAME] = need[POOL_RECV];
+    need[POOL_ACC0] += record;
+    need[POOL_ACC1] += record;
+}
+
 const sparcml_algorithm_desc sparcml_alg_ssar_recursive_double = {
     .name = "ssar_recursive_double",
     .sparse = 1,
     .first = sparcml_ssar_recursive_double,
     .cost = ssar_recursive_double_cost,
     .scratch = ssar_recursive_double_scratch,
+    .ride_scratch = ssar_recursive_double_ride_scratch,
     .chunks = ssar_recursive_double_chunks,
     .ride = ALG_RIDES_EXCHANGE,
 };

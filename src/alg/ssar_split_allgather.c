@@ -18,7 +18,8 @@
  *   measured slow), copying the
  *   owner's slice into its message and the result into place.
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts,
- *   sums and pending sums (a dense slice at most), the gathered result.
+ *   sums and pending sums (a dense slice at most), the gathered result;
+ *   while records ride, one in front of every part (split_ride_scratch).
  * Rounds: P-1 point-to-point, then the allgather of the union sizes and
  *   the gather of the slices (split_gather.c: one allgatherv, ceil(log2
  *   P) rounds or P - 1), with QSGD after an allgather of the quantized sizes, which
@@ -66,6 +67,7 @@ const sparcml_algorithm_desc sparcml_alg_ssar_split_allgather = {
     .cost = ssar_split_allgather_cost,
     .scratch = ssar_split_allgather_scratch,
     .ride = ALG_RIDES_PHASE,
+    .ride_scratch = split_ride_scratch,
     .ride_phase = split_reduce_scatter,
     .resume = ssar_split_allgather_after_reduce_scatter,
 };

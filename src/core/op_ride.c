@@ -11,7 +11,8 @@
  * op_scratch_ahead reserves for the next call).  This file speaks of the
  * two kinds of ride only: which algorithm rides how, in how many chunks,
  * and from where it resumes is what its row in the table says
- * (alg/algorithms.h: ride, chunks, ride_phase, resume). */
+ * (alg/algorithms.h: ride, chunks, ride_phase, resume), and what the
+ * records add to the pools it takes (ride_scratch). */
 #include "config.h"
 
 #include <string.h>
@@ -214,33 +215,22 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     return rc == MPI_SUCCESS ? then(s) : rc;
 }
 
-/* What a piggybacked run of `alg` may ask of the pools: the whole exchange
- * in `chunks` per round (a round's first chunk, or a whole message, framed
- * in POOL_FRAME, or a sum in place behind room for the record in its
- * accumulator) or a first phase (each part written behind this rank's
- * record), of dimension `dim` and inputs of up to `cap` entries, every
- * message behind a record -- from agreed numbers and call-scoped settings,
- * the same on every rank. */
+/* What a piggybacked run of `alg` may ask of the pools: its scratch and
+ * what the records riding on it add (its row's ride_scratch), for the
+ * whole exchange in `chunks` per round or its first phase, of dimension
+ * `dim` and inputs of up to `cap` entries -- from agreed numbers and
+ * call-scoped settings, the same on every rank. */
 static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint64_t dim, uint64_t cap, int chunks,
                               uint64_t need[OP_POOLS])
 {
-    uint64_t P = (uint64_t)c->ctx->size;
-    sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union(P, dim, cap)};
+    sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union((uint64_t)c->ctx->size, dim, cap)};
     sparcml_call whole = *c;
     sparcml_problem p;
     whole.dim = dim;
     whole.pipeline_chunks = chunks;
     p = op_call_problem(&whole, &guess);
     sparcml_algorithms[alg]->scratch(&whole, &p, need);
-    need[POOL_RECV] += sizeof(agree_record);
-    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE) {
-        need[POOL_FRAME] = need[POOL_RECV];
-        need[POOL_ACC0] += sizeof(agree_record); /* room for it in front of a sum */
-        need[POOL_ACC1] += sizeof(agree_record);
-        return;
-    }
-    need[POOL_SEND] += P * sizeof(agree_record);
-    if (p.qbits) need[POOL_QMSG] += P * sizeof(agree_record); /* quantized parts, each behind one */
+    sparcml_algorithms[alg]->ride_scratch(&whole, &p, sizeof(agree_record), need);
 }
 
 /* A call the memo will keep for an algorithm that rides (the whole exchange

@@ -208,6 +208,19 @@ static void check_rig_points(const sparcml_settings *s, double ranks_per_core)
     }
 }
 
+/* A row says how the records ride on it and, exactly where they do, the
+ * room they take in the pools (core/op_ride.c calls ride_scratch of every
+ * row that rides) and, riding its first phase, from where it resumes. */
+START_TEST(riding_rows_say_their_room)
+{
+    for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++) {
+        const sparcml_algorithm_desc *d = sparcml_algorithms[a];
+        ck_assert_int_eq(d->ride != ALG_RIDES_NOT, d->ride_scratch != NULL);
+        ck_assert_int_eq(d->ride == ALG_RIDES_PHASE, d->ride_phase && d->resume);
+    }
+}
+END_TEST
+
 START_TEST(rig_measured_ordering)
 {
     sparcml_settings s = rig_settings();
@@ -885,6 +898,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, regimes);
     tcase_add_test(tc, one_price_is_the_selectors);
     tcase_add_test(tc, pipeline_chunks);
+    tcase_add_test(tc, riding_rows_say_their_room);
     tcase_add_test(tc, rig_measured_ordering);
     tcase_add_test(tc, rig_measured_ordering_qsgd);
     tcase_add_test(tc, shm_measured_ordering);
