@@ -158,8 +158,8 @@ int op_agree(sched *s, sched_step then)
                                     op->local.timed_ppm);
     op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
     op->split = split_history(op);
-    op->ride.split_exchange = op->split != SPARCML_ALG_AUTO;
-    op->c.pipeline_chunks = op->ride.split_exchange ? 1 : doubling_history(op);
+    op->ride.carrier = op->split ? op->split : sparcml_exchange_algorithm();
+    op->c.pipeline_chunks = op->split ? 1 : doubling_history(op);
     op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
     if (op->split) return sparcml_algorithms[op->split]->ride_phase(s, op_agreed);

@@ -17,10 +17,10 @@ static atomic_uint_fast64_t errors[SPARCML_R_COUNT_];
 /* Tagged calls handed to the vendor's dense allreduce, by why. */
 enum { FALLBACK_MODEL, FALLBACK_FORCED, FALLBACK_COUNT_ };
 static atomic_uint_fast64_t fallbacks[FALLBACK_COUNT_];
-/* Calls whose data travelled with the agreement records (on recursive
- * doubling's exchange, on a split algorithm's reduce-scatter), those of
- * them that failed, and calls whose recursive doubling was pipelined. */
-enum { PIGGYBACK_DOUBLING, PIGGYBACK_SPLIT, PIGGYBACK_FAILED, PIPELINED, PIGGYBACK_COUNTS_ };
+/* Calls whose data travelled with the agreement records (on an
+ * algorithm's whole exchange, on its first phase: its row's alg_ride),
+ * those of them that failed, and calls run pipelined. */
+enum { PIGGYBACK_EXCHANGE, PIGGYBACK_PHASE, PIGGYBACK_FAILED, PIPELINED, PIGGYBACK_COUNTS_ };
 static atomic_uint_fast64_t piggybacks[PIGGYBACK_COUNTS_];
 /* Transparent calls by route, and the scans' time. */
 static atomic_uint_fast64_t routes[ROUTE_COUNT_], scan_nanoseconds;
@@ -94,7 +94,9 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
     int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
     count_row(alg, c, seconds);
     if (c->ctx->rank == 0) {
-        if (ride->piggybacked) atomic_fetch_add(&piggybacks[ride->split_exchange ? PIGGYBACK_SPLIT : PIGGYBACK_DOUBLING], 1);
+        if (ride->piggybacked)
+            atomic_fetch_add(&piggybacks[sparcml_algorithms[ride->carrier]->ride == ALG_RIDES_PHASE
+                                             ? PIGGYBACK_PHASE : PIGGYBACK_EXCHANGE], 1);
         if (chunks > 1) atomic_fetch_add(&piggybacks[PIPELINED], 1);
         if (!sparcml_algorithms[alg]->sparse)
             atomic_fetch_add(&fallbacks[s->algorithm == alg ? FALLBACK_FORCED : FALLBACK_MODEL], 1);
@@ -110,7 +112,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
                (unsigned long long)c->result_nnz, c->result_dense ? "dense" : "sparse",
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                ride->piggybacked ? "piggybacked" : ride->declined ? "declined" : "separate",
-               ride->split_exchange ? "split" : "recursive_double", route_name(ride->selected),
+               sparcml_algorithm_name(ride->carrier), route_name(ride->selected),
                settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed,
                basis_names[ride->chosen_by]);
         fflush(stdout);
@@ -235,17 +237,17 @@ static void print_report(int size, const uint64_t *calls, const uint64_t *bysum,
                "forced by SPARCML_ALGORITHM: %llu)\n",
                (unsigned long long)(fb[FALLBACK_MODEL] + fb[FALLBACK_FORCED]),
                (unsigned long long)fb[FALLBACK_MODEL], (unsigned long long)fb[FALLBACK_FORCED]);
-    if (pig[PIGGYBACK_DOUBLING])
-        printf("sparcml: calls with recursive doubling done within the agreement step: %llu\n",
-               (unsigned long long)pig[PIGGYBACK_DOUBLING]);
-    if (pig[PIGGYBACK_SPLIT])
-        printf("sparcml: calls with a split algorithm's reduce-scatter done within the agreement step: %llu\n",
-               (unsigned long long)pig[PIGGYBACK_SPLIT]);
+    if (pig[PIGGYBACK_EXCHANGE])
+        printf("sparcml: calls whose whole exchange ran within the agreement step: %llu\n",
+               (unsigned long long)pig[PIGGYBACK_EXCHANGE]);
+    if (pig[PIGGYBACK_PHASE])
+        printf("sparcml: calls whose first phase ran within the agreement step: %llu\n",
+               (unsigned long long)pig[PIGGYBACK_PHASE]);
     if (pig[PIGGYBACK_FAILED])
         printf("sparcml: failed calls whose data travelled with the agreement records: %llu\n",
                (unsigned long long)pig[PIGGYBACK_FAILED]);
     if (pig[PIPELINED])
-        printf("sparcml: calls with pipelined recursive doubling: %llu\n", (unsigned long long)pig[PIPELINED]);
+        printf("sparcml: calls pipelined: %llu\n", (unsigned long long)pig[PIPELINED]);
     if (route[ROUTE_SPARSE] + route[ROUTE_VENDOR_MODEL] + route[ROUTE_VENDOR_LEARNT])
         printf("sparcml: transparent calls: %llu sparse (in the table above), %llu to the vendor "
                "(the table's vendor row; cost model: %llu, learnt: %llu); scan time %.6f s (max over ranks)\n",

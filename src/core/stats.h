@@ -14,14 +14,15 @@
 #include "core/select.h"
 #include "core/settings.h"
 
-/* How a call's agreement travelled (core/op_ride.c): its data rode along with
- * the records (piggybacked), on a split algorithm's reduce-scatter
- * (split_exchange) rather than recursive doubling's exchange, or was to
- * and some rank declined; what the selector picks for the agreed
- * numbers (selected), and on what (chosen_by, set where the verbose line
- * shows it). */
+/* How a call's agreement travelled (core/op_ride.c): on the messages of
+ * which algorithm's row (carrier: its whole exchange or its first phase,
+ * as the row rides, alg/algorithms.h), whether its data rode along with
+ * the records (piggybacked) or was to and some rank declined; what the
+ * selector picks for the agreed numbers (selected), and on what
+ * (chosen_by, set where the verbose line shows it). */
 typedef struct stats_ride {
-    int piggybacked, split_exchange, declined;
+    sparcml_algorithm carrier;
+    int piggybacked, declined;
     cost_route selected;
     select_basis chosen_by;
 } stats_ride;

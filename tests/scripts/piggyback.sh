@@ -6,8 +6,8 @@
 # lines themselves.  Where the latest earlier call ended with the selector
 # choosing a split algorithm (the "selector=" field: for a piggybacked
 # call, what the selector makes of its agreed numbers), the agreement rides
-# on that algorithm's reduce-scatter ("exchange=split", else
-# "exchange=recursive_double"): the call is piggybacked, running that
+# on that algorithm's reduce-scatter ("exchange=" names it, else the
+# algorithm riding its whole exchange): the call is piggybacked, running that
 # algorithm, exactly when it has that call's count and value type, else
 # separate.  Otherwise a call is piggybacked, as recursive doubling,
 # exactly when the latest earlier call with the same count and value type
@@ -67,7 +67,7 @@ replay() {
             pk = memo_k[key]; pn = memo_n[key]
         }
         if (chunks > 1) { printf "bad call %d: pipelined (the rule replayed here is for whole messages)\n", n; bad = 1; exit }
-        if (exch != (on_split ? "split" : "recursive_double")) {
+        if (exch != runs) {
             printf "bad call %d (%s): exchange %s\n", n, key, exch; bad = 1; exit
         }
         cap = pk < int(dim / 2) ? 2 * pk : dim
@@ -159,7 +159,7 @@ for q in 0 4; do
     modes=$(grep '^sparcml: allreduce' "$out" | sed -n 's/.* agreement=\([a-z]*\) exchange=\([a-z_]*\).*/\1,\2/p' |
             tr '\n' ' ')
     check "SSAR split, SPARCML_QSGD_BITS=$q: every call after the first piggybacked on the split exchange (got: $modes)" \
-        '[[ "$modes" == "separate,recursive_double piggybacked,split piggybacked,split"* ]] &&
-         [ -z "$(echo "$modes" | tr " " "\n" | sed 1d | grep . | grep -v "^piggybacked,split$")" ]'
+        '[[ "$modes" == "separate,$exchange piggybacked,ssar_split_allgather piggybacked,ssar_split_allgather"* ]] &&
+         [ -z "$(echo "$modes" | tr " " "\n" | sed 1d | grep . | grep -v "^piggybacked,ssar_split_allgather$")" ]'
 done
 finish

@@ -14,7 +14,7 @@ trap 'rm -f "$out" "$err" "$hashes"' EXIT
 
 # pipelined_calls: the report's count of calls with pipelined rounds (0: none).
 pipelined_calls() {
-    sed -n 's/^sparcml: calls with pipelined recursive doubling: \([0-9]*\)$/\1/p' "$out" | grep . || echo 0
+    sed -n 's/^sparcml: calls pipelined: \([0-9]*\)$/\1/p' "$out" | grep . || echo 0
 }
 
 # run_pair CALL P CHUNKS: whole-message rounds, then CHUNKS chunks.

@@ -25,7 +25,7 @@ for alg in $sparse; do
         run_mpi "$p" "$with_shim" SPARCML_QSGD_BITS=8 SPARCML_QSGD_BUCKET=100 SPARCML_ALGORITHM=$alg SPARCML_STATS=1 \
             -- "$TESTBIN/sparse_allreduce"
         rc=$?
-        rode=$(sed -n "s/.*reduce-scatter done within the agreement step: \([0-9]*\)$/\1/p" "$out")
+        rode=$(sed -n "s/.*first phase ran within the agreement step: \([0-9]*\)$/\1/p" "$out")
         check "QSGD bits=8 bucket=100 $alg P=$p: $(grep '^sparse_allreduce' "$out" | tail -1), on the split exchange: ${rode:-0}" \
             '[ "$rc" -eq 0 ] && [ ! -s "$err" ] && grep -q "failures=0" "$out" && case " $phase " in *" $alg "*) [ "${rode:-0}" -gt 0 ] ;; esac'
     done

@@ -118,9 +118,10 @@ done
 # follow; 24 is double (no prediction for its type) and 25 follows 24.
 exchanges() { awk '/^sparcml: allreduce / { for (i = 1; i <= NF; i++) if ($i ~ /^exchange=/) printf "%s ", substr($i, 10) }' "$out"; }
 want_split="separate piggybacked piggybacked declined piggybacked declined $(printf 'piggybacked %.0s' $(seq 17))separate separate "
-split_exchanges="recursive_double $(printf 'split %.0s' $(seq 24))"
+exchange=$(algorithms_where ride=exchange)
 for pa in "3 ssar_split_allgather blocking" "4 dsar_split_allgather wait"; do
     read -r p alg how <<<"$pa"
+    split_exchanges="$exchange $(printf "$alg %.0s" $(seq 24))"
     run_mpi "$p" "$with_shim" $on SPARCML_VERBOSE=1 SPARCML_STATS=1 SPARCML_ALGORITHM=$alg -- "$TESTBIN/transparent" sequence $how
     rc=$?
     got=$(modes)
@@ -128,7 +129,7 @@ for pa in "3 ssar_split_allgather blocking" "4 dsar_split_allgather wait"; do
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want_split" ] && [ "$(exchanges)" = "$split_exchanges" ] &&
          [ "$(grep -c "^call " "$out")" -eq 25 ]'
     check "sequence, $alg forced, $how, P=$p: SPARCML_STATS counts the 20 calls whose reduce-scatter rode on the agreement" \
-        'grep -q "reduce-scatter done within the agreement step: 20$" "$out" && ! grep -q "recursive doubling done within" "$out"'
+        'grep -q "first phase ran within the agreement step: 20$" "$out" && ! grep -q "whole exchange ran within" "$out"'
 done
 # The same sequence with recursive doubling forced in 4 chunks per round
 # (SPARCML_PIPELINE_CHUNKS): a call's stream rides in the chunks after a
@@ -156,8 +157,8 @@ for pa in "3 blocking" "4 wait"; do
     got=$(modes_chunks)
     check "sequence, recursive doubling in 4 chunks, $how, P=$p: results exact, the data rides in the chunks by the rule (got: $got)" \
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$got" = "$want_chunks" ] && [ "$(grep -c "^call " "$out")" -eq 25 ] &&
-         grep -q "recursive doubling done within the agreement step: 20$" "$out" &&
-         grep -q "calls with pipelined recursive doubling: 23$" "$out"'
+         grep -q "whole exchange ran within the agreement step: 20$" "$out" &&
+         grep -q "calls pipelined: 23$" "$out"'
 done
 run_mpi 3 "$with_shim" $on $rd4 SPARCML_STATS=1 -- "$TESTBIN/transparent" count_mismatch
 rc=$?
