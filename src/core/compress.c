@@ -55,7 +55,7 @@ enum { COMPRESS_QSGD_MESSAGE = 1 };
 int compress_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
 {
     const sparcml_settings *s = settings_get();
-    if (s->compress == COMPRESS_OFF || (vtype != SPARCML_FLOAT && vtype != SPARCML_DOUBLE)) return 0;
+    if (s->compress == COMPRESS_OFF || !op_value_is_float(vtype)) return 0;
     return op_dense_qualifies(count, vtype, op, comm, s->compress_min_bytes);
 }
 

@@ -238,7 +238,7 @@ qsgd_params op_qsgd_params(const sparcml_settings *s)
 void op_quantization(sparcml_call *c, const sparcml_settings *s)
 {
     /* QSGD applies to floating-point values only: integers stay exact. */
-    if (c->vtype != SPARCML_FLOAT && c->vtype != SPARCML_DOUBLE) return;
+    if (!op_value_is_float(c->vtype)) return;
     c->q = op_qsgd_params(s);
     c->q_sparse = s->qsgd_sparse;
 }
@@ -249,13 +249,21 @@ int op_buffers_reason(const void *sendbuf, const void *recvbuf)
     return sendbuf == recvbuf ? SPARCML_R_ALIASED : SPARCML_R_OK;
 }
 
-int op_dense_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm, uint64_t min_bytes)
+/* 1 for an inter-communicator, 0 for an intra-communicator, -1 where the
+ * library cannot ask (MPI_COMM_NULL, or the test fails: the vendor's call
+ * reports it). */
+static int comm_inter(MPI_Comm comm)
 {
     int inter = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return -1;
+    return inter != 0;
+}
+
+int op_dense_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm, uint64_t min_bytes)
+{
     if (op != MPI_SUM || count <= 0 || (uint64_t)count > SPARCML_MAX_DIM) return 0;
     if ((uint64_t)count * sparcml_value_size(vtype) < min_bytes) return 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
-    return !inter;
+    return comm_inter(comm) == 0;
 }
 
 int op_vendor(sched *s, sched_step then)
@@ -447,11 +455,10 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
                      MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking,
                      const char *call)
 {
-    int inter = 0, rc;
+    int inter = comm_inter(comm), rc;
     *op = (sparcml_op){.set = settings_get(), .comm = comm, .call = call, .kind = kind, .sendbuf = sendbuf,
                        .recvbuf = recvbuf, .count = count, .datatype = datatype, .mop = mop};
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return SPARCML_OP_VENDOR; /* the vendor's error */
+    if (inter < 0) return SPARCML_OP_VENDOR; /* the vendor's error */
     rc = PMPI_Comm_rank(comm, &op->rank);
     if (rc == MPI_SUCCESS && inter) {
         /* Every rank finds it: rank 0 of the local group speaks. */

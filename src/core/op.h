@@ -256,6 +256,9 @@ sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg);
 qsgd_params op_qsgd_params(const sparcml_settings *s);
 void op_quantization(sparcml_call *c, const sparcml_settings *s);
 
+/* Floating-point values: QSGD and compression apply to them only. */
+static inline int op_value_is_float(int vtype) { return vtype == SPARCML_FLOAT || vtype == SPARCML_DOUBLE; }
+
 /* The application's input: sendbuf, or recvbuf under MPI_IN_PLACE. */
 static inline const void *op_input(const void *sendbuf, const void *recvbuf)
 {
