@@ -356,12 +356,6 @@ static int cltk_indexed(sched *s)
 
 /* The model's choice for the call's count and type, learnt: after the
  * vendor, the next calls skip the agreement (select_learnt). */
-static void learn_route(const sparcml_op *op, cost_route route)
-{
-    select_learnt *l = &comm_of(op->c.ctx)->learnt;
-    if (route == COST_VENDOR) select_learn_vendor(l, op->count, op->c.vtype, SELECT_LEARNT_SKIP);
-    else select_learn_sparse(l, op->count, op->c.vtype);
-}
 
 /* The route, from agreed numbers: the vendor's exact sum where some rank
  * keeps no feedback for the buffer or where the model (with timed prices)
@@ -378,7 +372,7 @@ static int compress_agreed(sched *s)
     join_held(op);
     if (op->agreed.exact) return vendor_route(s, COMPRESS_ROUTE_EXACT);
     route = op->kind->select(op->set, &p);
-    learn_route(op, route);
+    select_learn(&comm_of(c->ctx)->learnt, op->count, c->vtype, route);
     if (route == COST_VENDOR) return vendor_route(s, COMPRESS_ROUTE_VENDOR);
     op->alg = route;
     buf = ctx_buffer(c->ctx, POOL_DENSE_IN, sparcml_sparse_bytes(c->dim, c->vtype, k)); /* reserved */

@@ -246,6 +246,12 @@ void select_learn_sparse(select_learnt *l, MPI_Count count, int vtype)
     if (select_learnt_vendor(l, count, vtype)) *l = (select_learnt){0};
 }
 
+void select_learn(select_learnt *l, MPI_Count count, int vtype, cost_route route)
+{
+    if (route == COST_VENDOR) select_learn_vendor(l, count, vtype, SELECT_LEARNT_SKIP);
+    else select_learn_sparse(l, count, vtype);
+}
+
 static int memo_find(const sparcml_memo *m, uint64_t count, int vtype)
 {
     for (int i = 0; i < m->used; i++)

@@ -94,6 +94,9 @@ typedef struct select_learnt {
 int select_learnt_skips(select_learnt *l, MPI_Count count, int vtype);
 void select_learn_vendor(select_learnt *l, MPI_Count count, int vtype, int skip);
 void select_learn_sparse(select_learnt *l, MPI_Count count, int vtype);
+/* The selector's route for the pair: the vendor is learnt for the next
+ * SELECT_LEARNT_SKIP calls, a sparse route ends a learnt choice. */
+void select_learn(select_learnt *l, MPI_Count count, int vtype, cost_route route);
 /* The learnt choice is the vendor for the pair (its skips used up or not). */
 int select_learnt_vendor(const select_learnt *l, MPI_Count count, int vtype);
 /* The kinds' `skip`: calls after a learnt vendor choice pay the agreement

@@ -66,17 +66,13 @@ int transparent_qualifies(MPI_Count count, int vtype, MPI_Op op, MPI_Comm comm)
     return s->transparent && op_dense_qualifies(count, vtype, op, comm, s->transparent_min_bytes);
 }
 
-static void learn_vendor(sparcml_ctx *ctx, MPI_Count count, int vtype)
+/* The agreed route, learnt (select_learn).  A sparse choice for the learnt
+ * count and type (its skips are used up, or the call would not have
+ * scanned) ends the learnt choice, so the next scans of that size gather
+ * with the whole pool as room. */
+static void learn(const sparcml_op *op, cost_route route)
 {
-    select_learn_vendor(learnt(ctx), count, vtype, SELECT_LEARNT_SKIP);
-}
-
-/* A sparse choice for the learnt count and type (its skips are used up, or
- * the call would not have scanned) ends the learnt choice, so the next
- * scans of that size gather with the whole pool as room. */
-static void learn_sparse(sparcml_ctx *ctx, MPI_Count count, int vtype)
-{
-    select_learn_sparse(learnt(ctx), count, vtype);
+    select_learn(learnt(op->c.ctx), op->count, op->c.vtype, route);
 }
 
 /* The verbose line shows the vendor's agreed time (0 where none) and,
@@ -215,10 +211,8 @@ static int sparse_done(sched *s)
 static int piggybacked_written(sched *s)
 {
     sparcml_op *op = op_of(s);
-    const sparcml_call *c = &op->c;
     write_result(s);
-    if (op->ride.selected == COST_VENDOR) learn_vendor(c->ctx, op->count, c->vtype);
-    else learn_sparse(c->ctx, op->count, c->vtype);
+    learn(op, op->ride.selected);
     return MPI_SUCCESS;
 }
 
@@ -237,14 +231,13 @@ static int transparent_agreed(sched *s)
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
     if (op_rode(op)) return op_resume(s, &p, piggybacked_done);
     route = op->kind->select(op->set, &p);
+    learn(op, route);
     if (route == COST_VENDOR) {
         /* The memo predicts no recursive doubling for this count now. */
         select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO, 1);
-        learn_vendor(c->ctx, op->count, c->vtype);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
     op->alg = route;
-    learn_sparse(c->ctx, op->count, c->vtype);
     /* Both pools were reserved before the agreement, the input's at least
      * at input_bytes when the scan could not build the stream. */
     if (!input_built(&c->input))
