@@ -3,11 +3,10 @@
  * Each rank describes what it knows locally -- whether its arguments are
  * valid, dim, value type, count, nnz, a hash of its settings, whether
  * it piggybacks its data on the agreement -- in a fixed record.  The
- * records of all ranks are combined (maxima, minima and sums) along the
- * recursive-doubling schedule, riding on the messages of
- * ssar_recursive_double.c, or on the parts of the split algorithms'
- * reduce-scatter, which every rank sends to every other (core/op_ride.c says
- * which, and when data comes along).
+ * records of all ranks are combined (maxima, minima and sums) riding on an
+ * algorithm's messages: its whole exchange, or a first phase in which
+ * every rank sends a part to every other (the algorithm table's ride
+ * kinds; core/op_ride.c says which, and when data comes along).
  * From then on every rank decides from the same numbers, so all pick the
  * same algorithm, and a failure on any rank is known to all ranks together:
  * nobody is left waiting in an exchange the others abandoned. */

@@ -298,9 +298,8 @@ static int vendor_route(sched *s, stats_compress_route route)
 static int compressed_written(sched *s)
 {
     sparcml_op *op = op_of(s);
-    sv result = stream_view(op->c.recvbuf);
     double held_back = -1;
-    stream_densify(&result, op->recvbuf);
+    op_dense_write(op);
     if (op_timing(op)) {
         sparcml_problem p = op_problem(op);
         op_time_run(op, op->alg, PMPI_Wtime() - cs(op)->route_t0,
@@ -448,9 +447,7 @@ static int compress_begin(sched *s)
     c->q.bits = 0;
     c->q_sparse = 0;
     c->input_block = NULL;
-    /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count, .nnz = k,
-                             .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};
+    op_dense_local(op, k);
     if (local->reason != SPARCML_R_OK) return op_agree(s, compress_agreed);
     find_feedback(op);
     if (local->reason == SPARCML_R_OK && !local->exact && !reserve(op, k)) local->reason = SPARCML_R_NOMEM;

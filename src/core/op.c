@@ -7,10 +7,11 @@
  *  3. each rank validates its own arguments and stream, and the agreement
  *     step shares the verdict: if any rank failed, all fail together;
  *  4. the algorithm is selected from agreed numbers only, then run -- or,
- *     when the memo predicts recursive doubling, it already ran within the
- *     agreement step, and its result is delivered only after the verdict;
- *     when it predicts a split algorithm, its reduce-scatter did, and the
- *     rest of it runs after the verdict;
+ *     when the memo predicts the algorithm whose whole exchange carries
+ *     the agreement, it already ran within the agreement step, and its
+ *     result is delivered only after the verdict; when it predicts one
+ *     whose first phase does, that phase did, and the rest of it runs
+ *     after the verdict (op_ride.c);
  *  5. failures the algorithm detects (result too large for recvbuf) are
  *     identical on all ranks by construction. */
 #include "config.h"
@@ -207,7 +208,6 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     sparcml_op *op = op_of(s);
     const sparcml_settings *set = op->set;
     sparcml_call *c = &op->c;
-    sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
     c->ctx->sealed = 0;
     if (c->reason != SPARCML_R_OK) {
         char detail[SPARCML_DETAIL_BYTES];
@@ -221,9 +221,8 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
      * route: no algorithm to ride on). */
     op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : (cost_route)alg;
     if (stats_verbose(set, c->ctx)) op->ride.chosen_by = select_basis_of(set, p, op->ride.selected, op->kind->select);
-    select_memo_note(memo, c->recv_bytes / SPARCML_WORD_BYTES, p,
-                     op->ride.selected == COST_VENDOR ? SPARCML_ALG_AUTO : op_memo_choice(op, op->ride.selected),
-                     c->pipeline_chunks);
+    memo_note(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, p, op->ride.selected,
+              c->pipeline_chunks, op_data_rides(op));
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, p->timed_over);
@@ -303,7 +302,8 @@ static int op_concluded(sched *s)
 }
 
 /* The algorithm starts on its reserved pools: from its first step, or
- * where its reduce-scatter carried the agreement, from the end of that. */
+ * where it carried the agreement, from where that left it (its row's
+ * resume). */
 int op_algorithm(sched *s)
 {
     sparcml_op *op = op_of(s);
@@ -393,9 +393,8 @@ static int op_setup(sched *s)
     return sched_request(s, &ctx->setup);
 }
 
-/* --- the tagged kind: the stream is validated at start; recursive
- * doubling, or a split algorithm's reduce-scatter, may run within the
- * agreement (piggybacked). ------------------------------------------- */
+/* --- the tagged kind: the stream is validated at start; the data may
+ * ride on the agreement (piggybacked: op_ride.c). --------------------- */
 
 static int tagged_agreed(sched *s)
 {
@@ -447,6 +446,18 @@ void op_fill_dense(sparcml_op *op, int vtype)
     c->dim = (uint64_t)op->count;
     c->vtype = vtype;
     c->recv_bytes = (uint64_t)sparcml_capacity(c->dim, vtype) * SPARCML_WORD_BYTES;
+}
+
+void op_dense_local(sparcml_op *op, uint64_t nnz)
+{
+    op->local = (sparcml_local){.vtype = op->c.vtype, .count = op->count, .nnz = nnz,
+                                .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};
+}
+
+void op_dense_write(const sparcml_op *op)
+{
+    sv result = stream_view(op->c.recvbuf);
+    stream_densify(&result, op->recvbuf);
 }
 
 /* --- starting and finishing a call of any kind ------------------------- */

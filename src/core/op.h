@@ -17,6 +17,7 @@
 #include "alg/scratch.h"
 #include "base/errors.h"
 #include "core/agree.h"
+#include "core/memo.h"
 #include "core/select.h"
 #include "core/settings.h"
 #include "core/stats.h"
@@ -50,7 +51,7 @@ typedef struct op_policy {
     int union_pending;
     uint64_t union_part;
     sparcml_problem union_problem; /* the problem the result belonged to */
-    sparcml_memo memo;          /* when to piggyback data on the agreement */
+    sparcml_memo memo;          /* which exchange the agreement rides on, with data or not */
     /* What every rank's pools are known to hold: the minima of the last
      * reservation all ranks took part in (op_run); pools never shrink. */
     uint64_t agreed_capacity[OP_POOLS];
@@ -110,9 +111,15 @@ static inline void *op_kind_comm(sparcml_ctx *ctx, const sparcml_op_kind *kind)
 
 /* Tagged calls (op.c), transparent mode's (transparent.c) and compressed
  * calls (compress.c). */
-/* The fill of the kinds whose buffers are dense vectors of count values
- * (transparent, compressed): the dimension is the count. */
+/* The kinds whose buffers are dense vectors of count values (transparent,
+ * compressed): their fill (the dimension is the count); the start of such
+ * a call's own record, of nnz entries, its buffers checked (a mismatch of
+ * the dimension is named as a count's); and the concluded call's sum,
+ * held in the result pool at c.recvbuf, written into the application's
+ * buffer. */
 void op_fill_dense(sparcml_op *op, int vtype);
+void op_dense_local(sparcml_op *op, uint64_t nnz);
+void op_dense_write(const sparcml_op *op);
 extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent, sparcml_op_compressed;
 
 struct sparcml_op {
@@ -121,13 +128,13 @@ struct sparcml_op {
     sparcml_local local;
     sparcml_agreed agreed;
     agree_record record;       /* the agreement's, riding on the messages */
-    agree_record own;          /* this rank's alone (the split exchange sends it) */
+    agree_record own;          /* this rank's alone (a first phase sends it) */
     call_rider rider;
     stats_ride ride;           /* how the agreement travelled (core/stats.h) */
-    /* The agreement rides on a split algorithm's reduce-scatter (the
-     * memo's latest call's; SPARCML_ALG_AUTO: on recursive doubling, in
+    /* The agreement rides on this algorithm's first phase (the memo's
+     * latest call's; SPARCML_ALG_AUTO: on the whole exchange, in
      * c.pipeline_chunks per round). */
-    sparcml_algorithm split;
+    sparcml_algorithm phase;
     sched_step agreed_then;    /* what follows a successful agreement */
     const sparcml_settings *set;
     MPI_Comm comm;             /* the application's */
@@ -204,24 +211,25 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then);
 int op_conclude(sched *s, sched_step then);
 int op_fail(sched *s, int reason, int rank, const char *detail);
 
-/* Piggybacking (op_ride.c; op_agree), for kinds whose input stream is built before
- * the agreement: where the memo predicts recursive doubling for the call's
- * count and value type, or the communicator's latest call ran a split
- * algorithm or pipelined recursive doubling on that count and type, and
- * the pools every rank holds cover it, the data rides on that algorithm's
- * exchange (recursive doubling's in the latest call's chunks per round
- * where it ran pipelined, a pair of the slots too), unless this rank
- * declines (its input beyond what the pools were reserved for).  After
- * the agreement, op_rode says whether every rank's data came along (else
- * the call runs as any other), and op_resume goes on from there:
- * recursive doubling's sum is delivered into c->recvbuf, a split
- * algorithm runs the rest of its schedule; `then` follows.
+/* Piggybacking (op_ride.c; op_agree), for kinds whose input stream is
+ * built before the agreement: where the memo (memo.h) predicts the
+ * algorithm the agreement rides on for the call's count and value type
+ * (the whole exchange, in the latest call's chunks per round where it ran
+ * in chunks, or the first phase of the latest call's algorithm) and the
+ * pools every rank holds cover it, the data rides in the same messages,
+ * unless this rank declines (its input beyond what the pools were
+ * reserved for).  After the agreement, op_rode says whether every rank's
+ * data came along (else the call runs as any other), and op_resume goes
+ * on from there: a whole exchange's sum is delivered into c->recvbuf, a
+ * first phase's algorithm runs the rest of its schedule; `then` follows.
  * op_scratch_ahead is the kinds' scratch_ahead: it reserves what the next
  * call of the count may ask of the pools. */
 void op_piggyback(sparcml_op *op);
 int op_rode(sparcml_op *op);
 int op_resume(sched *s, const sparcml_problem *p, sched_step then);
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS]);
+/* The kinds whose data rides on the agreement reserve ahead for it. */
+static inline int op_data_rides(const sparcml_op *op) { return op->kind->scratch_ahead != NULL; }
 
 /* Timing (core/timed.h): whether this call times its run and carries the
  * times into its agreement; its key in the communicator's timed table; in
@@ -244,13 +252,12 @@ sparcml_problem op_problem(const sparcml_op *op);
  * problem's exchange runs (recursive doubling's chunks per round, who
  * gathers a split algorithm's messages); the second half of learning
  * the union of a dense result (op.c, learn); starting op->alg on its
- * reserved pools; what the memo keeps of a call that ran `alg`. */
+ * reserved pools. */
 sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a);
 int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[OP_POOLS]);
 void op_plan_exchange(sparcml_op *op, const sparcml_problem *p);
 void op_learn_pending(sparcml_ctx *ctx, const sparcml_agreed *a);
 int op_algorithm(sched *s);
-sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg);
 
 /* QSGD settings of a call (floating-point values only), from s. */
 qsgd_params op_qsgd_params(const sparcml_settings *s);

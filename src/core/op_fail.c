@@ -125,7 +125,7 @@ int op_fail(sched *s, int reason, int rank, const char *detail)
     int speaker = rank >= 0 ? rank : 0;
     op->c.ctx->sealed = 0;
     s->then = NULL; /* the call ends with the steps below */
-    select_memo_forget(&op_policy_of(op->c.ctx)->memo);
+    memo_forget(&op_policy_of(op->c.ctx)->memo);
     stats_record_error(op->rank, reason);
     sparcml_outcome_set(&op->outcome, reason, rank, NULL);
     mismatch_facts(op, reason, f->mine, sizeof f->mine);
@@ -141,7 +141,7 @@ sparcml_outcome *sparcml_op_finish(sparcml_op *op)
     sparcml_call *c = &op->c;
     char detail[SPARCML_DETAIL_BYTES];
     if (op->s.rc == MPI_SUCCESS || sparcml_outcome_failed(&op->outcome)) return &op->outcome;
-    select_memo_forget(&op_policy_of(c->ctx)->memo);
+    memo_forget(&op_policy_of(c->ctx)->memo);
     if (c->reason == SPARCML_R_OK) {
         sparcml_outcome_set_code(&op->outcome, op->s.rc, op->rank);
         return &op->outcome;

@@ -19,20 +19,8 @@
 
 #include "alg/algorithms.h"
 #include "alg/scratch.h"
+#include "core/memo.h"
 #include "core/op.h"
-
-/* What the memo keeps of a call that ran `alg` (select.h): the algorithm
- * that rides the whole exchange, run in whole messages, after any kind of
- * call; any other (one that rides its first phase, or the exchange run in
- * chunks) only after a call of a kind whose data rides (those that reserve
- * ahead for it: tagged and transparent; compressed calls' data never rides,
- * and records alone cost fewer messages on an exchange of one message per
- * round). */
-sparcml_algorithm op_memo_choice(const sparcml_op *op, sparcml_algorithm alg)
-{
-    if (sparcml_algorithms[alg]->ride == ALG_RIDES_EXCHANGE && op->c.pipeline_chunks <= 1) return alg;
-    return op->kind->scratch_ahead ? alg : SPARCML_ALG_AUTO;
-}
 
 /* A piggybacked call takes inputs of up to twice the memo's k_max (room
  * for inputs that vary). */
@@ -49,11 +37,11 @@ static uint64_t piggyback_union(uint64_t P, uint64_t dim, uint64_t cap)
 }
 
 /* The algorithm whose first phase this call's agreement rides on (the
- * memo's latest call's, where it rides its first phase: select.h), or
+ * memo's latest call's, where it rides its first phase: memo.h), or
  * SPARCML_ALG_AUTO: the whole exchange.  From agreed history and
  * call-scoped settings only: every rank takes the same exchange, whatever
  * its arguments. */
-static sparcml_algorithm split_history(const sparcml_op *op)
+static sparcml_algorithm phase_history(const sparcml_op *op)
 {
     sparcml_algorithm alg = op->set->piggyback ? op_policy_of(op->c.ctx)->memo.latest.alg : SPARCML_ALG_AUTO;
     return sparcml_algorithms[alg]->ride == ALG_RIDES_PHASE ? alg : SPARCML_ALG_AUTO;
@@ -71,12 +59,12 @@ static int ride_chunks(const sparcml_ctx *ctx, uint64_t dim, int vtype, uint64_t
                ? 0 : chunks;
 }
 
-/* The chunks per round of the whole exchange, as split_history: the memo's
+/* The chunks per round of the whole exchange, as phase_history: the memo's
  * latest call's where it ran pipelined and its data may ride in them
  * (ride_chunks), else 1 (whole messages). */
-static int doubling_history(const sparcml_op *op)
+static int exchange_history(const sparcml_op *op)
 {
-    const select_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
+    const memo_latest *l = &op_policy_of(op->c.ctx)->memo.latest;
     int chunks;
     if (!op->set->piggyback || sparcml_algorithms[l->alg]->ride != ALG_RIDES_EXCHANGE) return 1;
     chunks = ride_chunks(op->c.ctx, l->dim, l->vtype, l->k_max, l->chunks);
@@ -85,9 +73,9 @@ static int doubling_history(const sparcml_op *op)
 
 /* The agreement stage: every rank's record travels along the whole exchange
  * (in the latest call's chunks per round where it ran in chunks:
- * doubling_history), or, where the communicator's latest call was a tagged
+ * exchange_history), or, where the communicator's latest call was a tagged
  * or transparent one that chose an algorithm riding its first phase (the
- * memo, select.h), along that phase, in which every rank sends a part to
+ * memo, memo.h), along that phase, in which every rank sends a part to
  * every other: each message carries its sender's record, so every rank
  * holds all P records at the end.  Without piggybacking, streams are absent
  * and the messages are records only (one small allreduce; on a first phase
@@ -95,7 +83,7 @@ static int doubling_history(const sparcml_op *op)
  * comes along and the algorithm's exchange is done in the same messages,
  * saving the agreement's latencies: the prediction that it would be chosen
  * comes from the memo, identical on all ranks (after a first phase the
- * algorithm runs the rest of its schedule after the verdict: split_resume).
+ * algorithm runs the rest of its schedule after the verdict: phase_resume).
  * If a rank's input is invalid, its stream is absent and the records tell
  * every rank at the end; if ranks predicted differently (an erroneous
  * program), they still exchange the same messages, and the records say so.
@@ -157,12 +145,12 @@ int op_agree(sched *s, sched_step then)
     if (op_timing(op)) timed_lookup(&op_policy_of(op->c.ctx)->timed, op_timed_key(op), op->c.dim, op->local.nnz,
                                     op->local.timed_ppm);
     op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
-    op->split = split_history(op);
-    op->ride.carrier = op->split ? op->split : sparcml_exchange_algorithm();
-    op->c.pipeline_chunks = op->split ? 1 : doubling_history(op);
-    op->input = agree_begin(&op->c, &op->local, &op->record, op->split ? &op->own : NULL, &op->rider);
+    op->phase = phase_history(op);
+    op->ride.carrier = op->phase ? op->phase : sparcml_exchange_algorithm();
+    op->c.pipeline_chunks = op->phase ? 1 : exchange_history(op);
+    op->input = agree_begin(&op->c, &op->local, &op->record, op->phase ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
-    if (op->split) return sparcml_algorithms[op->split]->ride_phase(s, op_agreed);
+    if (op->phase) return sparcml_algorithms[op->phase]->ride_phase(s, op_agreed);
     s->then = op_agreed;
     return sparcml_algorithms[sparcml_exchange_algorithm()]->first(s);
 }
@@ -173,13 +161,13 @@ int op_agree(sched *s, sched_step then)
  * hold what the rest needs for inputs up to the cap; were either not so,
  * every rank alike would drop the sums and run the call as any other: the
  * kind's step after the agreement, as for a call that declined. */
-static int split_resume(sched *s, const sparcml_problem *p, sched_step then)
+static int phase_resume(sched *s, const sparcml_problem *p, sched_step then)
 {
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     uint64_t need[OP_POOLS] = {0};
-    op->alg = op->split;
-    op_plan_exchange(op, p); /* the chunks: for the memo (op_memo_choice) */
+    op->alg = op->phase;
+    op_plan_exchange(op, p); /* the chunks: for the memo (memo_note) */
     sparcml_algorithms[op->alg]->scratch(c, p, need);
     if (sparcml_algorithm_restriction(op->alg, p) == SPARCML_R_OK && op_pools_hold(c->ctx, need)) {
         s->then = then;
@@ -203,7 +191,7 @@ int op_resume(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_op *op = op_of(s);
     sparcml_call *c = &op->c;
     int rc;
-    if (op->split) return split_resume(s, p, then);
+    if (op->phase) return phase_resume(s, p, then);
     /* The exchange algorithm ran in the exchange's chunks (the records
      * rode along); the agreed problem's chunk count tells the memo in how
      * many the next call's exchange runs. */
@@ -241,7 +229,7 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS])
 {
     uint64_t next[OP_POOLS] = {0};
-    sparcml_algorithm kept = op_memo_choice(op, op->alg);
+    sparcml_algorithm kept = memo_keeps(op->alg, op->c.pipeline_chunks, op_data_rides(op));
     alg_ride ride = sparcml_algorithms[kept]->ride;
     int chunks = ride == ALG_RIDES_EXCHANGE
                      ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
@@ -274,11 +262,11 @@ void op_piggyback(sparcml_op *op)
     const sparcml_call *c = &op->c;
     const sparcml_memo *memo = &op_policy_of(c->ctx)->memo;
     uint64_t count = c->recv_bytes / SPARCML_WORD_BYTES, dim = 0, k_max = 0;
-    sparcml_algorithm alg = split_history(op);
-    int chunks = alg == SPARCML_ALG_AUTO ? doubling_history(op) : 1, hit;
+    sparcml_algorithm alg = phase_history(op);
+    int chunks = alg == SPARCML_ALG_AUTO ? exchange_history(op) : 1, hit;
     if (alg == SPARCML_ALG_AUTO && chunks == 1) {
         alg = sparcml_exchange_algorithm();
-        hit = op->set->piggyback && select_memo_hit(memo, count, c->vtype, &dim, &k_max);
+        hit = op->set->piggyback && memo_hit(memo, count, c->vtype, &dim, &k_max);
     } else {
         /* The latest call's ride (its first phase, or the whole exchange in
          * chunks): where it had this count and value type, or, in chunks,
@@ -290,7 +278,7 @@ void op_piggyback(sparcml_op *op)
         hit = memo->latest.count == count && memo->latest.vtype == c->vtype;
         dim = memo->latest.dim;
         k_max = memo->latest.k_max;
-        if (!hit && chunks > 1 && select_memo_hit(memo, count, c->vtype, &dim, &k_max))
+        if (!hit && chunks > 1 && memo_hit(memo, count, c->vtype, &dim, &k_max))
             hit = ride_chunks(c->ctx, dim, c->vtype, k_max, chunks) != 0;
         hit &= chunks == 1 || !c->q.bits;
     }

@@ -104,58 +104,6 @@ int select_learnt_vendor(const select_learnt *l, MPI_Count count, int vtype);
  * choice is made anew that often. */
 enum { SELECT_LEARNT_SKIP = 15 };
 
-/* What a communicator's past calls predict of the next (core/op.c).
- *
- * Which (count, value type) pairs chose recursive doubling in their latest
- * call on a communicator.  A call whose pair is remembered sends its data
- * along with the agreement records, as recursive doubling.  Only agreed
- * outcomes change the memo, in the same order on every rank, and count
- * and datatype are arguments MPI requires to be the same on all ranks: so
- * all ranks predict alike.  A handful of slots serves loops that alternate
- * between a few buffers.
- *
- * And what the communicator's latest call, a tagged or transparent one
- * (the kinds whose data rides), chose (`latest`): a split algorithm, or
- * recursive doubling pipelined in `chunks` per round (SPARCML_ALG_AUTO:
- * neither).  Then the next call's agreement rides on that exchange -- the
- * split algorithms' reduce-scatter, or rounds of that many chunks --
- * whatever its count: the exchanges differ in their messages, and which
- * one runs must not depend on an argument, so that ranks whose counts
- * differ (an erroneous program) still meet in the same exchange, whose
- * records then report it.  Its data comes along where its count and value
- * type are that call's. */
-enum { SELECT_MEMO_SLOTS = 4 };
-typedef struct select_latest {
-    sparcml_algorithm alg;
-    int chunks;
-    uint64_t count, dim, k_max;
-    int vtype;
-} select_latest;
-typedef struct sparcml_memo {
-    uint64_t count[SELECT_MEMO_SLOTS];
-    int vtype[SELECT_MEMO_SLOTS];
-    /* The dimension and the largest input of the pair's latest call: what
-     * the scratch of the next is reserved for. */
-    uint64_t dim[SELECT_MEMO_SLOTS], k_max[SELECT_MEMO_SLOTS];
-    int used, next;
-    select_latest latest;
-} sparcml_memo;
-
-/* Is the pair remembered?  Then *dim and *k_max (unless NULL) receive its
- * latest call's. */
-int select_memo_hit(const sparcml_memo *m, uint64_t count, int vtype, uint64_t *dim, uint64_t *k_max);
-/* After a call of `count` words and the problem p that chose `chosen`,
- * to run with `chunks` per round (select_pipeline_chunks): remember the
- * pair (count, the problem's value type) with the problem's dimension and
- * k_max where chosen is recursive doubling not pipelined, else drop it;
- * and keep the call as the latest where chosen is a split algorithm or
- * recursive doubling pipelined (the caller passes SPARCML_ALG_AUTO for
- * what it does not want remembered). */
-void select_memo_note(sparcml_memo *m, uint64_t count, const sparcml_problem *p, sparcml_algorithm chosen,
-                      int chunks);
-/* After a failed call. */
-void select_memo_forget(sparcml_memo *m);
-
 /* The overlap that would have predicted a result with result_nnz entries. */
 double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz);
 

@@ -40,7 +40,7 @@ typedef struct sparcml_settings {
     uint64_t qsgd_bucket;        /* SPARCML_QSGD_BUCKET: values per bucket */
     uint64_t qsgd_seed;          /* SPARCML_QSGD_SEED */
     int qsgd_sparse;             /* SPARCML_QSGD_SPARSE: 0/1, quantize sparse values too */
-    int piggyback;               /* SPARCML_PIGGYBACK: 0/1, agreement rides on recursive doubling */
+    int piggyback;               /* SPARCML_PIGGYBACK: 0/1, data rides on the agreement */
     double ranks_per_core;       /* SPARCML_RANKS_PER_CORE: >= 1, or 0 for "auto" (detect) */
     int transparent;             /* SPARCML_TRANSPARENT: 0/1, untagged dense sums too */
     uint64_t transparent_min_bytes; /* SPARCML_TRANSPARENT_MIN_BYTES: smallest such call */

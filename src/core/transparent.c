@@ -21,7 +21,7 @@
  *    rank saw.
  *  - The sparse path runs the algorithm on that stream into pooled
  *    scratch and writes the dense result in one sweep; where the memo
- *    predicts recursive doubling or a split algorithm, the stream rides on
+ *    predicts an algorithm the agreement rides on, the stream rides on
  *    the agreement's messages as a tagged call's does (op_piggyback).  Both
  *    buffers are reserved before the agreement (the scan gathers into
  *    one): a rank that cannot have them says so in its record, and every
@@ -193,8 +193,7 @@ static int vendor(sched *s, stats_route route)
 static int write_result(sched *s)
 {
     sparcml_op *op = op_of(s);
-    sv result = stream_view(op->c.recvbuf);
-    stream_densify(&result, op->recvbuf);
+    op_dense_write(op);
     ts(op)->route = ROUTE_SPARSE;
     record_route(op, 0);
     return MPI_SUCCESS;
@@ -233,8 +232,7 @@ static int transparent_agreed(sched *s)
     route = op->kind->select(op->set, &p);
     learn(op, route);
     if (route == COST_VENDOR) {
-        /* The memo predicts no recursive doubling for this count now. */
-        select_memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, SPARCML_ALG_AUTO, 1);
+        memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, COST_VENDOR, 1, 1);
         return vendor(s, ROUTE_VENDOR_MODEL);
     }
     op->alg = route;
@@ -256,9 +254,7 @@ static int transparent_begin(sched *s)
     sparcml_call *c = &op->c;
     sparcml_local *local = &op->local;
     if (select_learnt_skips(learnt(c->ctx), op->count, c->vtype)) return vendor(s, ROUTE_VENDOR_LEARNT);
-    /* The count is the dimension: a mismatch is named as a count's. */
-    *local = (sparcml_local){.vtype = c->vtype, .count = op->count,
-                             .reason = op_buffers_reason(op->sendbuf, op->recvbuf)};
+    op_dense_local(op, 0);
     if (local->reason == SPARCML_R_OK) {
         double t0 = PMPI_Wtime();
         scan(op, op_input(op->sendbuf, op->recvbuf));

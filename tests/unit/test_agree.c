@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/agree.h"
+#include "core/memo.h"
 #include "base/errors.h"
 #include "core/select.h"
 #include "sparcml.h"
@@ -154,26 +155,26 @@ END_TEST
 START_TEST(memo_remembers_recursive_doubling_only)
 {
     sparcml_memo m = {0};
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
-    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_DOUBLE, NULL, NULL));
-    ck_assert(!select_memo_hit(&m, 101, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1); /* no duplicate */
+    ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
+    ck_assert(memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert(!memo_hit(&m, 100, SPARCML_DOUBLE, NULL, NULL));
+    ck_assert(!memo_hit(&m, 101, SPARCML_FLOAT, NULL, NULL));
+    memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1); /* no duplicate */
     ck_assert_int_eq(m.used, 1);
     {   /* the latest call's dimension and k_max */
         uint64_t dim = 0, k_max = 0;
-        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9},
-                         SPARCML_ALG_RECURSIVE_DOUBLE, 1);
-        ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, &dim, &k_max));
+        memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9},
+                         SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
+        ck_assert(memo_hit(&m, 100, SPARCML_FLOAT, &dim, &k_max));
         ck_assert_uint_eq(dim, 5000);
         ck_assert_uint_eq(k_max, 9);
         ck_assert_int_eq(m.used, 1);
     }
     for (int a = SPARCML_ALG_SSAR_SPLIT_ALLGATHER; a < SPARCML_ALG_COUNT_; a++) {
-        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
-        select_memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, (sparcml_algorithm)a, 1);
-        ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+        memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
+        memo_note(&m, 100, &(sparcml_problem){.vtype = SPARCML_FLOAT, .k_max = 100}, (sparcml_algorithm)a, 1, 1);
+        ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
     }
 }
 END_TEST
@@ -181,24 +182,24 @@ END_TEST
 START_TEST(memo_keeps_the_latest_pairs)
 {
     sparcml_memo m = {0};
-    uint64_t n = SELECT_MEMO_SLOTS + 3;
-    for (uint64_t c = 1; c <= n; c++) select_memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    uint64_t n = MEMO_SLOTS + 3;
+    for (uint64_t c = 1; c <= n; c++) memo_note(&m, c, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = c}, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
     for (uint64_t c = 1; c <= n; c++)
-        ck_assert_int_eq(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL), c > n - SELECT_MEMO_SLOTS);
-    select_memo_note(&m, n, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = n}, SPARCML_ALG_DENSE, 1); /* drop one in the middle */
-    ck_assert(!select_memo_hit(&m, n, SPARCML_INT32, NULL, NULL));
-    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
-    select_memo_note(&m, 1000, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = 1000}, SPARCML_ALG_RECURSIVE_DOUBLE, 1); /* fills the hole */
-    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
-    ck_assert(select_memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
+        ck_assert_int_eq(memo_hit(&m, c, SPARCML_INT32, NULL, NULL), c > n - MEMO_SLOTS);
+    memo_note(&m, n, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = n}, SPARCML_ALG_DENSE, 1, 1); /* drop one in the middle */
+    ck_assert(!memo_hit(&m, n, SPARCML_INT32, NULL, NULL));
+    for (uint64_t c = n - MEMO_SLOTS + 1; c < n; c++) ck_assert(memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
+    memo_note(&m, 1000, &(sparcml_problem){.vtype = SPARCML_INT32, .k_max = 1000}, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1); /* fills the hole */
+    for (uint64_t c = n - MEMO_SLOTS + 1; c < n; c++) ck_assert(memo_hit(&m, c, SPARCML_INT32, NULL, NULL));
+    ck_assert(memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
     /* each pair keeps its own latest k_max (the slot moved into the hole too) */
-    for (uint64_t c = n - SELECT_MEMO_SLOTS + 1; c < n; c++) {
+    for (uint64_t c = n - MEMO_SLOTS + 1; c < n; c++) {
         uint64_t k_max = 0;
-        ck_assert(select_memo_hit(&m, c, SPARCML_INT32, NULL, &k_max));
+        ck_assert(memo_hit(&m, c, SPARCML_INT32, NULL, &k_max));
         ck_assert_uint_eq(k_max, c);
     }
-    select_memo_forget(&m);
-    ck_assert(!select_memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
+    memo_forget(&m);
+    ck_assert(!memo_hit(&m, 1000, SPARCML_INT32, NULL, NULL));
 }
 END_TEST
 
@@ -211,28 +212,28 @@ START_TEST(memo_split_is_the_latest_call)
     sparcml_memo m = {0};
     const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
-    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
-    select_memo_note(&m, 200, &(sparcml_problem){.vtype = SPARCML_DOUBLE, .dim = 7000, .k_max = 30},
-                     SPARCML_ALG_DSAR_SPLIT_ALLGATHER, 1);
+    memo_note(&m, 200, &(sparcml_problem){.vtype = SPARCML_DOUBLE, .dim = 7000, .k_max = 30},
+                     SPARCML_ALG_DSAR_SPLIT_ALLGATHER, 1, 1);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_DSAR_SPLIT_ALLGATHER);
     ck_assert_uint_eq(m.latest.count, 200);
     ck_assert_int_eq(m.latest.vtype, SPARCML_DOUBLE);
     ck_assert_uint_eq(m.latest.dim, 7000);
     ck_assert_uint_eq(m.latest.k_max, 30);
-    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* another pair's slot stays */
-    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
+    ck_assert(memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* another pair's slot stays */
+    memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1, 1);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
     ck_assert_uint_eq(m.latest.count, 100);
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* its own slot is dropped */
+    ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL)); /* its own slot is dropped */
     for (int a = SPARCML_ALG_AUTO; a < SPARCML_ALG_COUNT_; a++) {
         if (a == SPARCML_ALG_SSAR_SPLIT_ALLGATHER || a == SPARCML_ALG_DSAR_SPLIT_ALLGATHER) continue;
-        select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
-        select_memo_note(&m, 300, &f, (sparcml_algorithm)a, 1);
+        memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1, 1);
+        memo_note(&m, 300, &f, (sparcml_algorithm)a, 1, 1);
         ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
     }
-    select_memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1);
-    select_memo_forget(&m);
+    memo_note(&m, 100, &f, SPARCML_ALG_SSAR_SPLIT_ALLGATHER, 1, 1);
+    memo_forget(&m);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
 }
 END_TEST
@@ -244,23 +245,51 @@ START_TEST(memo_pipelined_doubling_is_the_latest_call)
 {
     sparcml_memo m = {0};
     const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
-    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
-    select_memo_note(&m, 300, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
-    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 4);
+    memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
+    memo_note(&m, 300, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
+    memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 4, 1);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_RECURSIVE_DOUBLE);
     ck_assert_int_eq(m.latest.chunks, 4);
     ck_assert_uint_eq(m.latest.count, 100);
     ck_assert_uint_eq(m.latest.dim, 5000);
     ck_assert_uint_eq(m.latest.k_max, 9);
-    ck_assert(!select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
-    ck_assert(select_memo_hit(&m, 300, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1);
+    ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert(memo_hit(&m, 300, SPARCML_FLOAT, NULL, NULL));
+    memo_note(&m, 100, &f, SPARCML_ALG_RECURSIVE_DOUBLE, 1, 1);
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
     ck_assert_int_eq(m.latest.chunks, 1);
-    ck_assert(select_memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
-    select_memo_note(&m, 100, &f, SPARCML_ALG_DENSE, 4); /* chunks count for recursive doubling only */
+    ck_assert(memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    memo_note(&m, 100, &f, SPARCML_ALG_DENSE, 4, 1); /* chunks count for recursive doubling only */
     ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
     ck_assert_int_eq(m.latest.chunks, 1);
+}
+END_TEST
+
+/* What a call keeps: the vendor's route nothing (its pair's slot and the
+ * latest call are cleared); a kind whose data does not ride only the whole
+ * exchange in whole messages, never a first phase or chunks. */
+START_TEST(memo_keeps_by_route_and_kind)
+{
+    sparcml_memo m = {0};
+    const sparcml_problem f = {.vtype = SPARCML_FLOAT, .dim = 5000, .k_max = 9};
+    sparcml_algorithm rd = SPARCML_ALG_RECURSIVE_DOUBLE, split = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
+    ck_assert_int_eq(memo_keeps(COST_VENDOR, 1, 1), SPARCML_ALG_AUTO);
+    ck_assert_int_eq(memo_keeps(rd, 1, 0), rd);
+    ck_assert_int_eq(memo_keeps(rd, 4, 0), SPARCML_ALG_AUTO);
+    ck_assert_int_eq(memo_keeps(rd, 4, 1), rd);
+    ck_assert_int_eq(memo_keeps(split, 1, 0), SPARCML_ALG_AUTO);
+    ck_assert_int_eq(memo_keeps(split, 1, 1), split);
+    memo_note(&m, 100, &f, rd, 1, 0);
+    ck_assert(memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    memo_note(&m, 200, &f, split, 1, 1);
+    memo_note(&m, 100, &f, rd, 4, 0); /* pipelined, data not riding: nothing kept */
+    ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
+    memo_note(&m, 100, &f, rd, 1, 1);
+    memo_note(&m, 200, &f, split, 1, 1);
+    memo_note(&m, 100, &f, COST_VENDOR, 1, 1);
+    ck_assert(!memo_hit(&m, 100, SPARCML_FLOAT, NULL, NULL));
+    ck_assert_int_eq(m.latest.alg, SPARCML_ALG_AUTO);
 }
 END_TEST
 
@@ -276,6 +305,7 @@ Suite *agree_suite(void)
     tcase_add_test(t, memo_keeps_the_latest_pairs);
     tcase_add_test(t, memo_split_is_the_latest_call);
     tcase_add_test(t, memo_pipelined_doubling_is_the_latest_call);
+    tcase_add_test(t, memo_keeps_by_route_and_kind);
     suite_add_tcase(s, t);
     return s;
 }
