@@ -317,12 +317,12 @@ static void bench_topk(int vtype)
         if (!scratch || !idx || !out) { fprintf(stderr, "kernel_bench: out of memory\n"); exit(2); }
         TIME_BEST(cpy, 2, (memcpy(copy, vals, n * vs), sink += (uint64_t)copy[n * vs - 1]));
         for (int portable = 0; portable < 2; portable++) {
-            topk_force_portable(portable);
+            stream_force_portable(portable);
             TIME_BEST(lib, 2, sink += topk_select(vals, n, vtype, k, scratch, idx, 4, out));
             snprintf(cas, sizeof cas, "normal-d%g%s", ds[j], portable ? "-portable" : "");
             row("topk_select", cas, vtype, 4, n, lib, cpy, 0);
         }
-        topk_force_portable(0);
+        stream_force_portable(0);
         free(scratch); free(idx); free(out);
     }
     free(vals); free(copy);

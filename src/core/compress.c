@@ -45,6 +45,7 @@
 #include "core/compress.h"
 #include "core/feedback.h"
 #include "core/stats.h"
+#include "kernel/residual.h"
 #include "kernel/topk.h"
 #include "runtime/progress.h"
 
@@ -116,70 +117,15 @@ static int cltk_leader(const sparcml_op *op)
 
 /* --- acc = eps + g, and after the selection eps = acc - S(acc) ----------- */
 
-/* out = a + b over n values. */
-static void add_values(void *out, const void *a, const void *b, uint64_t n, int vtype)
-{
-    if (vtype == SPARCML_FLOAT)
-        for (uint64_t i = 0; i < n; i++) ((float *)out)[i] = ((const float *)a)[i] + ((const float *)b)[i];
-    else
-        for (uint64_t i = 0; i < n; i++) ((double *)out)[i] = ((const double *)a)[i] + ((const double *)b)[i];
-}
-
-/* out = eps + g and eps = 0, in one pass over n values (out may be g). */
-static void move_acc(void *out, void *eps, const void *g, uint64_t n, int vtype)
-{
-    if (vtype == SPARCML_FLOAT) {
-        float *o = out, *e = eps;
-        const float *x = g;
-        for (uint64_t i = 0; i < n; i++) o[i] = e[i] + x[i], e[i] = 0;
-    } else {
-        double *o = out, *e = eps;
-        const double *x = g;
-        for (uint64_t i = 0; i < n; i++) o[i] = e[i] + x[i], e[i] = 0;
-    }
-}
-
 /* The first call's residual, held aside until the rhythm is confirmed
  * (core/feedback.h), joins the residual. */
 static void join_held(sparcml_op *op)
 {
     feedback_entry *e = cs(op)->feedback;
     if (!e || !e->held || !e->confirmed) return;
-    add_values(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
+    residual_add(e->eps, e->eps, e->held, op->c.dim, op->c.vtype);
     e->zero = 0;
     feedback_release_held(feedback_of(op->c.ctx), e);
-}
-
-/* eps at the contribution's indices: what acc kept beyond the value sent
- * (zero when sent unchanged, even for an infinity; with QSGD the
- * quantization error).  Returns the change of ||eps||^2. */
-static double hold_back(void *eps, const sv *sent)
-{
-    double change = 0;
-    for (uint64_t j = 0; j < sent->nnz; j++) {
-        uint64_t i = sparcml_get_index(sent->idx, sent->iw, j);
-        if (sent->vtype == SPARCML_FLOAT) {
-            float *e = (float *)eps + i, v = ((const float *)sent->val)[j];
-            float rest = memcmp(e, &v, sizeof v) == 0 ? 0.0f : *e - v;
-            change += (double)rest * rest - (double)*e * *e;
-            *e = rest;
-        } else {
-            double *e = (double *)eps + i, v = ((const double *)sent->val)[j];
-            double rest = memcmp(e, &v, sizeof v) == 0 ? 0.0 : *e - v;
-            change += rest * rest - *e * *e;
-            *e = rest;
-        }
-    }
-    return change;
-}
-
-/* acc's values at the (broadcast) indices of s. */
-static void gather_values(sv *s, const void *acc)
-{
-    for (uint64_t j = 0; j < s->nnz; j++) {
-        uint64_t i = sparcml_get_index(s->idx, s->iw, j);
-        memcpy((char *)s->val + j * s->vs, (const char *)acc + i * s->vs, s->vs);
-    }
 }
 
 /* QSGD of the contribution's values, in place: they are summed as they
@@ -284,7 +230,7 @@ static int vendor_route(sched *s, stats_compress_route route)
     feedback_entry *e = cs(op)->feedback;
     cs(op)->route = route;
     if (residual(op) && !e->zero) {
-        move_acc(op->recvbuf, e->eps, gradient(op), op->c.dim, op->c.vtype);
+        residual_move(op->recvbuf, e->eps, gradient(op), op->c.dim, op->c.vtype);
         e->zero = 1;
         op->sendbuf = MPI_IN_PLACE; /* the call's input is acc, in recvbuf */
     }
@@ -320,7 +266,7 @@ static int compressed_done(sched *s)
 static void contribution_ready(sparcml_op *op)
 {
     if (op->set->qsgd_bits) quantize(op);
-    if (residual(op)) cs(op)->held_norm2 = cs(op)->acc_norm2 + hold_back(residual(op), &op->c.input);
+    if (residual(op)) cs(op)->held_norm2 = cs(op)->acc_norm2 + residual_hold_back(residual(op), &op->c.input);
 }
 
 /* This rank's contribution is in c->input: run the sparse algorithm the
@@ -348,7 +294,7 @@ static int cltk_indexed(sched *s)
     if (c->ctx->rank != cltk_leader(op)) {
         sv view = stream_view(buf);
         c->input = stream_init(buf, c->dim, c->vtype, view.nnz, 0);
-        gather_values(&c->input, acc_of(op));
+        residual_gather(&c->input, acc_of(op));
     }
     return contribute(s);
 }
@@ -471,7 +417,7 @@ int compress_residual(MPI_Comm comm, const void *recvbuf, MPI_Count count, MPI_D
     progress_drain(&ctx->pending_calls);
     e = feedback_find(feedback_of(ctx), recvbuf, count, datatype);
     if (!e || !e->eps || !out) return MPI_ERR_ARG;
-    if (e->held) add_values(out, e->eps, e->held, (uint64_t)count, e->vtype);
+    if (e->held) residual_add(out, e->eps, e->held, (uint64_t)count, e->vtype);
     else memcpy(out, e->eps, (size_t)e->bytes);
     return MPI_SUCCESS;
 }

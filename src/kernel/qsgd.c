@@ -147,7 +147,9 @@ KERNEL_INLINE double negate_if_f64(double m, unsigned neg)
  * code of value v: x = |v| / scale * s as one multiply (f = s / scale),
  * so that the bucket's largest |v| is level s exactly whatever the
  * factor's rounding (an all-zero bucket, scale 0, stays at level 0),
- * rounded up where the random number is below x's fractional part. */
+ * rounded up where the random number is below x's fractional part.  A
+ * macro: each operation is one of VT (a float's rounding at each step),
+ * which a function over vt could only have by writing each one twice. */
 #define QSGD_VALUE_OPS(NAME, VT)                                                                                  \
     KERNEL_INLINE VT level_##NAME(VT scale, VT step, unsigned s, unsigned code, unsigned sign)                   \
     {                                                                                                            \

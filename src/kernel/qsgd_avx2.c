@@ -265,36 +265,56 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i codes8_f64(
                            _mm256_slli_epi32(_mm256_srli_epi32(sign, 31), b->sign_at));
 }
 
+/* The codes of the 8 values from v[i] (codes8_f32, codes8_f64; b: the
+ * bucket's lanes of vt's type). */
+__attribute__((target("avx2"), always_inline)) static inline __m256i codes8(int vt, const void *v, uint64_t i,
+                                                                            __m256i *ctr, const void *b)
+{
+    return vt == SPARCML_FLOAT ? codes8_f32((const float *)v + i, ctr, b) : codes8_f64((const double *)v + i, ctr, b);
+}
+
 /* Values [lo, hi) of a bucket, a multiple of 8 from a byte of codes on
  * (first + lo a multiple of 8), in lanes, their random numbers too: 32 a
  * step, then 8, into the zeroed codes. */
-#define ENCODE_LANES(NAME, VT)                                                                                 \
-    __attribute__((target("avx2"))) void encode_lanes_##NAME(const VT *v, uint64_t lo, uint64_t hi,     \
-                                                                   VT f, VT scale, unsigned s, int bits,       \
-                                                                   uint64_t first, uint64_t bk,                \
-                                                                   unsigned char *codes)                       \
-    {                                                                                                          \
-        const bucket_##NAME b = bucket_lanes_##NAME(f, scale, s, bits, bk);                                    \
-        __m256i ctr = draw_counter(bk, lo);                                                                    \
-        uint64_t i = lo;                                                                                       \
-        for (; i + 32 <= hi; i += 32) {                                                                        \
-            __m256i c0 = codes8_##NAME(v + i, &ctr, &b), c1 = codes8_##NAME(v + i + 8, &ctr, &b);              \
-            __m256i c2 = codes8_##NAME(v + i + 16, &ctr, &b), c3 = codes8_##NAME(v + i + 24, &ctr, &b);        \
-            store_codes32(codes + (first + i) * (uint64_t)bits / 8, c0, c1, c2, c3, bits);                     \
-        }                                                                                                      \
-        for (; i < hi; i += 8)                                                                                 \
-            store_codes8(codes + (first + i) * (uint64_t)bits / 8, codes8_##NAME(v + i, &ctr, &b), bits);      \
-        _mm256_zeroupper();                                                                                    \
+__attribute__((target("avx2"), always_inline)) static inline void encode_steps(int vt, const void *v, uint64_t lo,
+                                                                               uint64_t hi, const void *b, int bits,
+                                                                               uint64_t first, uint64_t bk,
+                                                                               unsigned char *codes)
+{
+    __m256i ctr = draw_counter(bk, lo);
+    uint64_t i = lo;
+    for (; i + 32 <= hi; i += 32) {
+        __m256i c0 = codes8(vt, v, i, &ctr, b), c1 = codes8(vt, v, i + 8, &ctr, b);
+        __m256i c2 = codes8(vt, v, i + 16, &ctr, b), c3 = codes8(vt, v, i + 24, &ctr, b);
+        store_codes32(codes + (first + i) * (uint64_t)bits / 8, c0, c1, c2, c3, bits);
     }
+    for (; i < hi; i += 8) store_codes8(codes + (first + i) * (uint64_t)bits / 8, codes8(vt, v, i, &ctr, b), bits);
+    _mm256_zeroupper();
+}
 
-ENCODE_LANES(f32, float)
-ENCODE_LANES(f64, double)
+__attribute__((target("avx2"))) void encode_lanes_f32(const float *v, uint64_t lo, uint64_t hi, float f, float scale,
+                                                      unsigned s, int bits, uint64_t first, uint64_t bk,
+                                                      unsigned char *codes)
+{
+    const bucket_f32 b = bucket_lanes_f32(f, scale, s, bits, bk);
+    encode_steps(SPARCML_FLOAT, v, lo, hi, &b, bits, first, bk, codes);
+}
+
+__attribute__((target("avx2"))) void encode_lanes_f64(const double *v, uint64_t lo, uint64_t hi, double f,
+                                                      double scale, unsigned s, int bits, uint64_t first, uint64_t bk,
+                                                      unsigned char *codes)
+{
+    const bucket_f64 b = bucket_lanes_f64(f, scale, s, bits, bk);
+    encode_steps(SPARCML_DOUBLE, v, lo, hi, &b, bits, first, bk, codes);
+}
 
 /* The largest |v[i]| for i in [0, n), n a multiple of the lanes (32
  * bytes), and whether every one is finite (|v| <= the largest finite value
  * fails for infinities and NaNs).  A maximum does not round, so it is
  * bucket_scale's in any order.  PS/PD: the intrinsics' suffix, SIGN: the
- * value's sign bit alone in a lane. */
+ * value's sign bit alone in a lane.  A macro: the loop is the same over
+ * __m256 and __m256d, whose intrinsics differ in their suffix only, which
+ * a function over vt could only reach by a branch around each of them. */
 #define MAGNITUDE_LANES(NAME, VT, V256, PS, LANES, VMAX, SIGN)                                                 \
     __attribute__((target("avx2"))) VT magnitude_##NAME(const VT *v, uint64_t n, int *finite)           \
     {                                                                                                          \

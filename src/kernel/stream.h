@@ -126,9 +126,9 @@ uint64_t stream_gather_nonzero(const sv *v, uint64_t cap, void *outbuf, sv *out)
 sv stream_from_values(const sv *v, uint64_t nnz, void *outbuf);
 
 /* Tests and benchmarks (the result is the same either way): nonzero makes
- * the merge-add, the gather, the densify sweep and QSGD's decoder run their
- * portable loops even where the CPU has AVX2; 0 restores the run-time
- * choice. */
+ * the merge-add, the gather, the densify sweep, QSGD's encoder and decoder
+ * and the top-k filter (kernel/topk.h) run their portable loops even where
+ * the CPU has AVX2; 0 restores the run-time choice. */
 void stream_force_portable(int on);
 
 /* Whether the AVX2 kernels run (checked per call: a few loads). */

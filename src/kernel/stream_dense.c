@@ -10,7 +10,7 @@
  * bytes; which runs is decided per call (stream_avx2_runs). */
 #include "config.h"
 
-#include "kernel/stream_impl.h"
+#include "kernel/stream_dense_impl.h"
 
 /* ---------------------------------------------------------------- gather */
 

@@ -1,14 +1,14 @@
 /* stream_dense_avx2.c -- the AVX2 back end of the dense sweeps.
  *
  * gather_avx2_for gives the gather of stream_dense.c (its contract,
- * stream_impl.h's gather_fn) testing 128 bytes a step; densify_streaming
- * writes a large dense result with streaming stores.  Both compute the
+ * stream_dense_impl.h's gather_fn) testing 128 bytes a step;
+ * densify_streaming writes a large dense result with streaming stores.  Both compute the
  * bytes of the portable loops, run only where stream_avx2_runs says so,
  * and leave the upper halves of the vector registers clean (vzeroupper)
  * before other code runs. */
 #include "config.h"
 
-#include "kernel/stream_impl.h"
+#include "kernel/stream_dense_impl.h"
 
 #ifdef STREAM_X86
 /* Bit j of the result says whether element j of the 128 bytes at p is

@@ -12,7 +12,7 @@
 
 #include <stdatomic.h>
 
-#include "kernel/stream_impl.h"
+#include "kernel/stream_merge_impl.h"
 
 /* --------------------------------------------------------- AVX2 dispatch */
 

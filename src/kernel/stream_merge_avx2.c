@@ -1,15 +1,15 @@
 /* stream_merge_avx2.c -- the AVX2 back end of the merge-add.
  *
  * vmerge_for gives, for a value type and index width, a merge with the
- * contract of the portable ones (stream_impl.h's merge_fn) that writes
- * the same bytes: the sums are a + b with a's payload where both are NaN,
- * and an entry that a window cannot take to the bit goes to the portable
- * scalar merge.  It runs only where stream_avx2_runs says so; every
- * function here leaves the upper halves of the vector registers clean
- * (vzeroupper) before other code runs. */
+ * contract of the portable ones (stream_merge_impl.h's merge_fn) that
+ * writes the same bytes: the sums are a + b with a's payload where both
+ * are NaN, and an entry that a window cannot take to the bit goes to the
+ * portable scalar merge.  It runs only where stream_avx2_runs says so;
+ * every function here leaves the upper halves of the vector registers
+ * clean (vzeroupper) before other code runs. */
 #include "config.h"
 
-#include "kernel/stream_impl.h"
+#include "kernel/stream_merge_impl.h"
 
 #ifdef STREAM_X86
 /* merge_*_avx2: the merge advances by windows of 8 entries of each input.

@@ -17,8 +17,8 @@
  * as it ends with at least k candidates; with fewer, the sample's estimate
  * was too high and one more pass starts from t = 1 (every nonzero).
  *
- * Cost: the pass compares a block of values at a time (AVX2 where the
- * CPU has it) and looks at single values only where one passed, so on
+ * Cost: the pass compares a block of values at a time (AVX2 where it
+ * runs: topk_avx2.c) and looks at single values only where one passed, so on
  * gradient-like values it runs at about the speed of a memcpy of them
  * (bench/RESULTS.md, Compression: unmodified training programs;
  * bench/kernel_bench --topk).  The buffer holds cap >= 2k + 2 TOPK_BLOCK
@@ -37,12 +37,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define TOPK_X86 1
-#include <immintrin.h>
-#endif
-
 #include "kernel/topk.h"
+#include "kernel/topk_impl.h"
 
 #define TOPK_BLOCK 1024  /* values per filter call, the room made before it */
 #define TOPK_SAMPLE 16384 /* most values sampled for the first threshold */
@@ -50,12 +46,10 @@
 #define TOPK_DIGIT 11    /* bits per radix select round */
 #define TOPK_HIST ((uint64_t)1 << TOPK_DIGIT)
 
-/* The tests' switches: atomics, so that a test that flips them beside
+/* The tests' switch: an atomic, so that a test that flips it beside
  * running selections is not a data race (topk.h). */
-static atomic_int force_portable;
 static atomic_uint_fast64_t force_start;
 
-void topk_force_portable(int on) { atomic_store_explicit(&force_portable, on, memory_order_relaxed); }
 void topk_force_start(uint64_t key) { atomic_store_explicit(&force_start, key, memory_order_relaxed); }
 
 /* ---------------------------------------------------------------- scratch */
@@ -119,63 +113,66 @@ static uint64_t sample_rank(uint64_t n, uint64_t k, uint64_t s)
  * as a constant, so that each instance compiles to the loops of its type.
  * Bits and keys travel as uint64_t between the per-value operations (they
  * fit); the operations, and the one loop the compiler vectorises, are
- * done in the type's own width (TOPK_VALUE_OPS; TOP: the sign's place). */
-#define TOPK_INLINE __attribute__((always_inline)) static inline
-#define TOPK_VALUE_OPS(NAME, BT, FT, TOP)                                                          \
-    TOPK_INLINE uint64_t bits_##NAME(const void *v, uint64_t i) { return ((const BT *)v)[i]; }     \
-    TOPK_INLINE void set_##NAME(void *v, uint64_t i, uint64_t b) { ((BT *)v)[i] = (BT)b; }         \
-    TOPK_INLINE int none_of_16_##NAME(const void *x, uint64_t i, uint64_t t)                       \
-    {                                                                                              \
-        BT miss = (BT)-1, mag = ((BT)1 << TOP) - 1;                                                \
-        for (int j = 0; j < 16; j++) miss &= (((const BT *)x)[i + j] & mag) - (BT)t;               \
-        return (int)(miss >> TOP);                                                                 \
-    }                                                                                              \
-    TOPK_INLINE uint64_t sum_bits_##NAME(const void *x, const void *g, uint64_t i)                 \
-    {                                                                                              \
-        FT a, b;                                                                                   \
-        BT r;                                                                                      \
-        if (!g) return ((const BT *)x)[i];                                                         \
-        memcpy(&a, (const BT *)x + i, sizeof a), memcpy(&b, (const BT *)g + i, sizeof b);          \
-        a += b;                                                                                    \
-        return memcpy(&r, &a, sizeof r), r;                                                        \
-    }
-TOPK_VALUE_OPS(f32, uint32_t, float, 31)
-TOPK_VALUE_OPS(f64, uint64_t, double, 63)
-
-TOPK_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
+ * done in the type's own width (each a branch on the constant vt). */
+KERNEL_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
 /* The sign's place: keys are below 2^top_bit. */
-TOPK_INLINE unsigned top_bit(int vt) { return is_f64(vt) ? 63 : 31; }
+KERNEL_INLINE unsigned top_bit(int vt) { return is_f64(vt) ? 63 : 31; }
 /* The bits of a magnitude: all but the sign. */
-TOPK_INLINE uint64_t magnitude_mask(int vt) { return ((uint64_t)1 << top_bit(vt)) - 1; }
+KERNEL_INLINE uint64_t magnitude_mask(int vt) { return ((uint64_t)1 << top_bit(vt)) - 1; }
 /* The NaN key: +Inf's bits plus one. */
-TOPK_INLINE uint64_t nan_key(int vt) { return is_f64(vt) ? UINT64_C(0x7ff0000000000001) : UINT32_C(0x7f800001); }
+KERNEL_INLINE uint64_t nan_key(int vt) { return is_f64(vt) ? UINT64_C(0x7ff0000000000001) : UINT32_C(0x7f800001); }
 /* Element i of a vector of vt's values. */
-TOPK_INLINE void *elem(int vt, const void *v, uint64_t i) { return (char *)v + (is_f64(vt) ? 8 : 4) * i; }
+KERNEL_INLINE void *elem(int vt, const void *v, uint64_t i) { return (char *)v + (is_f64(vt) ? 8 : 4) * i; }
 
-/* Value i's bits; storing them; its key (NaNs clamped); none of the 16
- * values from i passes t (a vectorised test); the bits of x[i] + g[i] in
- * the value type (x[i]'s without g). */
-TOPK_INLINE uint64_t bits(int vt, const void *v, uint64_t i) { return is_f64(vt) ? bits_f64(v, i) : bits_f32(v, i); }
-TOPK_INLINE void set(int vt, void *v, uint64_t i, uint64_t b) { is_f64(vt) ? set_f64(v, i, b) : set_f32(v, i, b); }
-TOPK_INLINE uint64_t key(int vt, const void *v, uint64_t i)
+/* Value i's bits; storing them; its key (NaNs clamped). */
+KERNEL_INLINE uint64_t bits(int vt, const void *v, uint64_t i)
+{
+    return is_f64(vt) ? ((const uint64_t *)v)[i] : ((const uint32_t *)v)[i];
+}
+KERNEL_INLINE void set(int vt, void *v, uint64_t i, uint64_t b)
+{
+    if (is_f64(vt)) ((uint64_t *)v)[i] = b;
+    else ((uint32_t *)v)[i] = (uint32_t)b;
+}
+KERNEL_INLINE uint64_t key(int vt, const void *v, uint64_t i)
 {
     uint64_t a = bits(vt, v, i) & magnitude_mask(vt);
     return a < nan_key(vt) ? a : nan_key(vt);
 }
-TOPK_INLINE int none_of_16(int vt, const void *x, uint64_t i, uint64_t t)
+
+/* None of the 16 values from x[i] passes t: key - t has its top bit set
+ * exactly when key < t (both are below 2^top_bit), so the AND of the 16
+ * differences has it set when none passed -- a loop of subtractions and
+ * ANDs in the type's width that the compiler vectorises with plain SSE2. */
+KERNEL_INLINE int none_of_16(int vt, const void *x, uint64_t i, uint64_t t)
 {
-    return is_f64(vt) ? none_of_16_f64(x, i, t) : none_of_16_f32(x, i, t);
+    if (is_f64(vt)) {
+        uint64_t miss = UINT64_MAX;
+        for (int j = 0; j < 16; j++) miss &= (((const uint64_t *)x)[i + j] & (UINT64_MAX >> 1)) - t;
+        return (int)(miss >> 63);
+    }
+    uint32_t miss = UINT32_MAX;
+    for (int j = 0; j < 16; j++) miss &= (((const uint32_t *)x)[i + j] & (UINT32_MAX >> 1)) - (uint32_t)t;
+    return (int)(miss >> 31);
 }
-TOPK_INLINE uint64_t sum_bits(int vt, const void *x, const void *g, uint64_t i)
+
+/* The bits of x[i] + g[i] in the value type (x[i]'s without g). */
+KERNEL_INLINE uint64_t sum_bits(int vt, const void *x, const void *g, uint64_t i)
 {
-    return is_f64(vt) ? sum_bits_f64(x, g, i) : sum_bits_f32(x, g, i);
+    uint64_t b = bits(vt, x, i);
+    uint32_t b32 = (uint32_t)b;
+    float f;
+    double d;
+    if (!g) return b;
+    if (is_f64(vt)) return memcpy(&d, &b, 8), d += ((const double *)g)[i], memcpy(&b, &d, 8), b;
+    return memcpy(&f, &b32, 4), f += ((const float *)g)[i], memcpy(&b32, &f, 4), b32;
 }
 
 /* -------------------------------------------------------- acc = eps + g */
 
 /* eps[i] += g[i] in the value type vt (float or double); the sum, in
  * double. */
-TOPK_INLINE double add_at(int vt, void *eps, const void *g, uint64_t i)
+KERNEL_INLINE double add_at(int vt, void *eps, const void *g, uint64_t i)
 {
     if (vt == SPARCML_FLOAT) {
         float *e = eps;
@@ -193,7 +190,7 @@ TOPK_INLINE double add_at(int vt, void *eps, const void *g, uint64_t i)
  * them stays in memory (this unrolled pass measures faster than a plain
  * add at -O2).  Run over blocks of a multiple of 4 values it adds what one
  * run over all of them adds, in the same order. */
-TOPK_INLINE void accumulate_body(int vt, void *restrict eps, const void *restrict g, uint64_t n, double s[4])
+KERNEL_INLINE void accumulate_body(int vt, void *restrict eps, const void *restrict g, uint64_t n, double s[4])
 {
     double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     uint64_t i = 0;
@@ -214,7 +211,7 @@ static void accumulate_f32(void *eps, const void *g, uint64_t n, double s[4])
 static void accumulate_f64(void *eps, const void *g, uint64_t n, double s[4])
 { accumulate_body(SPARCML_DOUBLE, eps, g, n, s); }
 
-TOPK_INLINE void accumulate(int vt, void *eps, const void *g, uint64_t n, double s[4])
+KERNEL_INLINE void accumulate(int vt, void *eps, const void *g, uint64_t n, double s[4])
 {
     is_f64(vt) ? accumulate_f64(eps, g, n, s) : accumulate_f32(eps, g, n, s);
 }
@@ -230,17 +227,13 @@ double topk_accumulate(void *eps, const void *g, uint64_t n, int vtype)
 
 /* ---------------------------------------------------------------- filters */
 
-/* Candidates of one block: indices base + i of x[0..len) whose bits
- * without the sign are at least t, appended at ci/cv; returns how many.
- * The portable filter tests 16 values at once (none_of_16): key - t has
- * its top bit set exactly when key < t (both are below 2^TOP), so the AND
- * of the 16 differences has it set when none passed -- a loop of
- * subtractions and ANDs that the compiler vectorises with plain SSE2.
- * Where one passed, push stores each value and moves the cursor by the
- * test (no branch).  The AVX2 filters test 128 bytes per step and walk
- * the bits of the values that passed. */
-TOPK_INLINE uint64_t push_body(int vt, const void *x, uint64_t len, uint64_t base, uint64_t t, uint64_t *ci,
-                               void *cv)
+/* The candidates of one block (filter_fn, topk_impl.h).  The portable
+ * filter tests 16 values at once (none_of_16); where one passed, push
+ * stores each value and moves the cursor by the test (no branch).  The
+ * AVX2 filters (topk_avx2.c) test 128 bytes per step and walk the bits of
+ * the values that passed. */
+KERNEL_INLINE uint64_t push_body(int vt, const void *x, uint64_t len, uint64_t base, uint64_t t, uint64_t *ci,
+                                 void *cv)
 {
     uint64_t m = 0;
     for (uint64_t i = 0; i < len; i++) {
@@ -252,8 +245,8 @@ TOPK_INLINE uint64_t push_body(int vt, const void *x, uint64_t len, uint64_t bas
     return m;
 }
 
-TOPK_INLINE uint64_t filter_body(int vt, const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci,
-                                 void *cv)
+KERNEL_INLINE uint64_t filter_body(int vt, const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci,
+                                   void *cv)
 {
     uint64_t m = 0, i = 0;
     for (; i + 16 <= len; i += 16)
@@ -261,78 +254,16 @@ TOPK_INLINE uint64_t filter_body(int vt, const void *x, uint64_t base, uint64_t 
     return m + push_body(vt, elem(vt, x, i), len - i, base + i, t, ci + m, elem(vt, cv, m));
 }
 
-typedef uint64_t (*filter_fn)(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv);
-
-static uint64_t filter_f32(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
+uint64_t filter_f32(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
 { return filter_body(SPARCML_FLOAT, x, base, len, t, ci, cv); }
-static uint64_t filter_f64(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
+uint64_t filter_f64(const void *x, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cv)
 { return filter_body(SPARCML_DOUBLE, x, base, len, t, ci, cv); }
 
-#ifdef TOPK_X86
-/* The entries of x[0..32) or x[0..16) whose bit is set in `bits`. */
-#define PUSH_BITS()                                                            \
-    do {                                                                       \
-        for (; bits; bits &= bits - 1) {                                       \
-            unsigned j_ = (unsigned)__builtin_ctzll(bits);                     \
-            ci[m] = base + i + j_;                                             \
-            cv[m++] = x[i + j_];                                               \
-        }                                                                      \
-    } while (0)
-
-/* Lanes of 4 vectors compared with the key limit t - 1 (signed: keys
- * fit); skips the step when none passed, else their mask of 32 (f32) or
- * 16 (f64) bits. */
-#define CMP4(W, CAST, MOVEMASK, LANES)                                         \
-    __m256i c0 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(0), abs), lim);     \
-    __m256i c1 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(1), abs), lim);     \
-    __m256i c2 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(2), abs), lim);     \
-    __m256i c3 = _mm256_cmpgt_epi##W(_mm256_and_si256(LOAD(3), abs), lim);     \
-    __m256i any = _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3)); \
-    if (_mm256_testz_si256(any, any)) continue;                                \
-    uint64_t bits = (uint64_t)(unsigned)MOVEMASK(CAST(c0))                     \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c1)) << LANES          \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c2)) << 2 * LANES      \
-                    | (uint64_t)(unsigned)MOVEMASK(CAST(c3)) << 3 * LANES
-#define LOAD(q) _mm256_loadu_si256((const __m256i *)(x + i) + (q))
-
-__attribute__((target("avx2")))
-static uint64_t filter_f32_avx2(const void *xv, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cvv)
-{
-    const uint32_t *x = xv;
-    uint32_t *cv = cvv;
-    const __m256i abs = _mm256_set1_epi32(0x7fffffff), lim = _mm256_set1_epi32((int)(uint32_t)(t - 1));
-    uint64_t m = 0, i = 0;
-    for (; i + 32 <= len; i += 32) {
-        CMP4(32, _mm256_castsi256_ps, _mm256_movemask_ps, 8);
-        PUSH_BITS();
-    }
-    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
-    return m + filter_f32(x + i, base + i, len - i, t, ci + m, cv + m);
-}
-
-__attribute__((target("avx2")))
-static uint64_t filter_f64_avx2(const void *xv, uint64_t base, uint64_t len, uint64_t t, uint64_t *ci, void *cvv)
-{
-    const uint64_t *x = xv;
-    uint64_t *cv = cvv;
-    const __m256i abs = _mm256_set1_epi64x(0x7fffffffffffffffll);
-    const __m256i lim = _mm256_set1_epi64x((long long)(t - 1));
-    uint64_t m = 0, i = 0;
-    for (; i + 16 <= len; i += 16) {
-        CMP4(64, _mm256_castsi256_pd, _mm256_movemask_pd, 4);
-        PUSH_BITS();
-    }
-    _mm256_zeroupper(); /* GCC omits it here; dirty upper halves slow the SSE code after */
-    return m + filter_f64(x + i, base + i, len - i, t, ci + m, cv + m);
-}
-#endif
-
 /* The filters this CPU runs (checked per call: a few loads). */
-static filter_fn filter_for(int vt)
+static filter_fn *filter_for(int vt)
 {
 #ifdef TOPK_X86
-    if (!atomic_load_explicit(&force_portable, memory_order_relaxed) && __builtin_cpu_supports("avx2"))
-        return is_f64(vt) ? filter_f64_avx2 : filter_f32_avx2;
+    if (stream_avx2_runs()) return is_f64(vt) ? filter_f64_avx2 : filter_f32_avx2;
 #endif
     return is_f64(vt) ? filter_f64 : filter_f32;
 }
@@ -351,7 +282,7 @@ typedef struct cands {
 /* Radix select, most significant digit first, of the r-th largest key
  * among v[0..m) (1 <= r <= m); *eq receives how many of the top r have
  * exactly that key. */
-TOPK_INLINE uint64_t kth_body(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+KERNEL_INLINE uint64_t kth_body(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
 {
     uint64_t prefix = 0;
     for (unsigned hi = top_bit(vt); hi > 0;) {
@@ -374,14 +305,14 @@ static uint64_t kth_f32(const void *v, uint64_t m, uint64_t r, uint64_t *hist, u
 { return kth_body(SPARCML_FLOAT, v, m, r, hist, eq); }
 static uint64_t kth_f64(const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
 { return kth_body(SPARCML_DOUBLE, v, m, r, hist, eq); }
-TOPK_INLINE uint64_t kth(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
+KERNEL_INLINE uint64_t kth(int vt, const void *v, uint64_t m, uint64_t r, uint64_t *hist, uint64_t *eq)
 {
     return is_f64(vt) ? kth_f64(v, m, r, hist, eq) : kth_f32(v, m, r, hist, eq);
 }
 
 /* Compact ci/cv in place to the entries above T and the first eq equal to
  * T, in order. */
-TOPK_INLINE uint64_t keep(int vt, uint64_t *ci, void *cv, uint64_t m, uint64_t T, uint64_t eq)
+KERNEL_INLINE uint64_t keep(int vt, uint64_t *ci, void *cv, uint64_t m, uint64_t T, uint64_t eq)
 {
     uint64_t o = 0;
     for (uint64_t i = 0; i < m; i++) {
@@ -396,7 +327,7 @@ TOPK_INLINE uint64_t keep(int vt, uint64_t *ci, void *cv, uint64_t m, uint64_t T
 }
 
 /* Keep the r best candidates, admit only what beats them. */
-TOPK_INLINE void prune_body(int vt, cands *c, uint64_t r)
+KERNEL_INLINE void prune_body(int vt, cands *c, uint64_t r)
 {
     uint64_t eq, T = kth(vt, c->cv, c->m, r, c->hist, &eq);
     c->m = keep(vt, c->ci, c->cv, c->m, T, eq);
@@ -405,13 +336,13 @@ TOPK_INLINE void prune_body(int vt, cands *c, uint64_t r)
 
 static void prune_f32(cands *c, uint64_t r) { prune_body(SPARCML_FLOAT, c, r); }
 static void prune_f64(cands *c, uint64_t r) { prune_body(SPARCML_DOUBLE, c, r); }
-TOPK_INLINE void prune(int vt, cands *c, uint64_t r) { is_f64(vt) ? prune_f64(c, r) : prune_f32(c, r); }
+KERNEL_INLINE void prune(int vt, cands *c, uint64_t r) { is_f64(vt) ? prune_f64(c, r) : prune_f32(c, r); }
 
 /* One pass of filter f over x, pruning to make room; with g, x += g first,
  * a block at a time (accumulate: the squares of the sums into s), so that
  * the filter reads each block of sums from L1 and x is read and written
  * once. */
-TOPK_INLINE void pass_body(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+KERNEL_INLINE void pass_body(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn *f, double s[4])
 {
     int full = 0; /* k NaNs held: nothing can beat them */
     for (uint64_t o = 0; o < n; o += TOPK_BLOCK) {
@@ -425,32 +356,32 @@ TOPK_INLINE void pass_body(int vt, void *x, const void *g, uint64_t n, cands *c,
     }
 }
 
-static void pass_f32(void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+static void pass_f32(void *x, const void *g, uint64_t n, cands *c, filter_fn *f, double s[4])
 { pass_body(SPARCML_FLOAT, x, g, n, c, f, s); }
-static void pass_f64(void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+static void pass_f64(void *x, const void *g, uint64_t n, cands *c, filter_fn *f, double s[4])
 { pass_body(SPARCML_DOUBLE, x, g, n, c, f, s); }
-TOPK_INLINE void pass(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn f, double s[4])
+KERNEL_INLINE void pass(int vt, void *x, const void *g, uint64_t n, cands *c, filter_fn *f, double s[4])
 {
     is_f64(vt) ? pass_f64(x, g, n, c, f, s) : pass_f32(x, g, n, c, f, s);
 }
 
 /* The first threshold, from the sample (of x + g with g). */
-TOPK_INLINE uint64_t first_t(int vt, const void *x, const void *g, uint64_t n, uint64_t k, const layout *l,
-                             char *scratch)
+KERNEL_INLINE uint64_t first_t(int vt, const void *x, const void *g, uint64_t n, uint64_t k, const layout *l,
+                               char *scratch)
 {
     uint64_t forced = atomic_load_explicit(&force_start, memory_order_relaxed), r, eq, T;
-    void *sv = scratch + l->sv;
+    void *sampled = scratch + l->sv;
     if (forced) return forced < nan_key(vt) ? forced : nan_key(vt);
     r = l->sample ? sample_rank(n, k, l->sample) : 0;
     if (r == 0) return 1;
-    for (uint64_t j = 0; j < l->sample; j++) set(vt, sv, j, sum_bits(vt, x, g, sample_pos(j, n, l->sample)));
-    T = kth(vt, sv, l->sample, r, (uint64_t *)(scratch + l->hist), &eq);
+    for (uint64_t j = 0; j < l->sample; j++) set(vt, sampled, j, sum_bits(vt, x, g, sample_pos(j, n, l->sample)));
+    T = kth(vt, sampled, l->sample, r, (uint64_t *)(scratch + l->hist), &eq);
     return T > 0 ? T : 1;
 }
 
 /* The passes and the final prune; returns the number held. */
-TOPK_INLINE uint64_t run(int vt, void *x, const void *g, uint64_t n, uint64_t k, const layout *l, char *scratch,
-                         filter_fn f, cands *c, double s[4])
+KERNEL_INLINE uint64_t run(int vt, void *x, const void *g, uint64_t n, uint64_t k, const layout *l, char *scratch,
+                           filter_fn *f, cands *c, double s[4])
 {
     uint64_t t0 = first_t(vt, x, g, n, k, l, scratch);
     *c = (cands){.k = k, .cap = l->cap, .t = t0, .ci = (uint64_t *)(scratch + l->ci), .cv = scratch + l->cv,
@@ -466,7 +397,7 @@ TOPK_INLINE uint64_t run(int vt, void *x, const void *g, uint64_t n, uint64_t k,
 }
 
 /* k >= n: every nonzero, written straight to the output. */
-TOPK_INLINE uint64_t all(int vt, const void *x, uint64_t n, void *idx, unsigned iw, void *out)
+KERNEL_INLINE uint64_t all(int vt, const void *x, uint64_t n, void *idx, unsigned iw, void *out)
 {
     uint64_t o = 0;
     for (uint64_t i = 0; i < n; i++)

@@ -47,13 +47,11 @@ double topk_accumulate(void *eps, const void *g, uint64_t n, int vtype);
 uint64_t topk_select_sum(void *eps, const void *g, uint64_t n, int vtype, uint64_t k, void *scratch, void *idx,
                          unsigned iw, void *out_vals, double *norm2);
 
-/* Tests (not thread-safe; the result is the same whatever they say):
- * topk_force_portable(nonzero) makes topk_select run its portable C pass
- * even where the CPU has AVX2, 0 restores the runtime choice;
+/* Tests (not thread-safe; the result is the same whatever it says):
  * topk_force_start(key) starts the first pass at threshold `key` (the bits
  * of a magnitude, as in the order above) instead of the sample's estimate,
- * 0 restores the estimate. */
-void topk_force_portable(int on);
+ * 0 restores the estimate.  The portable pass runs where the AVX2 one
+ * would with stream_force_portable (kernel/stream.h). */
 void topk_force_start(uint64_t key);
 
 #endif

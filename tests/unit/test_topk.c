@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/stream.h"
 #include "kernel/topk.h"
 #include "suites.h"
 
@@ -159,7 +160,7 @@ static void check_from(const void *vals, uint64_t n, int vtype, uint64_t k, unsi
     for (int run = 0; run < (sum_eps ? 4 : 2); run++) {
         int portable = run % 2, summed = run / 2, sum_ok;
         uint64_t m, j = 0;
-        topk_force_portable(portable);
+        stream_force_portable(portable);
         m = select_once(vals, n, vtype, k, scratch, idx, iw, out, summed, &sum_ok);
         /* one assertion per call: Check records each one (a write) */
         while (j < m && j < nwant && sparcml_get_index(idx, iw, j) == want[j]
@@ -172,7 +173,7 @@ static void check_from(const void *vals, uint64_t n, int vtype, uint64_t k, unsi
                       (unsigned long long)start, portable, summed, (unsigned long long)m,
                       (unsigned long long)nwant, (unsigned long long)j, sum_ok ? "right" : "wrong");
     }
-    topk_force_portable(0);
+    stream_force_portable(0);
     topk_force_start(0);
     free(scratch); free(idx); free(out);
 }
