@@ -8,8 +8,6 @@
 #include "kernel/residual.h"
 #include "kernel/stream_impl.h"
 
-KERNEL_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
-
 /* out[i] = a[i] + b[i] in the value type. */
 KERNEL_INLINE void sum_at(int vt, void *out, const void *a, const void *b, uint64_t i)
 {

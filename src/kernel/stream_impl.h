@@ -44,6 +44,10 @@
 
 KERNEL_INLINE unsigned value_size(int vt) { return vt == SPARCML_DOUBLE || vt == SPARCML_INT64 ? 8 : 4; }
 
+/* The floating-point kernels (top-k, the residual's) know float and
+ * double only: anything else is float's. */
+KERNEL_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
+
 KERNEL_INLINE uint64_t index_at(const void *ix, unsigned iw, uint64_t i)
 {
     return iw == 4 ? ((const uint32_t *)ix)[i] : ((const uint64_t *)ix)[i];

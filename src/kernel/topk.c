@@ -114,7 +114,6 @@ static uint64_t sample_rank(uint64_t n, uint64_t k, uint64_t s)
  * Bits and keys travel as uint64_t between the per-value operations (they
  * fit); the operations, and the one loop the compiler vectorises, are
  * done in the type's own width (each a branch on the constant vt). */
-KERNEL_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
 /* The sign's place: keys are below 2^top_bit. */
 KERNEL_INLINE unsigned top_bit(int vt) { return is_f64(vt) ? 63 : 31; }
 /* The bits of a magnitude: all but the sign. */

@@ -10,8 +10,6 @@
 
 #ifdef TOPK_X86
 
-KERNEL_INLINE int is_f64(int vt) { return vt == SPARCML_DOUBLE; }
-
 /* The lanes of x whose magnitude (the bits without the sign, `abs`) is
  * above lim: signed compares, which order keys (below 2^63 or 2^31). */
 KERNEL_INLINE_AVX2 __m256i lanes_above(int vt, __m256i x, __m256i abs, __m256i lim)
