@@ -51,6 +51,12 @@ typedef struct sparcml_algorithm_desc {
     int (*restriction)(const sparcml_problem *p);
     double (*cost)(const cost_model *m, const sparcml_problem *p);
     void (*scratch)(const sparcml_call *c, const sparcml_problem *p, uint64_t *need);
+    /* Its Memory line's claim: the most a call adds per rank beyond the
+     * vendor's own allreduce of the same vector, in dense results (D: the
+     * dimension times the value's size), at any input; 0: none claimed.
+     * The library never reads it: tests/scripts/scale.sh measures every
+     * row against it (tests/mpi/memory_peak.c). */
+    double memory_bound;
     /* What the agreement's records, `record` bytes each, add to `need`
      * (holding scratch's for p) while they ride on it: the pools its
      * messages and sums take them in.  NULL: it never rides

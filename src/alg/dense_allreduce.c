@@ -19,7 +19,9 @@
  *   certain.
  * Memory (dense_allreduce_scratch): recvbuf; a pool copy of a sparse
  *   input under MPI_IN_PLACE; the bitmap and a dense pool vector when the
- *   result's format is not certain.
+ *   result's format is not certain.  At most 1.1 D (the row's
+ *   memory_bound; D the dense result): a bitmap of D/32 for floats beside
+ *   the dense vector, and the vendor's own scratch varies from call to call.
  * Rounds: the vendor's; twice when the format is not certain. */
 #include "config.h"
 
@@ -137,6 +139,7 @@ static void dense_allreduce_scratch(const sparcml_call *c, const sparcml_problem
 
 const sparcml_algorithm_desc sparcml_alg_dense_allreduce = {
     .name = "dense",
+    .memory_bound = 1.1,
     .first = sparcml_dense_allreduce,
     .restriction = dense_allreduce_restriction,
     .cost = dense_allreduce_cost,

@@ -25,7 +25,8 @@
  * Memory (dsar_split_allgather_scratch): the reduce-scatter's parts,
  *   sums and pending sums (a dense slice at most); the result in recvbuf;
  *   with QSGD the dense slice, encoded and gathered; while records ride,
- *   one in front of every part (split_ride_scratch).
+ *   one in front of every part (split_ride_scratch).  At most 2 D (the
+ *   row's memory_bound; D the dense result).
  * Rounds: P-1 point-to-point, then the allgather of the union sizes when
  *   the format is not certain, then the gather: one allgatherv, or the
  *   library's ceil(log2 P) or P - 1 rounds. */
@@ -159,6 +160,7 @@ static void dsar_split_allgather_scratch(const sparcml_call *c, const sparcml_pr
 
 const sparcml_algorithm_desc sparcml_alg_dsar_split_allgather = {
     .name = "dsar_split_allgather",
+    .memory_bound = 2,
     .sparse = 1,
     .first = sparcml_dsar_split_allgather,
     .restriction = dsar_split_allgather_restriction,

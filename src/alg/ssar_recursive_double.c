@@ -33,7 +33,9 @@
  *   (ssar_recursive_double_ride_scratch), room for one in front of every
  *   message and sum, outgoing ones framed in POOL_FRAME.  Pipelined: two
  *   sets of C chunks (POOL_RD_PART) of the union's size in all, two
- *   received chunks (POOL_RECV, POOL_RECV_NEXT).
+ *   received chunks (POOL_RECV, POOL_RECV_NEXT).  At most 3 D (the row's
+ *   memory_bound; D the dense result), with inputs just below the
+ *   sparse/dense line.
  * Rounds: ceil(log2 P) exchanges (+2 for the fold), one step each;
  *   pipelined, C steps each.
  *
@@ -458,6 +460,7 @@ static void ssar_recursive_double_ride_scratch(const sparcml_call *c, const spar
 
 const sparcml_algorithm_desc sparcml_alg_ssar_recursive_double = {
     .name = "ssar_recursive_double",
+    .memory_bound = 3,
     .sparse = 1,
     .first = sparcml_ssar_recursive_double,
     .cost = ssar_recursive_double_cost,

@@ -20,6 +20,7 @@
  * Memory (ssar_split_allgather_scratch): the reduce-scatter's parts,
  *   sums and pending sums (a dense slice at most), the gathered result;
  *   while records ride, one in front of every part (split_ride_scratch).
+ *   At most 2 D (the row's memory_bound; D the dense result).
  * Rounds: P-1 point-to-point, then the allgather of the union sizes and
  *   the gather of the slices (split_gather.c: one allgatherv, ceil(log2
  *   P) rounds or P - 1), with QSGD after an allgather of the quantized sizes, which
@@ -62,6 +63,7 @@ static void ssar_split_allgather_scratch(const sparcml_call *c, const sparcml_pr
 
 const sparcml_algorithm_desc sparcml_alg_ssar_split_allgather = {
     .name = "ssar_split_allgather",
+    .memory_bound = 2,
     .sparse = 1,
     .first = sparcml_ssar_split_allgather,
     .cost = ssar_split_allgather_cost,

@@ -1,7 +1,7 @@
 /* memory_peak.c -- peak memory a tagged allreduce adds per rank, against
  * the bound of docs/design.md ("Memory"): at most BOUND x D of scratch per
- * communicator, D being the dense result size (3 for recursive doubling's
- * worst case, 2 for the split and dense paths).
+ * communicator, D being the dense result size (the forced algorithm's
+ * memory_bound, from its row: tests/scripts/scale.sh).
  *
  * usage: memory_peak N DENSITY BOUND   (float values, random indices; the
  *        algorithm is the library's business: SPARCML_ALGORITHM)

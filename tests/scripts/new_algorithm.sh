@@ -37,7 +37,7 @@ check "the library lists the new algorithm: $listed" 'echo " $listed " | grep -q
 # algorithms_where): the new row's are read from its descriptor.
 row=$("$tmp/b/tests/support/algorithm_table" | grep "^gather_sum ")
 check "the table of algorithms has the new row: $row" \
-    '[ "$row" = "gather_sum sparse=1 ride=never pipelines=0 dense_recv=0" ] &&
+    '[ "$row" = "gather_sum sparse=1 ride=never pipelines=0 dense_recv=0 memory=none" ] &&
      [ "$(ALGTABLE=$tmp/b/tests/support/algorithm_table algorithms_where sparse=1 ride=never)" = gather_sum ]'
 for p in 1 3 4; do
     run_mpi "$p" "$YIELD:$new" SPARCML_ALGORITHM=gather_sum -- "$TESTBIN/sparse_allreduce"
