@@ -172,28 +172,28 @@ static uint64_t ring_from(const cost_model *m, const sparcml_problem *p)
  * the calibration's 128 KiB, gathered by MPICH's recursive doubling where
  * P is a power of two, need not show), on the emulated cluster the two
  * are alike (bench/RESULTS.md, "Split gathers"). */
-call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
+alg_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
 {
     const uint64_t never = UINT64_MAX;
     switch (m->gather) {
-    case COST_GATHER_VENDOR: return (call_gather_plan){.library_from = never, .ring_from = never};
-    case COST_GATHER_DOUBLING: return (call_gather_plan){.library_from = 0, .ring_from = never};
-    case COST_GATHER_RING: return (call_gather_plan){.library_from = 0, .ring_from = 0};
+    case COST_GATHER_VENDOR: return (alg_gather_plan){.library_from = never, .ring_from = never};
+    case COST_GATHER_DOUBLING: return (alg_gather_plan){.library_from = 0, .ring_from = never};
+    case COST_GATHER_RING: return (alg_gather_plan){.library_from = 0, .ring_from = 0};
     default: break;
     }
     if (m->vendor_gather > 1 + COST_DOUBLING_BYTE_PENALTY)
-        return (call_gather_plan){.library_from = 0, .ring_from = ring_from(m, p)};
+        return (alg_gather_plan){.library_from = 0, .ring_from = ring_from(m, p)};
     if (p->P - 1 <= cost_ceil_log2(p->P))
-        return (call_gather_plan){.library_from = never, .ring_from = never};
-    return (call_gather_plan){.library_from = plan_bytes(vendor_ring_bytes(p)), .ring_from = ring_from(m, p)};
+        return (alg_gather_plan){.library_from = never, .ring_from = never};
+    return (alg_gather_plan){.library_from = plan_bytes(vendor_ring_bytes(p)), .ring_from = ring_from(m, p)};
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
-    call_gather_plan g = cost_gather_plan(m, p);
-    switch (call_gather_for(&g, plan_bytes(bytes))) {
-    case CALL_GATHER_DOUBLING: return cost_doubling_allgather(m, p, bytes);
-    case CALL_GATHER_RING: return cost_ring_allgather(m, p, bytes);
+    alg_gather_plan g = cost_gather_plan(m, p);
+    switch (alg_gather_for(&g, plan_bytes(bytes))) {
+    case ALG_GATHER_DOUBLING: return cost_doubling_allgather(m, p, bytes);
+    case ALG_GATHER_RING: return cost_ring_allgather(m, p, bytes);
     default: return cost_vendor_allgather(m, p, bytes);
     }
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "alg/algorithm_list.h"
+#include "alg/plan.h"
 #include "runtime/call.h"
 
 /* The algorithms' ids (alg/algorithms.h): auto and one per row of the
@@ -119,7 +120,7 @@ double cost_vendor_allreduce(const cost_model *m, const sparcml_problem *p, doub
  * the model prices it lowest); and what the gather that runs costs. */
 double cost_doubling_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
 double cost_ring_allgather(const cost_model *m, const sparcml_problem *p, double bytes);
-call_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p);
+alg_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p);
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes);
 
 #endif

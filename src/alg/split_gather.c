@@ -106,7 +106,7 @@ static int vendor_gather(sched *s)
     for (int r = 0; slot && r < ctx->size; r++) ctx->counts[r] = slot;
     if (rc == MPI_SUCCESS) rc = place_messages(c, st, &total);
     if (rc != MPI_SUCCESS) return rc;
-    c->gather_run = CALL_GATHER_VENDOR;
+    c->plan->gather_run = ALG_GATHER_VENDOR;
     sched_next(s, st->phase_then);
     return sched_allgatherv_bytes(s, st->w.buf, st->my_bytes, st->gathered, ctx->counts, ctx->displs);
 }
@@ -160,7 +160,7 @@ static int exchange_round(sched *s)
 {
     split_state *st = sched_state(s);
     const sparcml_ctx *ctx = s->c->ctx;
-    int P = ctx->size, k = st->round++, ring = s->c->gather_run == CALL_GATHER_RING, rc;
+    int P = ctx->size, k = st->round++, ring = s->c->plan->gather_run == ALG_GATHER_RING, rc;
     gather_round g;
     if (k >= (ring ? P - 1 : cost_ceil_log2(P))) return st->phase_then(s);
     g = ring ? ring_round(P, ctx->rank, k) : doubling_round(P, ctx->rank, k);
@@ -173,15 +173,15 @@ static int exchange_round(sched *s)
 
 /* The library's exchange in the pattern given, from its first round (this
  * rank's part in place). */
-static int start_exchange(sched *s, call_gather pattern)
+static int start_exchange(sched *s, alg_gather pattern)
 {
     split_state *st = sched_state(s);
-    s->c->gather_run = pattern;
+    s->c->plan->gather_run = pattern;
     st->round = 0;
     return exchange_round(s);
 }
 
-static int library_gather(sched *s, call_gather pattern)
+static int library_gather(sched *s, alg_gather pattern)
 {
     split_state *st = sched_state(s);
     sparcml_call *c = s->c;
@@ -197,11 +197,11 @@ int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then)
     split_state *st = sched_state(s);
     sparcml_call *c = s->c;
     sparcml_ctx *ctx = c->ctx;
-    call_gather pattern = call_gather_for(&c->gather, c->dim * vs);
+    alg_gather pattern = alg_gather_for(&c->plan->gather, c->dim * vs);
     st->phase_then = then;
     st->gathered = base;
-    if (pattern != CALL_GATHER_VENDOR) return start_exchange(s, pattern);
-    c->gather_run = CALL_GATHER_VENDOR;
+    if (pattern != ALG_GATHER_VENDOR) return start_exchange(s, pattern);
+    c->plan->gather_run = ALG_GATHER_VENDOR;
     sched_next(s, then);
     return sched_allgatherv_bytes(s, MPI_IN_PLACE, 0, base, ctx->counts, ctx->displs);
 }
@@ -212,10 +212,10 @@ static int gather_messages(sched *s)
 {
     const sparcml_ctx *ctx = s->c->ctx;
     uint64_t total = 0;
-    call_gather pattern;
+    alg_gather pattern;
     for (int r = 0; r < ctx->size; r++) total += (uint64_t)ctx->counts[r];
-    pattern = call_gather_for(&s->c->gather, total);
-    return pattern == CALL_GATHER_VENDOR ? vendor_gather(s) : library_gather(s, pattern);
+    pattern = alg_gather_for(&s->c->plan->gather, total);
+    return pattern == ALG_GATHER_VENDOR ? vendor_gather(s) : library_gather(s, pattern);
 }
 
 int split_allgather_messages(sched *s, int sizes_known, sched_step then)

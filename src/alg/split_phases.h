@@ -71,7 +71,7 @@ int split_allgather_messages(sched *s, int sizes_known, sched_step then);
 /* Allgather in place of the dense slices of dim values of vs bytes
  * (ctx->counts[r] bytes at ctx->displs[r] from base, this rank's already
  * there), then `then`: by the library's exchange straight into base where
- * the call's plan says so (c->gather, as for the messages), else by the
+ * the call's plan says so (c->plan->gather, as for the messages), else by the
  * vendor's in-place allgatherv (split_gather.c). */
 int split_allgather_in_place(sched *s, char *base, uint64_t vs, sched_step then);
 

@@ -7,10 +7,11 @@
  *   p2 = 2^floor(log2 P) and rem = P - p2, each even rank r < 2 rem first
  *   sends its stream to r + 1 and sits out; the p2 remaining ranks run the
  *   rounds; finally each odd rank r < 2 rem sends the result back to r - 1.
- *   Pipelined (c->pipeline_chunks = C > 1): the sum is kept as C range
- *   streams (stream_range: consecutive index ranges, whole dimension), a
- *   round sends all C at once and merges chunk i of the partner's message
- *   while chunk i + 1 travels (its receive is started before the merge).
+ *   Pipelined (the call's plan, alg/plan.h: pipeline_chunks = C > 1): the
+ *   sum is kept as C range streams (stream_range: consecutive index
+ *   ranges, whole dimension), a round sends all C at once and merges chunk
+ *   i of the partner's message while chunk i + 1 travels (its receive is
+ *   started before the merge).
  * Restrictions: none (any P, any dim, every value type).  Pipelining only
  *   where the caller's chunk count allows it (select_pipeline_chunks, or
  *   for the agreement's exchange core/op_ride.c, ride_chunks): no chunk can go
@@ -335,8 +336,8 @@ static int sparcml_ssar_recursive_double(sched *s)
     rd_state *st = sched_state(s);
     int P = s->c->ctx->size, rank = s->c->ctx->rank;
     *st = (rd_state){.cur = s->c->input, .cur_pool = -1, .mask = 1, .chunks = 1};
-    if (s->c->pipeline_chunks > 1) st->chunks = s->c->pipeline_chunks;
-    s->c->chunks_run = st->chunks;
+    if (s->c->plan->pipeline_chunks > 1) st->chunks = s->c->plan->pipeline_chunks;
+    s->c->plan->chunks_run = st->chunks;
     st->p2 = cost_largest_power_of_two(P);
     st->rem = P - st->p2;
     if (rank >= 2 * st->rem) {
@@ -415,7 +416,7 @@ static void ssar_recursive_double_scratch(const sparcml_call *c, const sparcml_p
 {
     uint64_t sum = scratch_sum_bytes(p->dim, p->vtype, p->k_sum), in = scratch_input_bytes(p);
     uint64_t plain = sum > in ? sum : in, msg = plain;
-    int chunks = c->pipeline_chunks > 1 ? c->pipeline_chunks : 1;
+    int chunks = c->plan->pipeline_chunks > 1 ? c->plan->pipeline_chunks : 1;
     qsgd_params q = scratch_wire_q(p);
     if (q.bits) {
         scratch_need(need, POOL_QMSG, scratch_coded_bytes(p->dim, p->vtype, p->k_sum, &q, 1));

@@ -156,8 +156,8 @@ int op_pools_hold(const sparcml_ctx *ctx, const uint64_t need[OP_POOLS])
  * split algorithm's messages. */
 void op_plan_exchange(sparcml_op *op, const sparcml_problem *p)
 {
-    op->c.pipeline_chunks = select_pipeline_chunks(op->set, p, op->alg);
-    op->c.gather = select_gather_plan(op->set, p);
+    op->plan.pipeline_chunks = select_pipeline_chunks(op->set, p, op->alg);
+    op->plan.gather = select_gather_plan(op->set, p);
 }
 
 /* Blocking calls time their runs where the settings want timed prices
@@ -222,7 +222,7 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : (cost_route)alg;
     if (stats_verbose(set, c->ctx)) op->ride.chosen_by = select_basis_of(set, p, op->ride.selected, op->kind->select);
     memo_note(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, p, op->ride.selected,
-              c->pipeline_chunks, op_data_rides(op));
+              op->plan.pipeline_chunks, op_data_rides(op));
     learn(c->ctx, p, c);
     c->ctx->calls++;
     stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, p->timed_over);
@@ -337,7 +337,7 @@ int op_run(sched *s, const sparcml_problem *p, sched_step then)
     sparcml_call *c = &op->c;
     uint64_t need[OP_POOLS] = {0};
     int reason;
-    c->chunks_run = 0;
+    op->plan.chunks_run = 0;
     op_plan_exchange(op, p);
     op->t0 = PMPI_Wtime();
     /* A forced algorithm whose restriction rules the problem out fails on
@@ -484,6 +484,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
         return SPARCML_OP_DONE;
     }
     op->t0 = PMPI_Wtime();
+    op->c.plan = &op->plan;
     kind->fill(op, vtype);
     op_quantization(&op->c, op->set);
     op->c.tag_offset = TAG_KINDS_ * (int)(op->c.ctx->started++ % TAG_CALLS);

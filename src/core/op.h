@@ -125,6 +125,7 @@ extern const sparcml_op_kind sparcml_op_tagged, sparcml_op_transparent, sparcml_
 struct sparcml_op {
     sched s;
     sparcml_call c;
+    alg_plan plan;             /* c.plan: how the algorithms run the call */
     sparcml_local local;
     sparcml_agreed agreed;
     agree_record record;       /* the agreement's, riding on the messages */
@@ -133,7 +134,7 @@ struct sparcml_op {
     stats_ride ride;           /* how the agreement travelled (core/stats.h) */
     /* The agreement rides on this algorithm's first phase (the memo's
      * latest call's; SPARCML_ALG_AUTO: on the whole exchange, in
-     * c.pipeline_chunks per round). */
+     * plan.pipeline_chunks per round). */
     sparcml_algorithm phase;
     sched_step agreed_then;    /* what follows a successful agreement */
     const sparcml_settings *set;

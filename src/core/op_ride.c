@@ -147,7 +147,7 @@ int op_agree(sched *s, sched_step then)
     op->t_run = PMPI_Wtime(); /* where the data rides on the agreement */
     op->phase = phase_history(op);
     op->ride.carrier = op->phase ? op->phase : sparcml_exchange_algorithm();
-    op->c.pipeline_chunks = op->phase ? 1 : exchange_history(op);
+    op->plan.pipeline_chunks = op->phase ? 1 : exchange_history(op);
     op->input = agree_begin(&op->c, &op->local, &op->record, op->phase ? &op->own : NULL, &op->rider);
     op->agreed_then = then;
     if (op->phase) return sparcml_algorithms[op->phase]->ride_phase(s, op_agreed);
@@ -213,9 +213,11 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
 {
     sparcml_agreed guess = {.k_max = cap, .k_sum = piggyback_union((uint64_t)c->ctx->size, dim, cap)};
     sparcml_call whole = *c;
+    alg_plan plan = *c->plan;
     sparcml_problem p;
     whole.dim = dim;
-    whole.pipeline_chunks = chunks;
+    whole.plan = &plan;
+    plan.pipeline_chunks = chunks;
     p = op_call_problem(&whole, &guess);
     sparcml_algorithms[alg]->scratch(&whole, &p, need);
     sparcml_algorithms[alg]->ride_scratch(&whole, &p, sizeof(agree_record), need);
@@ -229,10 +231,10 @@ static void piggyback_scratch(const sparcml_call *c, sparcml_algorithm alg, uint
 void op_scratch_ahead(const sparcml_op *op, const sparcml_problem *p, uint64_t need[OP_POOLS])
 {
     uint64_t next[OP_POOLS] = {0};
-    sparcml_algorithm kept = memo_keeps(op->alg, op->c.pipeline_chunks, op_data_rides(op));
+    sparcml_algorithm kept = memo_keeps(op->alg, op->plan.pipeline_chunks, op_data_rides(op));
     alg_ride ride = sparcml_algorithms[kept]->ride;
     int chunks = ride == ALG_RIDES_EXCHANGE
-                     ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->c.pipeline_chunks) : 1;
+                     ? ride_chunks(op->c.ctx, p->dim, p->vtype, p->k_max, op->plan.pipeline_chunks) : 1;
     if (!op->set->piggyback || ride == ALG_RIDES_NOT || !chunks) return;
     piggyback_scratch(&op->c, kept, p->dim, piggyback_cap(p->dim, p->k_max), chunks, next);
     for (int i = 0; i < OP_POOLS; i++) scratch_need(need, i, next[i]);

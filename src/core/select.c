@@ -84,7 +84,7 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p, 
     return sparcml_algorithms[a]->chunks ? sparcml_algorithms[a]->chunks(&m, p) : 1;
 }
 
-call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p)
+alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p)
 {
     cost_model m = select_model(s, p);
     return cost_gather_plan(&m, p);

@@ -37,7 +37,7 @@ int select_pipeline_chunks(const sparcml_settings *s, const sparcml_problem *p, 
 /* Who gathers the split algorithms' messages, by their bytes in all: the
  * vendor's allgatherv or the library's exchange in one of its patterns
  * (cost_gather_plan).  SPARCML_SPLIT_GATHER forces one. */
-call_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p);
+alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_problem *p);
 
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithm_restriction), or the cheapest applicable one,

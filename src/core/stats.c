@@ -32,7 +32,7 @@ static atomic_uint_fast64_t compressed_routes[COMPRESS_ROUTES_];
 static atomic_uint_fast64_t compressed_bytes, compressed_dense, held_back_nano, held_back_n, feedback_resets,
     feedback_full;
 
-/* By call_gather, and by select_basis. */
+/* By alg_gather, and by select_basis. */
 static const char *const gather_names[] = {"none", "vendor", "doubling", "ring"};
 static const char *const basis_names[] = {"forced", "model", "calibrated", "timed", "trial"};
 
@@ -91,7 +91,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
                   double seconds, const double timed_over[COST_ROUTES])
 {
     uint64_t dense = dense_equivalent(c);
-    int chunks = c->chunks_run > 1 ? c->chunks_run : 1;
+    int chunks = c->plan->chunks_run > 1 ? c->plan->chunks_run : 1;
     count_row(alg, c, seconds);
     if (c->ctx->rank == 0) {
         if (ride->piggybacked)
@@ -113,7 +113,7 @@ void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_
                (unsigned long long)c->bytes_sent, (unsigned long long)dense, seconds * 1e6,
                ride->piggybacked ? "piggybacked" : ride->declined ? "declined" : "separate",
                sparcml_algorithm_name(ride->carrier), route_name(ride->selected),
-               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->gather_run], timed,
+               settings_ranks_per_core(s, c->ctx->ranks_per_core), chunks, gather_names[c->plan->gather_run], timed,
                basis_names[ride->chosen_by]);
         fflush(stdout);
     }

@@ -33,23 +33,9 @@ typedef struct call_rider {
     int (*settled)(const void *record);
 } call_rider;
 
-/* The gather a split algorithm runs (SPARCML_VERBOSE names it): the
- * vendor's MPI_Allgatherv, or the library's exchange by recursive doubling
- * (Bruck's dissemination where P is not a power of two) or by a ring
- * (alg/split_gather.c). */
-typedef enum call_gather { CALL_GATHER_NONE, CALL_GATHER_VENDOR, CALL_GATHER_DOUBLING, CALL_GATHER_RING } call_gather;
-
-/* The library's exchange gathers from library_from bytes in all on, as a
- * ring from ring_from on; the vendor below (UINT64_MAX: never). */
-typedef struct call_gather_plan {
-    uint64_t library_from, ring_from;
-} call_gather_plan;
-
-static inline call_gather call_gather_for(const call_gather_plan *g, uint64_t bytes)
-{
-    if (bytes < g->library_from) return CALL_GATHER_VENDOR;
-    return bytes >= g->ring_from ? CALL_GATHER_RING : CALL_GATHER_DOUBLING;
-}
+/* The algorithms' own plan of the call (alg/plan.h): opaque here, the
+ * runtime never reads it. */
+struct alg_plan;
 
 typedef struct sparcml_call {
     sparcml_ctx *ctx;
@@ -67,6 +53,7 @@ typedef struct sparcml_call {
      * loss (qsgd_encode_on_grid); NULL otherwise. */
     const void *input_block;
     qsgd_params input_q;
+    struct alg_plan *plan; /* how the algorithms run the call: core fills it in */
     /* filled in by the algorithm */
     /* What this rank hands to MPI for the call, from its agreement on
      * (sparcml(7), STATISTICS): messages, vendor collectives at a
@@ -74,18 +61,8 @@ typedef struct sparcml_call {
     uint64_t bytes_sent;
     uint64_t result_nnz;
     int result_dense;
-    int chunks_run;      /* recursive doubling's chunks per round as it ran (0, 1: not pipelined) */
     int reason;          /* enum sparcml_reason: call_fail's */
     int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
-    /* Chunks per round of recursive doubling (<= 1: none): the agreed
-     * problem's (select_pipeline_chunks), or, while the agreement runs,
-     * its exchange's (core/op_ride.c: from the memo). */
-    int pipeline_chunks;
-    /* Who gathers a split algorithm's messages, by their bytes in all
-     * (call_gather_for; select_gather_plan: from agreed facts, so every
-     * rank compares the same numbers); gather_run says which ran. */
-    call_gather_plan gather;
-    int gather_run;      /* call_gather */
     /* While a rider is set, every message carries its record ahead of the
      * stream (absent streams send the record alone, runtime/p2p.c; a
      * pipelined message, in its first chunk) and the result is kept in

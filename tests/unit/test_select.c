@@ -764,7 +764,7 @@ START_TEST(split_rounds)
 }
 END_TEST
 
-static int plan_is(call_gather_plan g, uint64_t from, uint64_t ring)
+static int plan_is(alg_gather_plan g, uint64_t from, uint64_t ring)
 {
     return g.library_from == from && g.ring_from == ring;
 }
@@ -784,7 +784,7 @@ START_TEST(split_gather_measured_vendor)
         sparcml_settings s = defaults();
         sparcml_problem p = problem(P, 16u << 20, 65536, 1);
         double plain[SPARCML_ALG_COUNT_], slow[SPARCML_ALG_COUNT_];
-        call_gather_plan rule;
+        alg_gather_plan rule;
         s.split_gather = COST_GATHER_VENDOR;
         select_costs(&s, &p, plain);
         s.vendor_gather = 2;
@@ -833,12 +833,12 @@ START_TEST(split_gather_choice)
         {2, never, never}, {3, never, never},     {4, 524288, 914286},
         {5, 81920, 857143}, {8, 524288, 3134694}, {12, 81920, 5236364},
     };
-    call_gather_plan g;
+    alg_gather_plan g;
     for (int P = 4; P <= 8; P += 4) {
         sparcml_problem p = problem(P, 16u << 20, 16384, 1);
         g = select_gather_plan(&s, &p);
-        ck_assert_int_eq(call_gather_for(&g, 524287), CALL_GATHER_VENDOR);
-        ck_assert_int_eq(call_gather_for(&g, 524288), CALL_GATHER_RING);
+        ck_assert_int_eq(alg_gather_for(&g, 524287), ALG_GATHER_VENDOR);
+        ck_assert_int_eq(alg_gather_for(&g, 524288), ALG_GATHER_RING);
     }
     sparcml_problem p12 = problem(12, 16u << 20, 16384, 1);
     ck_assert(plan_is(select_gather_plan(&s, &p12), 81920, 733091));
@@ -849,13 +849,13 @@ START_TEST(split_gather_choice)
         g = select_gather_plan(&s, &p);
         ck_assert_msg(plan_is(g, pts[i].from, pts[i].ring), "P = %d: %llu, %llu", pts[i].P,
                       (unsigned long long)g.library_from, (unsigned long long)g.ring_from);
-        ck_assert_int_eq(call_gather_for(&g, 0), CALL_GATHER_VENDOR);
+        ck_assert_int_eq(alg_gather_for(&g, 0), ALG_GATHER_VENDOR);
         if (pts[i].from == never) continue;
-        ck_assert_int_eq(call_gather_for(&g, pts[i].from - 1), CALL_GATHER_VENDOR);
-        ck_assert_int_eq(call_gather_for(&g, pts[i].from), CALL_GATHER_DOUBLING);
-        ck_assert_int_eq(call_gather_for(&g, pts[i].ring - 1), CALL_GATHER_DOUBLING);
-        ck_assert_int_eq(call_gather_for(&g, pts[i].ring), CALL_GATHER_RING);
-        ck_assert_int_eq(call_gather_for(&g, never - 1), CALL_GATHER_RING);
+        ck_assert_int_eq(alg_gather_for(&g, pts[i].from - 1), ALG_GATHER_VENDOR);
+        ck_assert_int_eq(alg_gather_for(&g, pts[i].from), ALG_GATHER_DOUBLING);
+        ck_assert_int_eq(alg_gather_for(&g, pts[i].ring - 1), ALG_GATHER_DOUBLING);
+        ck_assert_int_eq(alg_gather_for(&g, pts[i].ring), ALG_GATHER_RING);
+        ck_assert_int_eq(alg_gather_for(&g, never - 1), ALG_GATHER_RING);
     }
     s = defaults();
     for (int P = 1; P <= 9; P++) {
