@@ -1,12 +1,25 @@
 /* plan.h -- how the algorithms run one call, beyond what the runtime's
  * call holds (runtime/call.h): recursive doubling's chunks per round and
  * who gathers a split algorithm's messages, as core plans them from
- * agreed facts (core/select.h), and what ran.  The call reaches its plan
- * through c->plan, which the runtime never reads. */
+ * agreed facts (core/select.h), and what ran; and the tags of their
+ * messages.  The call reaches its plan through c->plan, which the
+ * runtime never reads. */
 #ifndef SPARCML_PLAN_H
 #define SPARCML_PLAN_H
 
 #include <stdint.h>
+
+#include "runtime/call.h"
+
+/* The algorithms' tags, within the call's tag space (runtime/call.h):
+ * distinct for every algorithm, since one call may run two (the exchange
+ * the agreement rode on, then the one selected).  Recursive doubling folds
+ * surplus ranks in and out (TAG_FOLD_OUT: the final result, receiving the
+ * complete record while the agreement rides: sched_recv_complete); the
+ * split algorithms reduce-scatter and gather. */
+enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER, ALG_TAGS_END };
+_Static_assert((int)ALG_TAGS_END <= (int)TAG_KINDS && TAG_KINDS * (TAG_CALLS - 1) + ALG_TAGS_END - 1 <= 32767,
+               "the algorithms' tags fit a call's tag space, below 32767 with TAG_CALLS calls");
 
 /* The gather a split algorithm runs (SPARCML_VERBOSE names it): the
  * vendor's MPI_Allgatherv, or the library's exchange by recursive doubling

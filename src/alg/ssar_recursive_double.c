@@ -262,6 +262,7 @@ static int rd_folded_rank(sched *s)
     int rc = p2p_encode(c, &c->input, (uint64_t)rank, (uint64_t)TAG_FOLD_IN << 32, POOL_QMSG, &st->w);
     if (rc == MPI_SUCCESS) rc = sched_send(s, &st->w, rank + 1, TAG_FOLD_IN);
     if (rc == MPI_SUCCESS) rc = sched_recv_stream(s, rank + 1, TAG_FOLD_OUT, POOL_RECV, POOL_QDEC, &st->cur, NULL);
+    if (rc == MPI_SUCCESS) sched_recv_complete(s); /* the result, after every rank's record took part */
     sched_next_after_sends(s, rd_deliver);
     return rc;
 }

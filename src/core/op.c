@@ -487,7 +487,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
     op->c.plan = &op->plan;
     kind->fill(op, vtype);
     op_quantization(&op->c, op->set);
-    op->c.tag_offset = TAG_KINDS_ * (int)(op->c.ctx->started++ % TAG_CALLS);
+    op->c.tag_offset = TAG_KINDS * (int)(op->c.ctx->started++ % TAG_CALLS);
     sched_init(&op->s, &op->c, blocking, op_setup);
     return SPARCML_OP_SCHEDULED;
 }

@@ -62,7 +62,7 @@ typedef struct sparcml_call {
     uint64_t result_nnz;
     int result_dense;
     int reason;          /* enum sparcml_reason: call_fail's */
-    int tag_offset;      /* TAG_KINDS_ * (the call's sequence number % TAG_CALLS) */
+    int tag_offset;      /* TAG_KINDS * (the call's sequence number % TAG_CALLS) */
     /* While a rider is set, every message carries its record ahead of the
      * stream (absent streams send the record alone, runtime/p2p.c; a
      * pipelined message, in its first chunk) and the result is kept in
@@ -74,17 +74,13 @@ typedef struct sparcml_call {
 } sparcml_call;
 
 
-/* Internal tags: only ever used on the private duplicate communicator.  A
- * TAG_FOLD_OUT message carries the final result, and while the agreement
- * rides along the complete record, which replaces the receiver's own
- * (merging it would count the receiver twice in the record's sums). */
-enum { TAG_FOLD_IN = 1, TAG_FOLD_OUT, TAG_RECURSIVE_DOUBLE, TAG_REDUCE_SCATTER, TAG_ALLGATHER, TAG_KINDS_ };
-
-/* Each call's tags are offset by its sequence number on the communicator
- * (modulo TAG_CALLS: TAG_CALLS * TAG_KINDS_ stays below 32767, the least
- * MPI_TAG_UB MPI allows), so the messages of consecutive calls never
- * match each other's receives. */
-enum { TAG_CALLS = 4096 };
+/* A call's tags, only ever used on the private duplicate communicator:
+ * TAG_KINDS of them, which the algorithms name (alg/plan.h), each offset
+ * by the call's sequence number on the communicator (modulo TAG_CALLS),
+ * so the messages of consecutive calls never match each other's
+ * receives. */
+enum { TAG_KINDS = 6, TAG_CALLS = 4096 };
+_Static_assert(TAG_KINDS * TAG_CALLS - 1 <= 32767, "every tag stays within the least MPI_TAG_UB MPI allows");
 
 /* Copy the final result into recvbuf in the format the size rule gives it
  * (or set reason when it does not fit); while a rider is set, only keep it

@@ -145,7 +145,7 @@ int p2p_isend(sparcml_call *c, const wire *w, int dest, int tag, MPI_Request *re
 }
 
 /* Take the record off the front of a received message: merge it (or take
- * it, when it is complete: call.h, TAG_FOLD_OUT), and point *payload / *n
+ * it, when it is complete: p2p_recv.complete), and point *payload / *n
  * at the stream behind it (n == 0: absent).  Every message of an exchange
  * with a rider comes from a sender with one (all ranks set it for the same
  * exchanges), so it is at least a record long; chunks sent bare are
@@ -167,7 +167,7 @@ static int received(sparcml_call *c, p2p_recv *r)
     char *buf = r->buf;
     MPI_Count n = r->bytes;
     void *dec;
-    int rc = c->rider && !r->bare ? unframe(c, r->tag - c->tag_offset == TAG_FOLD_OUT, &buf, &n) : MPI_SUCCESS;
+    int rc = c->rider && !r->bare ? unframe(c, r->complete, &buf, &n) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) return rc;
     if (r->where) *r->where = r->raw_pool;
     if (n == 0) {

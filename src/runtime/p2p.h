@@ -70,6 +70,9 @@ typedef struct p2p_recv {
     sv *out;
     int *where;
     int bare;        /* carries no rider record (wire.bare) */
+    /* Carries the complete record (call.h, call_rider), which replaces the
+     * receiver's: the algorithm says so (sched_recv_complete). */
+    int complete;
     int posted;      /* non-blocking: matched and being received */
     MPI_Request req;
     char *buf;

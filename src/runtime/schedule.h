@@ -102,6 +102,11 @@ int sched_recv_stream(sched *s, int src, int tag, int raw_pool, int dec_pool, sv
  * the step goes on to merge; it carries no rider record (call.h: the
  * first chunk does). */
 int sched_recv_chunk(sched *s, int src, int tag, int raw_pool, int dec_pool, sv *out);
+/* The round's receive (sched_recv_stream) carries the complete record
+ * (call.h: a message that follows the exchange every rank's record took
+ * part in), which replaces the receiver's: merging it would count the
+ * receiver twice in the record's sums. */
+static inline void sched_recv_complete(sched *s) { s->recv.complete = 1; }
 /* A receive of a size both ends know, straight into buf (no probe, no
  * pool): `bytes` from src, sent with sched_send and the same tag. */
 int sched_recv_bytes(sched *s, void *buf, MPI_Count bytes, int src, int tag);
