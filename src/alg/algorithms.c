@@ -18,6 +18,11 @@ const char *sparcml_algorithm_name(sparcml_algorithm a)
     return a >= 0 && a < SPARCML_ALG_COUNT_ ? sparcml_algorithms[a]->name : "invalid";
 }
 
+int sparcml_algorithm_send_slots(int P)
+{
+    return P > SPARCML_PIPELINE_CHUNKS_MAX ? P : SPARCML_PIPELINE_CHUNKS_MAX;
+}
+
 int sparcml_algorithm_restriction(sparcml_algorithm a, const sparcml_problem *p)
 {
     const sparcml_algorithm_desc *d = sparcml_algorithms[a];

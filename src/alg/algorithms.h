@@ -76,6 +76,11 @@ SPARCML_ALGORITHM_LIST(SPARCML_ALG_DECLARE)
 /* Indexed by sparcml_algorithm; row 0 is "auto" (no step, no cost). */
 extern const sparcml_algorithm_desc *const sparcml_algorithms[SPARCML_ALG_COUNT_];
 
+/* Sends any algorithm's schedule may keep in flight on P ranks
+ * (runtime/comm_ctx.h, ctx_extension.send_slots): a reduce-scatter's
+ * P - 1, a pipelined round's chunks. */
+int sparcml_algorithm_send_slots(int P);
+
 /* "ssar_split_allgather", ...; "invalid" out of range. */
 const char *sparcml_algorithm_name(sparcml_algorithm a);
 

@@ -11,6 +11,9 @@
 
 #include "runtime/call.h"
 
+/* Most chunks a pipelined recursive-doubling round is cut into. */
+enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
+
 /* The algorithms' tags, within the call's tag space (runtime/call.h):
  * distinct for every algorithm, since one call may run two (the exchange
  * the agreement rode on, then the one selected).  Recursive doubling folds

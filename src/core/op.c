@@ -116,7 +116,7 @@ static void policy_freeing(sparcml_ctx *ctx)
 int op_ctx_get(MPI_Comm comm, int blocking, sparcml_ctx **out)
 {
     static const ctx_extension policy = {.bytes = sizeof(op_policy), .pools = OP_POOLS, .init = policy_init,
-                                         .freeing = policy_freeing};
+                                         .freeing = policy_freeing, .send_slots = sparcml_algorithm_send_slots};
     return ctx_get(comm, &policy, blocking, out);
 }
 

@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "alg/algorithms.h"
-#include "runtime/comm_ctx.h" /* SPARCML_PIPELINE_CHUNKS_MAX */
 
 
 /* SPARCML_COMPRESS: which lossy compression untagged gradient sums get. */

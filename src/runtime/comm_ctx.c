@@ -56,7 +56,8 @@ static int ctx_alloc(sparcml_ctx *ctx)
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
     ctx->unions = malloc(n * sizeof *ctx->unions);
-    ctx->reqs = malloc((size_t)ctx_send_slots(ctx) * sizeof *ctx->reqs);
+    ctx->send_slots = ctx->ext->send_slots(ctx->size);
+    ctx->reqs = malloc((size_t)ctx->send_slots * sizeof *ctx->reqs);
     ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
     if (!ctx->pool || !ctx->pool_bytes || !ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions
         || !ctx->reqs || !ctx->int_counts)

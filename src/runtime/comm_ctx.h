@@ -17,9 +17,6 @@
 #include <stdint.h>
 
 
-/* Most chunks a pipelined recursive-doubling round is cut into. */
-enum { SPARCML_PIPELINE_CHUNKS_MAX = 8 };
-
 /* Scratch buffers, reused across calls: they only grow.  Pools are
  * numbered: the runtime's own (the messages it sends, receives, codes and
  * frames: p2p.h) come first, each layer above numbers its own after those
@@ -50,7 +47,8 @@ typedef struct sparcml_ctx {
     MPI_Aint *displs;   /* size entries */
     uint64_t *offsets;  /* size + 1 entries */
     uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
-    MPI_Request *reqs;  /* ctx_send_slots entries: sends in flight */
+    MPI_Request *reqs;  /* send_slots entries: sends in flight */
+    int send_slots;     /* ext->send_slots(size) */
     int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
     double ranks_per_core; /* detected (base/placement.h) */
     int one_node;          /* every rank on one node as MPI places them (base/placement.h) */
@@ -64,21 +62,17 @@ typedef struct sparcml_ctx {
 
 /* What the layers above keep per communicator, opaque here: its size, how
  * a new one starts (called once, on the zeroed bytes), and what must
- * happen before the context goes; and how many scratch pools they number
- * (at least CTX_RUNTIME_POOLS). */
+ * happen before the context goes; how many scratch pools they number (at
+ * least CTX_RUNTIME_POOLS); and how many sends their schedules may keep in
+ * flight on `size` ranks (the requests runtime/schedule.h holds them in,
+ * allocated with the context). */
 typedef struct ctx_extension {
     size_t bytes;
     int pools;
     void (*init)(void *extension);
     void (*freeing)(sparcml_ctx *ctx);
+    int (*send_slots)(int size);
 } ctx_extension;
-
-/* Sends a schedule may keep in flight: a reduce-scatter's P - 1, a
- * pipelined round's chunks. */
-static inline int ctx_send_slots(const sparcml_ctx *ctx)
-{
-    return ctx->size > SPARCML_PIPELINE_CHUNKS_MAX ? ctx->size : SPARCML_PIPELINE_CHUNKS_MAX;
-}
 
 /* The context of comm, created on first use with the extension `ext`
  * (every call passes the same).  A context created here is not ready:

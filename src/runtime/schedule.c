@@ -52,7 +52,7 @@ void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first)
 int sched_send(sched *s, const wire *w, int dest, int tag)
 {
     int rc;
-    if (s->nsends >= ctx_send_slots(s->c->ctx)) return MPI_ERR_INTERN;
+    if (s->nsends >= s->c->ctx->send_slots) return MPI_ERR_INTERN;
     rc = p2p_isend(s->c, w, dest, tag + s->c->tag_offset, &s->sends[s->nsends]);
     if (rc == MPI_SUCCESS) s->nsends++;
     return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alg/plan.h"
 #include "runtime/call.h"
 #include "base/errors.h"
 #include "kernel/stream.h"
