@@ -18,8 +18,8 @@
  * list.  What the selector prices a call's sum by (a route) is an
  * algorithm, or COST_VENDOR, the vendor's allreduce of the application's
  * own buffers (cost_vendor_allreduce of the values; transparent mode's
- * vendor route), which is no row of the table.  Routes index the
- * problem's timed_over. */
+ * vendor route), which is no row of the table.  Routes index the tables
+ * kept per route above (the selector's timed prices, the statistics). */
 #define COST_ALGORITHM_ROW(ID, STEM) +1
 enum { COST_ALGORITHMS = 1 SPARCML_ALGORITHM_LIST(COST_ALGORITHM_ROW), COST_VENDOR = COST_ALGORITHMS, COST_ROUTES };
 #undef COST_ALGORITHM_ROW
@@ -37,15 +37,6 @@ typedef struct sparcml_problem {
     int qsparse;     /* sparse values are quantized too */
     double ranks_per_core; /* alpha and gamma scale with it (<= 1: a core each) */
     int one_node;          /* bytes move through shared memory: copies by the ranks' cores */
-    /* The fastest run of each route on calls like this one over its
-     * price, as agreed (core/timed.h; 0: never timed): the selector prices a
-     * route at least at that multiple of its model. */
-    double timed_over[COST_ROUTES];
-    /* The rationing of trials (core/timed.h): whether this call may start
-     * trying a route never timed here while another was, and the route of
-     * the trial under way (0, SPARCML_ALG_AUTO: none). */
-    int may_try;
-    cost_route trying;
 } sparcml_problem;
 
 /* The parameters the costs are computed with (core/select.c adjusts the

@@ -316,7 +316,7 @@ static int compress_agreed(sched *s)
     if (cs(op)->feedback) cs(op)->feedback->sequence = op->agreed.sequence + 1;
     join_held(op);
     if (op->agreed.exact) return vendor_route(s, COMPRESS_ROUTE_EXACT);
-    route = op->kind->select(op->set, &p);
+    route = op_select(op, &p);
     select_learn(&comm_of(c->ctx)->learnt, op->count, c->vtype, route);
     if (route == COST_VENDOR) return vendor_route(s, COMPRESS_ROUTE_VENDOR);
     op->alg = route;

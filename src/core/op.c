@@ -136,7 +136,6 @@ sparcml_problem op_call_problem(const sparcml_call *c, const sparcml_agreed *a)
         .ranks_per_core = settings_ranks_per_core(settings_get(), c->ctx->ranks_per_core),
         .one_node = c->ctx->one_node,
     };
-    for (int i = 0; i < COST_ROUTES; i++) p.timed_over[i] = 1e-6 * (double)a->timed_ppm[i];
     return p;
 }
 
@@ -208,6 +207,7 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     sparcml_op *op = op_of(s);
     const sparcml_settings *set = op->set;
     sparcml_call *c = &op->c;
+    select_timed t = op_timed(op);
     c->ctx->sealed = 0;
     if (c->reason != SPARCML_R_OK) {
         char detail[SPARCML_DETAIL_BYTES];
@@ -219,13 +219,14 @@ static int conclude(sched *s, const sparcml_problem *p, sparcml_algorithm alg, s
     /* A piggybacked call ran the memo's algorithm on a prediction: remember
      * what the selector makes of the agreed numbers now (the vendor's
      * route: no algorithm to ride on). */
-    op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p) : (cost_route)alg;
-    if (stats_verbose(set, c->ctx)) op->ride.chosen_by = select_basis_of(set, p, op->ride.selected, op->kind->select);
+    op->ride.selected = op->ride.piggybacked ? op->kind->select(set, p, &t) : (cost_route)alg;
+    if (stats_verbose(set, c->ctx))
+        op->ride.chosen_by = select_basis_of(set, p, &t, op->ride.selected, op->kind->select);
     memo_note(&op_policy_of(c->ctx)->memo, c->recv_bytes / SPARCML_WORD_BYTES, p, op->ride.selected,
               op->plan.pipeline_chunks, op_data_rides(op));
     learn(c->ctx, p, c);
     c->ctx->calls++;
-    stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, p->timed_over);
+    stats_record(set, c, &op->ride, alg, PMPI_Wtime() - op->t0, t.timed_over);
     return then ? then(s) : MPI_SUCCESS;
 }
 
@@ -284,10 +285,20 @@ sparcml_op *op_of(sched *s)
 
 sparcml_problem op_problem(const sparcml_op *op)
 {
-    sparcml_problem p = op_call_problem(&op->c, &op->agreed);
-    p.may_try = op->trial.may_start;
-    p.trying = op->trial.trying;
-    return p;
+    return op_call_problem(&op->c, &op->agreed);
+}
+
+select_timed op_timed(const sparcml_op *op)
+{
+    select_timed t = {.may_try = op->trial.may_start, .trying = op->trial.trying};
+    for (int i = 0; i < COST_ROUTES; i++) t.timed_over[i] = 1e-6 * (double)op->agreed.timed_ppm[i];
+    return t;
+}
+
+cost_route op_select(const sparcml_op *op, const sparcml_problem *p)
+{
+    select_timed t = op_timed(op);
+    return op->kind->select(op->set, p, &t);
 }
 
 int op_conclude(sched *s, sched_step then)
@@ -404,7 +415,7 @@ static int tagged_agreed(sched *s)
     c->dim = op->agreed.dim;
     p = op_problem(op);
     if (op_rode(op)) return op_resume(s, &p, op_concluded);
-    op->alg = op->kind->select(op->set, &p);
+    op->alg = op_select(op, &p);
     return op_run(s, &p, op_concluded);
 }
 

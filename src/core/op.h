@@ -92,7 +92,7 @@ typedef struct sparcml_op_kind {
     /* What the kind's selector picks for agreed numbers (core/select.h):
      * an algorithm, or for transparent mode possibly the vendor's route
      * (COST_VENDOR, alg/cost_model.h). */
-    cost_route (*select)(const sparcml_settings *s, const sparcml_problem *p);
+    select_route select;
     /* The kind times its sparse route itself, whole (op_time_run), where
      * its selector prices more than the algorithm; else op_conclude times
      * the algorithm's run. */
@@ -244,8 +244,12 @@ void op_time_run(sparcml_op *op, cost_route route, double seconds, double price)
  * vendor's price (select_vendor_price) where the call times. */
 double op_vendor_timed(sparcml_op *op);
 
-/* The problem the selector sees for the agreed call. */
+/* The problem the selector sees for the agreed call, and beside it what
+ * the agreement says of the routes' timed prices and trials; the kind's
+ * selector on both. */
 sparcml_problem op_problem(const sparcml_op *op);
+select_timed op_timed(const sparcml_op *op);
+cost_route op_select(const sparcml_op *op, const sparcml_problem *p);
 
 /* Between op.c and op_ride.c: the problem of call c with the agreed
  * numbers a; whether the pools every rank is known to hold (the

@@ -100,15 +100,15 @@ alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_prob
  * way, or any while one may start): running it is the only way to learn
  * its price, and a call that runs it may take many times the best known
  * price; the rationing bounds how many calls do (timed.h). */
-static void timed_prices(const sparcml_problem *p, double cost[COST_ROUTES])
+static void timed_prices(const select_timed *t, double cost[COST_ROUTES])
 {
     int timed = 0;
     for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
-        if (p->timed_over[a] > 1) cost[a] *= p->timed_over[a];
-        timed |= p->timed_over[a] > 0 && cost[a] < INFINITY;
+        if (t->timed_over[a] > 1) cost[a] *= t->timed_over[a];
+        timed |= t->timed_over[a] > 0 && cost[a] < INFINITY;
     }
     for (int a = SPARCML_ALG_AUTO + 1; timed && a < COST_ROUTES; a++)
-        if (p->timed_over[a] == 0 && (p->trying ? a != p->trying : !p->may_try)) cost[a] = INFINITY;
+        if (t->timed_over[a] == 0 && (t->trying ? a != t->trying : !t->may_try)) cost[a] = INFINITY;
 }
 
 /* The cheapest route of cost[]: `first` unless another costs less; among
@@ -125,7 +125,7 @@ static cost_route cheapest(const double cost[COST_ROUTES], cost_route first)
     return best;
 }
 
-cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
+cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t)
 {
     double cost[COST_ROUTES];
     sparcml_algorithm best = sparcml_exchange_algorithm();
@@ -133,7 +133,7 @@ cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p)
     if (p->P == 1) return best; /* zero rounds: a copy */
     select_costs(s, p, cost);
     cost[COST_VENDOR] = INFINITY; /* a tagged call's buffers are streams */
-    timed_prices(p, cost);
+    timed_prices(t, cost);
     return cheapest(cost, best);
 }
 
@@ -160,8 +160,8 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p)
  * which the vendor moves through its own copies, were timed at many times
  * that (bench/RESULTS.md, "Transparent mode", Timed prices): the timed
  * multiple corrects it. */
-static cost_route sparse_or_vendor(const sparcml_settings *s, const sparcml_problem *p, double detour,
-                                   int detour_timed)
+static cost_route sparse_or_vendor(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t,
+                                   double detour, int detour_timed)
 {
     double cost[COST_ROUTES];
     cost_model m = select_model(s, p);
@@ -172,19 +172,19 @@ static cost_route sparse_or_vendor(const sparcml_settings *s, const sparcml_prob
     cost[COST_VENDOR] = vendor_price(&m, p);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         if (sparcml_algorithms[a]->sparse && detour_timed) cost[a] += detour;
-    timed_prices(p, cost);
+    timed_prices(t, cost);
     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
         cost[a] = !sparcml_algorithms[a]->sparse ? INFINITY : cost[a] + (detour_timed ? 0 : detour);
     return cheapest(cost, best);
 }
 
-cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p)
+cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t)
 {
     cost_model m = select_model(s, p);
     double N = (double)p->dim, vs = (double)sparcml_value_size(p->vtype);
     /* Gathering the k nonzeros into a stream copies them; the dense result
      * is written in full (N values, at the cost of copies of 8 bytes). */
-    return sparse_or_vendor(s, p, COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8), 0);
+    return sparse_or_vendor(s, p, t, COST_COPY_PER_MERGE * m.gamma * ((double)p->k_max + N * vs / 8), 0);
 }
 
 /* A compressed call's passes over its N values on each rank: acc = eps +
@@ -204,23 +204,23 @@ double select_compress_detour(const sparcml_settings *s, const sparcml_problem *
     return passes + (s->compress == COMPRESS_CLTK ? bcast : 0);
 }
 
-cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p)
+cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t)
 {
-    return sparse_or_vendor(s, p, select_compress_detour(s, p), 1);
+    return sparse_or_vendor(s, p, t, select_compress_detour(s, p), 1);
 }
 
-select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,
-                             cost_route (*select)(const sparcml_settings *, const sparcml_problem *))
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t,
+                             cost_route chosen, select_route select)
 {
-    sparcml_problem model = *p;
+    select_timed model = *t;
     int timed = 0;
     if (s->algorithm != SPARCML_ALG_AUTO) return SELECT_BY_FORCED;
     for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
-        timed |= p->timed_over[a] > 0;
+        timed |= t->timed_over[a] > 0;
         model.timed_over[a] = 0;
     }
-    if (timed && p->timed_over[chosen] == 0) return SELECT_BY_TRIAL;
-    if (select(s, &model) != chosen) return SELECT_BY_TIMED;
+    if (timed && t->timed_over[chosen] == 0) return SELECT_BY_TRIAL;
+    if (select(s, p, &model) != chosen) return SELECT_BY_TIMED;
     return s->measured ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
 }
 

@@ -14,6 +14,19 @@
 #include "core/settings.h"
 
 
+/* What earlier calls timed say of this one's routes, as agreed
+ * (core/timed.h), beside the problem the selector prices: the fastest run
+ * of each route on calls like this one over its price (0: never timed),
+ * the least multiple of its model a route is priced at; and the rationing
+ * of trials: whether this call may start trying a route never timed here
+ * while another was, and the route of the trial under way (0,
+ * SPARCML_ALG_AUTO: none).  All zero: the model alone. */
+typedef struct select_timed {
+    double timed_over[COST_ROUTES];
+    int may_try;
+    cost_route trying;
+} select_timed;
+
 /* The model the costs are computed with: the settings' alpha and gamma
  * scaled by the problem's ranks per core, beta at least a share of gamma
  * there (a byte moves as a copy on the cores the merges share; the
@@ -42,30 +55,34 @@ alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_prob
 /* The forced algorithm (whether it applies is the caller's to check:
  * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
- * (p->timed_over, core/timed.h); one never timed there, where another
- * was, only as a trial the rationing allows (p->may_try, p->trying).
- * Always an algorithm, never COST_VENDOR (alg/cost_model.h). */
-cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p);
+ * (t->timed_over); one never timed there, where another was, only as a
+ * trial the rationing allows (t->may_try, t->trying).  Always an
+ * algorithm, never COST_VENDOR (alg/cost_model.h). */
+cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t);
 
 /* Transparent mode (transparent.c): the route of an untagged dense sum
  * whose nonzeros the agreement counted: COST_VENDOR, the vendor on the
  * original buffers (select_vendor_price), or a sparse algorithm, which
  * pays for building the input stream and writing the dense result too.
- * Each route costs at least what it was timed at (p->timed_over), as for
+ * Each route costs at least what it was timed at (t->timed_over), as for
  * tagged calls.  A forced algorithm that sums no streams means the vendor. */
-cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p);
+cost_route select_transparent(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t);
 /* Compression (compress.c): a sparse algorithm to sum the ranks'
  * selections, or COST_VENDOR, the vendor's exact sum of every rank's acc
  * = eps + g.  A selection route pays for the rank's own work too
  * (select_compress_detour: its passes over the buffer, CLT-k's index
  * broadcast), and is timed whole: each algorithm costs at least its timed
- * multiple of both (p->timed_over).  A forced algorithm as in transparent
+ * multiple of both (t->timed_over).  A forced algorithm as in transparent
  * mode. */
-cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p);
+cost_route select_compressed(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t);
 double select_compress_detour(const sparcml_settings *s, const sparcml_problem *p);
 /* The model's price of the vendor's allreduce of the problem's dense
  * vectors on the original buffers (transparent mode's vendor route). */
 double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
+
+/* A kind's selector: select_algorithm, select_transparent or
+ * select_compressed. */
+typedef cost_route (*select_route)(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t);
 
 /* What the selector's choice rests on (the verbose line's chosen_by=):
  * SPARCML_ALGORITHM; the model with fixed parameters (the defaults or the
@@ -76,8 +93,8 @@ double select_vendor_price(const sparcml_settings *s, const sparcml_problem *p);
 typedef enum {
     SELECT_BY_FORCED, SELECT_BY_MODEL, SELECT_BY_CALIBRATED, SELECT_BY_TIMED, SELECT_BY_TRIAL
 } select_basis;
-select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, cost_route chosen,
-                             cost_route (*select)(const sparcml_settings *, const sparcml_problem *));
+select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t,
+                             cost_route chosen, select_route select);
 
 /* A learnt vendor choice (transparent mode, compression: each kind's per
  * communicator): after the selector chose the vendor for a count and

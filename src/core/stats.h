@@ -28,7 +28,7 @@ typedef struct stats_ride {
 } stats_ride;
 
 /* Record one finished tagged call that ran `alg` for `seconds`, with the
- * agreed timed multiples of the model's prices (problem.timed_over). */
+ * agreed timed multiples of the model's prices (select_timed.timed_over). */
 void stats_record(const sparcml_settings *s, const sparcml_call *c, const stats_ride *ride, sparcml_algorithm alg,
                   double seconds, const double timed_over[COST_ROUTES]);
 

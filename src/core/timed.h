@@ -11,8 +11,8 @@
  * rank keeps its fastest per kind, count and value type (a timed_table, in
  * the communicator's policy), and the next agreement for them carries the
  * fastest any rank saw (timed_lookup before it, timed_lower after): the
- * selector prices every route at least at that, alike on
- * every rank (sparcml_problem.timed_over).  Which calls time is the
+ * selector prices every route at least at that, alike on every rank
+ * (select_timed.timed_over, core/select.h).  Which calls time is the
  * caller's rule (core/op.c, op_timing).
  *
  * Learning a price means running the algorithm, and an algorithm the
@@ -74,7 +74,7 @@ typedef struct timed_table {
     int next;
 } timed_table;
 
-/* What the rationing lets a call do (sparcml_problem.may_try, trying). */
+/* What the rationing lets a call do (select_timed.may_try, trying). */
 typedef struct timed_trial {
     int may_start;            /* a trial may start */
     cost_route trying; /* the route of the trial under way, or SPARCML_ALG_AUTO */

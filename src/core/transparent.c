@@ -85,8 +85,10 @@ static void record_route(const sparcml_op *op, double vendor_run)
     stats_choice choice = {.vendor_seconds = 0, .chosen_by = -1};
     if (stats_verbose(op->set, c->ctx)) { /* only the verbose line shows them */
         sparcml_problem p = op_problem(op);
-        choice.vendor_seconds = p.timed_over[COST_VENDOR] * select_vendor_price(op->set, &p);
-        if (route == ROUTE_VENDOR_MODEL) choice.chosen_by = (int)select_basis_of(op->set, &p, COST_VENDOR, op->kind->select);
+        select_timed t = op_timed(op);
+        choice.vendor_seconds = t.timed_over[COST_VENDOR] * select_vendor_price(op->set, &p);
+        if (route == ROUTE_VENDOR_MODEL)
+            choice.chosen_by = (int)select_basis_of(op->set, &p, &t, COST_VENDOR, op->kind->select);
     }
     stats_record_transparent(op->set, c, route, c->k_max, ts_c(op)->scan_seconds, &choice, vendor_run);
 }
@@ -229,7 +231,7 @@ static int transparent_agreed(sched *s)
     cost_route route;
     c->recvbuf = ctx_buffer(c->ctx, POOL_DENSE_OUT, c->recv_bytes); /* reserved by the scan */
     if (op_rode(op)) return op_resume(s, &p, piggybacked_done);
-    route = op->kind->select(op->set, &p);
+    route = op_select(op, &p);
     learn(op, route);
     if (route == COST_VENDOR) {
         memo_note(&pol->memo, c->recv_bytes / SPARCML_WORD_BYTES, &p, COST_VENDOR, 1, 1);

@@ -9,6 +9,9 @@
 #include "sparcml.h"
 #include "suites.h"
 
+/* No timed prices, no trials: the model alone (core/select.h). */
+static const select_timed untimed;
+
 static sparcml_settings defaults(void)
 {
     sparcml_settings s = {0};
@@ -55,7 +58,7 @@ START_TEST(forced_algorithm_wins)
     sparcml_problem p = problem(4, 1000, 1, 1);
     for (int a = 1; a < SPARCML_ALG_COUNT_; a++) {
         s.algorithm = a;
-        ck_assert_int_eq(select_algorithm(&s, &p), a);
+        ck_assert_int_eq(select_algorithm(&s, &p, &untimed), a);
     }
 }
 END_TEST
@@ -67,18 +70,18 @@ START_TEST(regimes)
     double c[SPARCML_ALG_COUNT_];
     /* Tiny k on a huge vector: latency-bound, recursive doubling. */
     p = problem(8, 16u << 20, 16, 1);
-    ck_assert_int_eq(select_algorithm(&s, &p), SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert_int_eq(select_algorithm(&s, &p, &untimed), SPARCML_ALG_RECURSIVE_DOUBLE);
     /* Everything dense already: no sparse algorithm can beat the vendor's
      * dense allreduce by much; never SSAR with its index overhead. */
     p = problem(8, 1u << 20, 1u << 20, 1);
-    ck_assert_int_ne(select_algorithm(&s, &p), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
-    ck_assert_int_ne(select_algorithm(&s, &p), SPARCML_ALG_RECURSIVE_DOUBLE);
+    ck_assert_int_ne(select_algorithm(&s, &p, &untimed), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    ck_assert_int_ne(select_algorithm(&s, &p, &untimed), SPARCML_ALG_RECURSIVE_DOUBLE);
     /* A result that does not fit as dense excludes the dense outputs. */
     p.dense_fits = 0;
     select_costs(&s, &p, c);
     ck_assert(isinf(c[SPARCML_ALG_DENSE]) && isinf(c[SPARCML_ALG_DSAR_SPLIT_ALLGATHER]));
-    ck_assert(select_algorithm(&s, &p) == SPARCML_ALG_RECURSIVE_DOUBLE
-              || select_algorithm(&s, &p) == SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    ck_assert(select_algorithm(&s, &p, &untimed) == SPARCML_ALG_RECURSIVE_DOUBLE
+              || select_algorithm(&s, &p, &untimed) == SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
     /* Costs grow with k. */
     for (int a = 1; a < SPARCML_ALG_COUNT_; a++) {
         double c2[SPARCML_ALG_COUNT_];
@@ -202,7 +205,7 @@ static void check_rig_points(const sparcml_settings *s, double ranks_per_core)
         sparcml_problem p = problem(8, N, (uint64_t)(pts[i].d * (double)N), 1);
         sparcml_algorithm a;
         p.ranks_per_core = ranks_per_core;
-        a = select_algorithm(s, &p);
+        a = select_algorithm(s, &p, &untimed);
         ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g, %g ranks per core: chose %d", pts[i].d,
                       ranks_per_core, (int)a);
     }
@@ -259,7 +262,7 @@ START_TEST(rig_measured_ordering_qsgd)
         sparcml_problem p = problem(8, 16u << 20, (16u << 20) / 100, 1);
         p.qbits = bits;
         p.qbucket = 512;
-        ck_assert_msg(select_algorithm(&s, &p) != SPARCML_ALG_DSAR_SPLIT_ALLGATHER,
+        ck_assert_msg(select_algorithm(&s, &p, &untimed) != SPARCML_ALG_DSAR_SPLIT_ALLGATHER,
                       "bits = %d: chose DSAR", bits);
     }
 }
@@ -348,7 +351,7 @@ START_TEST(shm_measured_ordering)
         sparcml_problem p = problem(8, N, (uint64_t)(pts[i].d * (double)N), 1);
         sparcml_algorithm a;
         p.ranks_per_core = 4;
-        a = select_algorithm(&s, &p);
+        a = select_algorithm(&s, &p, &untimed);
         ck_assert_msg(ALG_BIT(a) & pts[i].right, "d = %g: chose %d", pts[i].d, (int)a);
     }
 }
@@ -364,9 +367,9 @@ END_TEST
  * Which sparse algorithm is the tagged selector's business (tested above);
  * here the vendor must lose.  The model alone prices its allreduce of 64
  * MiB at about 6 ms, so at d = 0.1 and 1 it loses only with its time as
- * the calls measured it (p.timed_over: 170 ms, the fastest run's
+ * the calls measured it (t.timed_over: 170 ms, the fastest run's
  * median, over the model's price), on a call the rationing lets try a
- * sparse algorithm never timed (p.may_try; without it the timed vendor
+ * sparse algorithm never timed (t.may_try; without it the timed vendor
  * stays: core/timed.h). */
 START_TEST(transparent_shm_measured)
 {
@@ -383,9 +386,9 @@ START_TEST(transparent_shm_measured)
             s.alpha = models[m][0];
             s.beta = models[m][1];
             s.gamma = models[m][2];
-            p.timed_over[COST_VENDOR] = pts[i].vendor / select_vendor_price(&s, &p);
-            p.may_try = 1;
-            a = select_transparent(&s, &p);
+            select_timed t = {.may_try = 1};
+            t.timed_over[COST_VENDOR] = pts[i].vendor / select_vendor_price(&s, &p);
+            a = select_transparent(&s, &p, &t);
             ck_assert_msg(ALG_BIT(a) & sparse, "d = %g, vendor %g s: chose %d", pts[i].d, pts[i].vendor, (int)a);
         }
 }
@@ -407,18 +410,20 @@ START_TEST(transparent_cheapest_route)
             for (int o = 0; o <= 2; o++)
                 for (int t = 0; t < 8; t++) {
                     sparcml_problem p = problem(Ps[i], 1u << 22, (uint64_t)(ds[j] * (1u << 22)), o);
+                    select_timed tm = {0};
                     double cost[COST_ROUTES], detour;
                     cost_route want = COST_VENDOR;
                     for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++)
-                        p.timed_over[a] = 1 + 2.0 * (double)(rand_r(&seed) % 1000) / 1000;
+                        tm.timed_over[a] = 1 + 2.0 * (double)(rand_r(&seed) % 1000) / 1000;
                     select_costs(&s, &p, cost);
                     detour = COST_COPY_PER_MERGE * select_model(&s, &p).gamma * ((double)p.k_max + (double)p.dim / 2);
-                    cost[COST_VENDOR] = select_vendor_price(&s, &p) * p.timed_over[COST_VENDOR];
+                    cost[COST_VENDOR] = select_vendor_price(&s, &p) * tm.timed_over[COST_VENDOR];
                     for (int a = SPARCML_ALG_AUTO + 1; a < SPARCML_ALG_COUNT_; a++)
-                        if (sparcml_algorithms[a]->sparse && cost[a] * p.timed_over[a] + detour < cost[want])
-                            want = a, cost[a] = cost[a] * p.timed_over[a] + detour;
-                    ck_assert_msg(select_transparent(&s, &p) == want, "P = %d, d = %g, overlap %d, draw %d: chose %d, "
-                                  "cheapest %d", Ps[i], ds[j], o, t, (int)select_transparent(&s, &p), (int)want);
+                        if (sparcml_algorithms[a]->sparse && cost[a] * tm.timed_over[a] + detour < cost[want])
+                            want = a, cost[a] = cost[a] * tm.timed_over[a] + detour;
+                    ck_assert_msg(select_transparent(&s, &p, &tm) == want, "P = %d, d = %g, overlap %d, draw %d: "
+                                  "chose %d, cheapest %d", Ps[i], ds[j], o, t, (int)select_transparent(&s, &p, &tm),
+                                  (int)want);
                 }
 }
 END_TEST
@@ -452,7 +457,7 @@ END_TEST
  * choice in ran[] (unless NULL).  Compression times a selection route
  * whole: its price holds the route's passes (select_compress_detour). */
 static cost_route drive(const sparcml_settings *s, sparcml_problem p, const double ms[COST_ROUTES],
-                        cost_route (*select)(const sparcml_settings *, const sparcml_problem *), int calls,
+                        select_route select, int calls,
                         int *trials, cost_route *ran)
 {
     static timed_table table;
@@ -465,15 +470,15 @@ static cost_route drive(const sparcml_settings *s, sparcml_problem p, const doub
         double price[COST_ROUTES];
         int timed = 0;
         timed_trial trial;
+        select_timed t;
         timed_lookup(&table, key, p.dim, p.k_max, ppm);
         trial = timed_lower(&table, key, p.dim, p.k_max, ppm);
+        t = (select_timed){.may_try = trial.may_start, .trying = trial.trying};
         for (int i = 0; i < COST_ROUTES; i++) {
-            p.timed_over[i] = 1e-6 * (double)ppm[i];
+            t.timed_over[i] = 1e-6 * (double)ppm[i];
             timed |= ppm[i] != 0;
         }
-        p.may_try = trial.may_start;
-        p.trying = trial.trying;
-        a = select(s, &p);
+        a = select(s, &p, &t);
         if (ran) ran[call - 1] = a;
         *trials += timed && ppm[a] == 0;
         ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
@@ -572,13 +577,13 @@ START_TEST(compression_untimed)
         for (int P = 1; P <= 8; P++) {
             sparcml_problem p = problem(P, 16384, 164, 1);
             pays.compress = dear.compress = mode;
-            ck_assert_int_eq(select_compressed(&pays, &p) != COST_VENDOR, P > 1);
-            ck_assert_int_eq(select_compressed(&dear, &p), COST_VENDOR);
+            ck_assert_int_eq(select_compressed(&pays, &p, &untimed) != COST_VENDOR, P > 1);
+            ck_assert_int_eq(select_compressed(&dear, &p, &untimed), COST_VENDOR);
             dear.algorithm = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
-            ck_assert_int_eq(select_compressed(&dear, &p), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+            ck_assert_int_eq(select_compressed(&dear, &p, &untimed), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
             dear.algorithm = SPARCML_ALG_DENSE;
-            ck_assert_int_eq(select_compressed(&pays, &p) != COST_VENDOR, P > 1);
-            ck_assert_int_eq(select_compressed(&dear, &p), COST_VENDOR);
+            ck_assert_int_eq(select_compressed(&pays, &p, &untimed) != COST_VENDOR, P > 1);
+            ck_assert_int_eq(select_compressed(&dear, &p, &untimed), COST_VENDOR);
             dear.algorithm = SPARCML_ALG_AUTO;
         }
 }
@@ -632,7 +637,8 @@ START_TEST(trials_rationed)
     sparcml_settings s = defaults();
     sparcml_problem p = problem(8, 1u << 20, 1u << 10, 1);
     double price[SPARCML_ALG_COUNT_], ms[COST_ROUTES] = {0};
-    cost_route first = select_algorithm(&s, &p), ran[24];
+    select_timed t = {0};
+    cost_route first = select_algorithm(&s, &p, &t), ran[24];
     int trials;
     ck_assert_int_eq(first, SPARCML_ALG_RECURSIVE_DOUBLE);
     select_costs(&s, &p, price);
@@ -648,13 +654,13 @@ START_TEST(trials_rationed)
     ck_assert_int_eq(drive(&s, p, ms, select_algorithm, 40, &trials, NULL), first);
     ck_assert_int_eq(trials, 0);
     /* untried and no trial allowed: out of the running, unless under way */
-    p.timed_over[SPARCML_ALG_DENSE] = 1;
-    ck_assert_int_eq(select_algorithm(&s, &p), SPARCML_ALG_DENSE);
-    p.trying = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
-    ck_assert_int_eq(select_algorithm(&s, &p), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
-    p.trying = SPARCML_ALG_AUTO;
-    p.may_try = 1;
-    ck_assert_int_eq(select_algorithm(&s, &p), first);
+    t.timed_over[SPARCML_ALG_DENSE] = 1;
+    ck_assert_int_eq(select_algorithm(&s, &p, &t), SPARCML_ALG_DENSE);
+    t.trying = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
+    ck_assert_int_eq(select_algorithm(&s, &p, &t), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    t.trying = SPARCML_ALG_AUTO;
+    t.may_try = 1;
+    ck_assert_int_eq(select_algorithm(&s, &p, &t), first);
 }
 END_TEST
 
@@ -720,7 +726,7 @@ START_TEST(smpi_charged_ordering)
         sparcml_algorithm a;
         s.alpha = pts[i].fattree ? 1.5e-6 : 20e-6;
         s.beta = pts[i].fattree ? 0.08e-9 : 8e-9;
-        a = select_algorithm(&s, &p);
+        a = select_algorithm(&s, &p, &untimed);
         ck_assert_msg(ALG_BIT(a) & pts[i].right, "%s P = %d, d = %g, overlap %g: chose %d",
                       pts[i].fattree ? "fat tree" : "Gigabit", pts[i].P, pts[i].d, pts[i].overlap, (int)a);
     }
