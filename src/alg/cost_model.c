@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "alg/cost_model.h"
+#include "base/mpi_flavour.h"
 #include "sparcml.h"
 
 double cost_clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
@@ -88,27 +89,16 @@ int cost_largest_power_of_two(int P)
     return p2;
 }
 
-/* The vendor's allgather of `bytes` in all.  Both vendors gather short
- * vectors in ceil(log2 P) rounds (recursive doubling, Bruck) and long ones
- * in O(P): MPICH 4.0 runs a ring from 512 KiB in all when P is a power of
- * two, from 80 KiB otherwise (its default collective selection); Open MPI
- * 4.1 a ring or neighbour exchange (P/2 rounds) above a few KiB per rank.
- * MPICH's rule is modelled: its P - 1 rounds are also the upper bound.
- * Where the calibration measured the vendor's gather slower than that
- * price (MPICH on shared memory, its temporary buffers' copies:
- * bench/RESULTS.md, "Split gathers"), its factor scales the price. */
-#define VENDOR_RING_BYTES_POW2 524288.0
-#define VENDOR_RING_BYTES 81920.0
-
-static double vendor_ring_bytes(const sparcml_problem *p)
-{
-    return cost_largest_power_of_two(p->P) == p->P ? VENDOR_RING_BYTES_POW2 : VENDOR_RING_BYTES;
-}
-
+/* The vendor's allgather of `bytes` in all: ceil(log2 P) rounds for short
+ * vectors, a ring of P - 1 from its threshold on (base/mpi_flavour.h,
+ * which gives MPICH's rule for both MPIs).  Where the calibration measured
+ * the vendor's gather slower than that price (MPICH on shared memory, its
+ * temporary buffers' copies: bench/RESULTS.md, "Split gathers"), its
+ * factor scales the price. */
 double cost_vendor_allgather(const cost_model *m, const sparcml_problem *p, double bytes)
 {
     double P = p->P, moved = (P - 1) / P * bytes;
-    double rounds = bytes >= vendor_ring_bytes(p) ? P - 1 : cost_ceil_log2(p->P);
+    double rounds = bytes >= (double)flv_allgather_ring_bytes(p->P) ? P - 1 : cost_ceil_log2(p->P);
     double price = rounds * m->alpha + m->beta * moved;
     double link_beta = m->link_beta > 0 ? m->link_beta : m->beta;
     if (!(m->vendor_gather > 1)) return price;
@@ -185,7 +175,7 @@ alg_gather_plan cost_gather_plan(const cost_model *m, const sparcml_problem *p)
         return (alg_gather_plan){.library_from = 0, .ring_from = ring_from(m, p)};
     if (p->P - 1 <= cost_ceil_log2(p->P))
         return (alg_gather_plan){.library_from = never, .ring_from = never};
-    return (alg_gather_plan){.library_from = plan_bytes(vendor_ring_bytes(p)), .ring_from = ring_from(m, p)};
+    return (alg_gather_plan){.library_from = flv_allgather_ring_bytes(p->P), .ring_from = ring_from(m, p)};
 }
 
 double cost_split_gather(const cost_model *m, const sparcml_problem *p, double bytes)

@@ -2,8 +2,8 @@
  * large-count calls (passed through to the _c functions, or the MPI-3
  * stand-ins in chunks and blocks), generalized requests that run the
  * library's progress pass (MPICH's request classes, Open MPI's progress
- * callback), and the check that the process runs the MPI the library is
- * built for. */
+ * callback), the check that the process runs the MPI the library is built
+ * for, and the vendor's allgather threshold the cost model prices. */
 #include "config.h"
 
 #ifndef _GNU_SOURCE
@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include "base/mpi_flavour.h"
+
+uint64_t flv_allgather_ring_bytes(int P)
+{
+    return (P & (P - 1)) == 0 ? 524288 : 81920;
+}
 
 /* MPI-3 functions both libraries have. */
 int flv_message_bytes(const MPI_Status *status, MPI_Count *bytes)

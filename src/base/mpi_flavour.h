@@ -9,11 +9,14 @@
  * in blocks of INT_MAX bytes and the rest (exactly its bytes).  An
  * allgather whose counts or displacements do not fit an int and are not
  * whole words fails with MPI_ERR_COUNT (sparcml(7), LIMITATIONS).
- * configure detects which case applies (HAVE_PMPI_ALLREDUCE_C). */
+ * configure detects which case applies (HAVE_PMPI_ALLREDUCE_C).  What the
+ * vendors' collectives do that the cost model prices is here too
+ * (flv_allgather_ring_bytes). */
 #ifndef SPARCML_MPI_FLAVOUR_H
 #define SPARCML_MPI_FLAVOUR_H
 
 #include <mpi.h>
+#include <stdint.h>
 #if HAVE_PMPIX_ALLREDUCE_INIT
 #include <mpi-ext.h> /* Open MPI's MPIX_Allreduce_init */
 #endif
@@ -41,6 +44,15 @@ static inline int flv_errhandler_aborts(MPI_Errhandler eh)
 #endif
     return eh == MPI_ERRORS_ARE_FATAL;
 }
+
+/* The fewest bytes in all the vendor's MPI_Allgather(v) gathers by a ring
+ * of P - 1 rounds; below them in ceil(log2 P) rounds (recursive doubling,
+ * Bruck's), as the cost model prices it (alg/cost_model.c).  MPICH 4.0's
+ * default selection: 512 KiB where P is a power of two, 80 KiB otherwise.
+ * Open MPI 4.1 runs a ring or neighbour exchange (P/2 rounds) from a few
+ * KiB per rank.  MPICH's rule is the one given for both: its P - 1
+ * rounds are also the upper bound of Open MPI's. */
+uint64_t flv_allgather_ring_bytes(int P);
 
 /* PMPI_Allreduce with an elementwise op. */
 int flv_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
