@@ -45,12 +45,18 @@ typedef struct sparcml_call {
     uint64_t dim;
     int vtype;
     uint64_t k_max;      /* the largest input of any rank (agreed) */
-    qsgd_params q;       /* q.bits == 0: no quantization (always so for integers) */
-    int q_sparse;        /* quantize the values of sparse messages too */
+    /* The wire's encoding: the runtime quantizes every message it sends and
+     * decodes every one it receives (runtime/p2p.h), whichever algorithm
+     * posts it, so these are the call's, not an algorithm's.  q.bits == 0:
+     * no quantization (always so for integers); q_sparse: the values of
+     * sparse messages too. */
+    qsgd_params q;
+    int q_sparse;
     /* The rank quantized its input itself (compression): the encoded block
      * (qsgd_encode_block, parameters input_q) its values were decoded
      * from, so that parts of the input travel as codes without further
-     * loss (qsgd_encode_on_grid); NULL otherwise. */
+     * loss (qsgd_encode_on_grid, in p2p_encode: a form of the wire too);
+     * NULL otherwise. */
     const void *input_block;
     qsgd_params input_q;
     struct alg_plan *plan; /* how the algorithms run the call: core fills it in */

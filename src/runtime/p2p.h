@@ -21,7 +21,10 @@ typedef struct wire {
      * the algorithm: sent as it is, not framed again (runtime/p2p.c). */
     int framed;
     /* Sent without the rider's record: a pipelined message's chunk after
-     * the first, which carries it. */
+     * the first, which carries it.  The runtime frames every other message
+     * (p2p_isend), and its receiver must expect the same form
+     * (p2p_recv.bare): a fact of the message on the wire, which the
+     * algorithm that cuts it into chunks states. */
     int bare;
 } wire;
 
