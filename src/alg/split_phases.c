@@ -341,7 +341,7 @@ static int union_known(sched *s)
 {
     split_state *st = sched_state(s);
     st->result_nnz = 0;
-    for (int r = 0; r < s->c->ctx->size; r++) st->result_nnz += s->c->ctx->unions[r];
+    for (int r = 0; r < s->c->ctx->size; r++) st->result_nnz += s->c->ctx->rank_words[r];
     return st->phase_then(s);
 }
 
@@ -350,7 +350,7 @@ int split_union(sched *s, sched_step then)
     split_state *st = sched_state(s);
     st->phase_then = then;
     sched_next(s, union_known);
-    return sched_allgather(s, &st->mine.union_nnz, (int)sizeof st->mine.union_nnz, s->c->ctx->unions);
+    return sched_allgather(s, &st->mine.union_nnz, (int)sizeof st->mine.union_nnz, s->c->ctx->rank_words);
 }
 
 /* Slice r travels sparse when the result is sparse, else in the smaller
@@ -358,7 +358,7 @@ int split_union(sched *s, sched_step then)
 static int travels_dense(const sparcml_call *c, int r, int result_dense)
 {
     uint64_t dim = c->ctx->offsets[r + 1] - c->ctx->offsets[r];
-    return result_dense && sparcml_prefers_dense(dim, c->vtype, c->ctx->unions[r]);
+    return result_dense && sparcml_prefers_dense(dim, c->vtype, c->ctx->rank_words[r]);
 }
 
 /* This owner's slice in the form it travels in (in POOL_SLICE if changed). */
@@ -414,7 +414,7 @@ static void known_sizes(sparcml_call *c, int result_dense)
         uint64_t dim = ctx->offsets[r + 1] - ctx->offsets[r];
         ctx->counts[r] = (MPI_Count)sparcml_round8(
             travels_dense(c, r, result_dense) ? sparcml_dense_bytes(dim, c->vtype)
-                                              : sparcml_sparse_bytes(dim, c->vtype, ctx->unions[r]));
+                                              : sparcml_sparse_bytes(dim, c->vtype, ctx->rank_words[r]));
     }
 }
 

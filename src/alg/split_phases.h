@@ -54,7 +54,7 @@ void split_ride_scratch(const sparcml_call *c, const sparcml_problem *p, uint64_
  * ctx->offsets[r+1]) is summed on rank r, into mine. */
 int split_reduce_scatter(sched *s, sched_step then);
 
-/* Allgather of the owners' union sizes (into ctx->unions); result_nnz
+/* Allgather of the owners' union sizes (into ctx->rank_words); result_nnz
  * becomes the number of entries of the result. */
 int split_union(sched *s, sched_step then);
 

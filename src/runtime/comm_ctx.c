@@ -22,7 +22,7 @@ static int ctx_destroy(sparcml_ctx *ctx)
     free(ctx->counts);
     free(ctx->displs);
     free(ctx->offsets);
-    free(ctx->unions);
+    free(ctx->rank_words);
     free(ctx->reqs);
     free(ctx->int_counts);
     free(ctx->placement);
@@ -55,11 +55,11 @@ static int ctx_alloc(sparcml_ctx *ctx)
     ctx->counts = malloc(n * sizeof *ctx->counts);
     ctx->displs = malloc(n * sizeof *ctx->displs);
     ctx->offsets = malloc((n + 1) * sizeof *ctx->offsets);
-    ctx->unions = malloc(n * sizeof *ctx->unions);
+    ctx->rank_words = malloc(n * sizeof *ctx->rank_words);
     ctx->send_slots = ctx->ext->send_slots(ctx->size);
     ctx->reqs = malloc((size_t)ctx->send_slots * sizeof *ctx->reqs);
     ctx->int_counts = malloc(2 * n * sizeof *ctx->int_counts);
-    if (!ctx->pool || !ctx->pool_bytes || !ctx->counts || !ctx->displs || !ctx->offsets || !ctx->unions
+    if (!ctx->pool || !ctx->pool_bytes || !ctx->counts || !ctx->displs || !ctx->offsets || !ctx->rank_words
         || !ctx->reqs || !ctx->int_counts)
         return MPI_ERR_NO_MEM;
     return MPI_SUCCESS;

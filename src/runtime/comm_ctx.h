@@ -43,10 +43,11 @@ typedef struct sparcml_ctx {
     void **pool;        /* pools entries */
     size_t *pool_bytes; /* pools entries */
     int sealed;         /* an algorithm runs on reserved pools (ctx_reserve) */
+    /* Per-rank arrays for the algorithms' collectives: */
     MPI_Count *counts;  /* size entries, for the v-collectives */
     MPI_Aint *displs;   /* size entries */
-    uint64_t *offsets;  /* size + 1 entries */
-    uint64_t *unions;   /* size entries: indices in each owner's reduced slice */
+    uint64_t *offsets;  /* size + 1 entries: a partition of the vector, rank r's part from offsets[r] */
+    uint64_t *rank_words; /* size entries: a word from each rank (an allgather's) */
     MPI_Request *reqs;  /* send_slots entries: sends in flight */
     int send_slots;     /* ext->send_slots(size) */
     int *int_counts;    /* 2 size entries: a non-blocking allgatherv's int counts (mpi_flavour.h) */
