@@ -139,7 +139,7 @@ static int string_comes_back(int code, const char *line)
     return PMPI_Error_string(code, got, &len) == MPI_SUCCESS && strcmp(got, line) == 0;
 }
 
-static int code_of(int reason, const char *line)
+static int reason_code(int reason, const char *line)
 {
     int cls = sparcml_reason_class(reason), code = 0;
     if (reason <= 0 || reason >= SPARCML_R_COUNT_) return cls;
@@ -170,7 +170,7 @@ int sparcml_outcome_code(const sparcml_outcome *st, const char *call)
     char line[MPI_MAX_ERROR_STRING];
     if (st->reason == SPARCML_R_OK) return st->code;
     outcome_line(st, call, -1, line, sizeof line);
-    return code_of(st->reason, line);
+    return reason_code(st->reason, line);
 }
 
 /* Where comm's handler aborts: the line (once) and the end of the job. */
