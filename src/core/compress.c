@@ -299,12 +299,11 @@ static int cltk_indexed(sched *s)
     return contribute(s);
 }
 
-/* The model's choice for the call's count and type, learnt: after the
- * vendor, the next calls skip the agreement (select_learnt). */
-
 /* The route, from agreed numbers: the vendor's exact sum where some rank
  * keeps no feedback for the buffer or where the model (with timed prices)
- * says the selections do not pay, else the selections. */
+ * says the selections do not pay, else the selections.  The model's choice
+ * for the call's count and type is learnt: after the vendor, the next
+ * calls skip the agreement (select_learnt). */
 static int compress_agreed(sched *s)
 {
     sparcml_op *op = op_of(s);
