@@ -9,6 +9,7 @@
 #include "alg/cost_model.h"
 #include "base/placement.h"
 #include "core/calibrate.h"
+#include "core/select.h"
 #include "core/settings.h"
 #include "kernel/stream.h"
 
@@ -48,7 +49,7 @@ static double spread(const int64_t ps[CALIB_ROUND_REPS], int n)
 }
 
 /* The vendor's fastest allgather over its price in the model at a round
- * of alpha_round (before the sharing) and beta; 1 where that is below
+ * of alpha_round and beta; 1 where that is below
  * CALIB_VENDOR_MARGIN: where the vendor is as fast as its price, within
  * the measurement's noise, or faster, the model keeps its own rule. */
 static double vendor_factor(const calib_totals *t, int n, double alpha_round, double beta)
@@ -60,35 +61,43 @@ static double vendor_factor(const calib_totals *t, int n, double alpha_round, do
     return factor < CALIB_VENDOR_MARGIN ? 1 : factor;
 }
 
-calib_values calib_derive(const calib_totals *t, double ranks_per_core)
+/* Alpha, beta and vendor_gather into v from the exchanges' totals, where
+ * enough repetitions ran and their spread is small. */
+static void derive_exchanges(const calib_totals *t, calib_values *v)
 {
-    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN, .spread = NAN};
-    double share = ranks_per_core > 1 ? ranks_per_core : 1;
     int n = t->exchangers > 0 ? (int)(t->reps / t->exchangers) : 0;
     if (n > CALIB_ROUND_REPS) n = CALIB_ROUND_REPS;
-    v.reps = n;
-    if (t->exchangers > 1 && n > 0) v.spread = fmax(spread(t->mid_ps, n), spread(t->large_ps, n));
-    if (t->exchangers > 1 && n >= CALIB_MIN_REPS && v.spread <= CALIB_SPREAD_MAX) {
+    v->reps = n;
+    if (t->exchangers > 1 && n > 0) v->spread = fmax(spread(t->mid_ps, n), spread(t->large_ps, n));
+    if (t->exchangers > 1 && n >= CALIB_MIN_REPS && v->spread <= CALIB_SPREAD_MAX) {
         /* The fastest repetition, as the ranks saw it on average: delays
-         * only add, and in every repetition all P ranks run, so where they
-         * share cores each holds the waits for the scheduler.  The model
-         * prices a round at alpha times the ranks per core (core/select.c):
-         * alpha is a round over the sharing.  Where the mid-size rounds
-         * were held up beyond the large ones (a loaded machine), their
-         * difference alone would say a byte costs about nothing, and every
-         * choice would follow: so beta is at least a quarter of the large
-         * round per byte, which binds only where the round's latency
-         * exceeds three times its bytes' time.  Alpha is at least the
-         * small round: a link that lets a burst pass faster than its rate
-         * (a token bucket) puts the line's origin below its latency. */
+         * only add.  Where the mid-size rounds were held up beyond the
+         * large ones (a loaded machine), their difference alone would say
+         * a byte costs about nothing, and every choice would follow: so
+         * beta is at least a quarter of the large round per byte, which
+         * binds only where the round's latency exceeds three times its
+         * bytes' time.  Alpha is at least the small round: a link that
+         * lets a burst pass faster than its rate (a token bucket) puts the
+         * line's origin below its latency. */
         double small = fastest_round(t->small_ps, n, t), mid = fastest_round(t->mid_ps, n, t);
         double large = fastest_round(t->large_ps, n, t);
-        v.beta = fmax((large - mid) / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), large / CALIB_LARGE_BYTES / 4);
-        v.alpha = fmax(mid - v.beta * CALIB_MID_BYTES, small) / share;
-        v.vendor_gather = vendor_factor(t, n, v.alpha * share, v.beta);
+        v->beta = fmax((large - mid) / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), large / CALIB_LARGE_BYTES / 4);
+        v->alpha = fmax(mid - v->beta * CALIB_MID_BYTES, small);
+        v->vendor_gather = vendor_factor(t, n, v->alpha, v->beta);
     }
+}
+
+calib_values calib_derive(const calib_totals *t, double ranks_per_core, int one_node)
+{
+    calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN, .spread = NAN,
+                      .shared_cores = ranks_per_core > 1};
     if (t->exchangers > 0 && t->merge_ps > 0)
         v.gamma = 1e-12 * (double)t->merge_ps / (double)t->exchangers / (2.0 * CALIB_MERGE_ENTRIES);
+    if (!v.shared_cores) derive_exchanges(t, &v);
+    else if (one_node) {
+        v.alpha = CALIB_SHARED_ALPHA;
+        v.beta = SELECT_BYTE_PER_MERGE * v.gamma;
+    }
     return v;
 }
 
@@ -172,15 +181,15 @@ static int vendor_gather(calib_op *op)
     return rc;
 }
 
-/* This rank's share of the totals: repetitions of an exchange of each
- * size and the vendor's gather of an equal share of CALIB_LARGE_BYTES from
- * every rank (whole words, at least one), after one untimed run of each,
- * until CALIB_ROUND_REPS or some rank is past the budget from t0 (every
- * rank stops at the same operation, and counts only whole repetitions);
- * then its merge.  buf of max(CALIB_BUFFER_BYTES, 8 size) bytes, displs of
- * 2 * size ints.  The first run of each size and operation sets up what
- * the MPI needs for it (connections, the rendezvous protocol's buffers:
- * several times a later run, bench/RESULTS.md, "Cost model: the
+/* This rank's share of the exchanges' totals: repetitions of an exchange
+ * of each size and the vendor's gather of an equal share of
+ * CALIB_LARGE_BYTES from every rank (whole words, at least one), after
+ * one untimed run of each, until CALIB_ROUND_REPS or some rank is past the
+ * budget from t0 (every rank stops at the same operation, and counts only
+ * whole repetitions).  buf of max(CALIB_BUFFER_BYTES, 8 size) bytes,
+ * displs of 2 * size ints.  The first run of each size and operation sets
+ * up what the MPI needs for it (connections, the rendezvous protocol's
+ * buffers: several times a later run, bench/RESULTS.md, "Cost model: the
  * measurements behind the design"). */
 static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, double t0, calib_totals *mine)
 {
@@ -207,45 +216,73 @@ static int measure(MPI_Comm comm, int rank, int size, char *buf, int *displs, do
         mine->reps = r + 1;
         if (op.stop) break;
     }
-    if (mine->reps >= CALIB_MIN_REPS) mine->merge_ps = calib_ps(time_merge(buf));
     return rc;
 }
 
-/* What each rank hands the others at the end: its placement and its
- * share of the totals (one allgather: each rank adds the totals up in rank
- * order, exactly, and detects the ranks per core from the placements). */
+/* The exchanges on a private duplicate of comm, their totals into *sum.
+ * Too few repetitions (every rank ran as many): a busy machine, where one
+ * more collective costs what the budget does; the totals hold only their
+ * number then, and the defaults stay. */
+static int measure_exchanges(MPI_Comm comm, int size, char *buf, int *displs, calib_totals *sum)
+{
+    MPI_Comm dup = MPI_COMM_NULL;
+    calib_totals mine, all;
+    int rank = 0, rc = PMPI_Comm_dup(comm, &dup);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
+    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, displs, PMPI_Wtime(), &mine);
+    if (rc == MPI_SUCCESS && mine.reps >= CALIB_MIN_REPS) {
+        _Static_assert(sizeof mine % sizeof(int64_t) == 0, "the totals are words");
+        rc = PMPI_Allreduce(&mine, &all, (int)(sizeof mine / sizeof(int64_t)), MPI_INT64_T, MPI_SUM, dup);
+        if (rc == MPI_SUCCESS) {
+            all.merge_ps = sum->merge_ps;
+            *sum = all;
+        }
+    } else if (rc == MPI_SUCCESS)
+        sum->reps = mine.reps * size;
+    if (dup != MPI_COMM_NULL) {
+        int rc_free = PMPI_Comm_free(&dup);
+        if (rc == MPI_SUCCESS) rc = rc_free;
+    }
+    return rc;
+}
+
+/* What each rank hands the others first: its placement and its fastest
+ * merge. */
 typedef struct calib_record {
     char placement[PLACEMENT_BYTES];
-    calib_totals mine;
+    int64_t merge_ps;
 } calib_record;
 
-/* The totals and the ranks per core the model will assume for comm's
- * ranks, from this rank's `mine` and `all` of size + 1 records. */
-static int gather_totals(MPI_Comm comm, int size, const calib_totals *mine, calib_record *all, calib_totals *sum,
-                         double *share)
+/* Every rank's record through `all` (size + 1 records): the merges'
+ * total into *sum (exactly, in rank order: identical on every rank), the
+ * ranks per core the model will assume for comm's ranks and whether they
+ * run on one node. */
+static int gather_records(MPI_Comm comm, int size, int64_t merge_ps, calib_record *all, calib_totals *sum,
+                          double *share, int *one_node)
 {
     int rc;
     placement_mine(all[size].placement);
-    all[size].mine = *mine;
+    all[size].merge_ps = merge_ps;
     rc = PMPI_Allgather(&all[size], (int)sizeof *all, MPI_BYTE, all, (int)sizeof *all, MPI_BYTE, comm);
     if (rc != MPI_SUCCESS) return rc;
-    *sum = (calib_totals){0};
-    for (int r = 0; r < size; r++) {
-        const int64_t *from = (const int64_t *)&all[r].mine;
-        int64_t *to = (int64_t *)sum;
-        for (size_t i = 0; i < sizeof *sum / sizeof(int64_t); i++) to[i] += from[i];
-    }
+    *sum = (calib_totals){.exchangers = size};
+    for (int r = 0; r < size; r++) sum->merge_ps += all[r].merge_ps;
     for (int r = 0; r < size; r++) /* the placements side by side, as placement_of reads them */
         memmove((char *)all + (size_t)r * PLACEMENT_BYTES, all[r].placement, PLACEMENT_BYTES);
     *share = settings_ranks_per_core(settings_get(), placement_of(all, size));
+    *one_node = placement_one_node(all, size);
     return MPI_SUCCESS;
 }
 
-/* After a value: " (set)" where the user set it, " (default)" where the
- * measurement did not count (calib_derive). */
-static const char *origin(const sparcml_settings *s, unsigned bit)
+/* After a value: " (set)" where the user set it, " (shared cores)" where
+ * the rule for shared cores gave it, " (default)" where the measurement
+ * did not count (calib_derive). */
+static const char *origin(const sparcml_settings *s, const calib_values *v, unsigned bit)
 {
-    return s->cost_set & bit ? " (set)" : s->measured & bit ? "" : " (default)";
+    if (s->cost_set & bit) return " (set)";
+    if (!(s->measured & bit)) return " (default)";
+    return v->shared_cores && bit != SETTINGS_SET_GAMMA ? " (shared cores)" : "";
 }
 
 /* x as %g, or "-" where it is NaN (never measured). */
@@ -261,46 +298,32 @@ static void report(const sparcml_settings *s, const calib_values *v, double shar
     char ranks[32], spread[32];
     printf("sparcml: calibrated alpha=%.3g us%s beta=%.3g ns/B%s gamma=%.3g ns/entry%s vendor_gather=%.3g%s "
            "(ranks per core %s; %d repetitions, spread %s; %.2f ms at MPI_Init)\n",
-           s->alpha * 1e6, origin(s, SETTINGS_SET_ALPHA), s->beta * 1e9, origin(s, SETTINGS_SET_BETA),
-           s->gamma * 1e9, origin(s, SETTINGS_SET_GAMMA), s->vendor_gather,
+           s->alpha * 1e6, origin(s, v, SETTINGS_SET_ALPHA), s->beta * 1e9, origin(s, v, SETTINGS_SET_BETA),
+           s->gamma * 1e9, origin(s, v, SETTINGS_SET_GAMMA), s->vendor_gather,
            isnan(v->vendor_gather) ? " (default)" : "", figure(ranks, sizeof ranks, share), v->reps,
            figure(spread, sizeof spread, v->spread), seconds * 1e3);
     fflush(stdout);
 }
 
-/* The measurement on a private duplicate of comm, with the memory it
- * needs.  Its time, and the budget, count from the duplicate's creation:
- * the first collective, which waits for the last rank to reach MPI_Init's
- * end (as the program's own first collective would). */
-static int measure_on_dup(MPI_Comm comm, int size, char *buf, calib_record *records, int *displs)
+/* The measurement on comm, with the memory it needs.  Its time counts
+ * from its start, after the collective that agreed on it: that one waits
+ * for the last rank to reach MPI_Init's end (as the program's own first
+ * collective would). */
+static int measure_on(MPI_Comm comm, int size, char *buf, calib_record *records, int *displs)
 {
     const sparcml_settings *s = settings_get();
-    MPI_Comm dup = MPI_COMM_NULL;
-    calib_totals mine, sum;
-    double t0 = 0, share = 1;
-    int rank = 0, rc = PMPI_Comm_dup(comm, &dup);
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(dup, &rank);
-    t0 = PMPI_Wtime();
-    if (rc == MPI_SUCCESS) rc = measure(dup, rank, size, buf, displs, t0, &mine);
-    /* Too few repetitions for alpha and beta (every rank ran as many): a
-     * busy machine, where one more collective costs what the budget does;
-     * the defaults stay, gamma's too. */
-    if (rc == MPI_SUCCESS && mine.reps < CALIB_MIN_REPS) {
-        calib_values v = {.alpha = NAN, .beta = NAN, .gamma = NAN, .vendor_gather = NAN, .reps = (int)mine.reps,
-                          .spread = NAN};
-        if (s->verbose && rank == 0) report(s, &v, NAN, PMPI_Wtime() - t0);
-    } else if (rc == MPI_SUCCESS) rc = gather_totals(dup, size, &mine, records, &sum, &share);
-    if (rc == MPI_SUCCESS && mine.reps >= CALIB_MIN_REPS) {
-        calib_values v = calib_derive(&sum, share);
-        settings_calibrate_process(v.alpha, v.beta, v.gamma, v.vendor_gather);
-        if (s->verbose && rank == 0) report(s, &v, share, PMPI_Wtime() - t0);
-    }
-    if (dup != MPI_COMM_NULL) {
-        int rc_free = PMPI_Comm_free(&dup);
-        if (rc == MPI_SUCCESS) rc = rc_free;
-    }
-    return rc;
+    calib_totals sum;
+    calib_values v;
+    double t0 = PMPI_Wtime(), share = 1;
+    int one_node = 0, rank = 0;
+    int rc = gather_records(comm, size, calib_ps(time_merge(buf)), records, &sum, &share, &one_node);
+    if (rc == MPI_SUCCESS && !(share > 1)) rc = measure_exchanges(comm, size, buf, displs, &sum);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &rank);
+    if (rc != MPI_SUCCESS) return rc;
+    v = calib_derive(&sum, share, one_node);
+    settings_calibrate_process(v.alpha, v.beta, v.gamma, v.vendor_gather);
+    if (s->verbose && rank == 0) report(s, &v, share, PMPI_Wtime() - t0);
+    return MPI_SUCCESS;
 }
 
 int calibrate_job(MPI_Comm comm)
@@ -329,7 +352,7 @@ int calibrate_job(MPI_Comm comm)
     rc = PMPI_Allreduce(mine, everywhere, 2, MPI_UNSIGNED, MPI_BAND, comm);
     if (rc == MPI_SUCCESS && !mine[1]) rc = MPI_ERR_NO_MEM;
     else if (rc == MPI_SUCCESS && everywhere[1] && everywhere[0] != SETTINGS_SET_MODEL)
-        rc = measure_on_dup(comm, size, buf, records, displs);
+        rc = measure_on(comm, size, buf, records, displs);
     free(buf);
     free(records);
     free(displs);

@@ -3,13 +3,15 @@
  *
  * At MPI_Init (shim/interpose.c), when SPARCML_CALIBRATE is 1,
  * SPARCML_REPRODUCIBLE is 0 and some rank leaves a cost-model variable
- * unset, every rank of MPI_COMM_WORLD takes
- * part in one measurement on a private duplicate of it:
+ * unset, every rank of MPI_COMM_WORLD takes part in one measurement:
  *  - gamma: each rank times the merge-add kernel (kernel/stream.h) on two
  *    sparse streams of CALIB_MERGE_ENTRIES entries: the fastest of
- *    CALIB_MERGE_REPS runs, per input entry (last, in the exchanges'
- *    buffer: its pages already touched);
- *  - alpha and beta: every rank takes part in exchanges of
+ *    CALIB_MERGE_REPS runs, per input entry; the ranks hand each other
+ *    these times with their placements (base/placement.h) in one
+ *    allgather, which tells every rank how many ranks share a core
+ *    (or SPARCML_RANKS_PER_CORE says it) and whether all run on one node;
+ *  - where each rank has a core of its own, alpha and beta, on a private
+ *    duplicate of the communicator: every rank takes part in exchanges of
  *    CALIB_SMALL_BYTES, CALIB_MID_BYTES and CALIB_LARGE_BYTES over all
  *    ranks in ceil(log2 P) rounds (rank r sends to r + 2^i and receives
  *    from r - 2^i in round i), one untimed of each size, then up to
@@ -19,43 +21,45 @@
  *    round per byte), alpha the round's time at no bytes, at least the
  *    small round's (a link that lets a burst pass faster than its rate
  *    puts the line's origin below its latency);
- *  - the vendor's gather: in each repetition, after the exchanges, every
- *    rank takes part in an MPI_Allgatherv of CALIB_LARGE_BYTES in all (an
- *    equal share each, in whole words; one untimed first); the fastest,
- *    averaged over the ranks, over what the model prices it at with the
- *    alpha and beta just measured (cost_vendor_allgather), is the
- *    vendor_gather factor by which the model multiplies the vendor's
- *    gathers (1 below CALIB_VENDOR_MARGIN).  MPICH on shared memory takes
- *    a multiple of an exchange of the same bytes (bench/RESULTS.md, "Split
- *    gathers").
+ *  - the vendor's gather, likewise: in each repetition, after the
+ *    exchanges, every rank takes part in an MPI_Allgatherv of
+ *    CALIB_LARGE_BYTES in all (an equal share each, in whole words; one
+ *    untimed first); the fastest, averaged over the ranks, over what the
+ *    model prices it at with the alpha and beta just measured
+ *    (cost_vendor_allgather), is the vendor_gather factor by which the
+ *    model multiplies the vendor's gathers (1 below CALIB_VENDOR_MARGIN).
+ *    MPICH on shared memory takes a multiple of an exchange of the same
+ *    bytes (bench/RESULTS.md, "Split gathers").
  * The fastest of a few runs, not a typical one: delays only add (another
  * process on the core, a partner not yet scheduled).  Gamma's short runs
  * mostly finish within a time slice: the price on a core of its own, as
- * the model wants it.  A round, though, needs its partner scheduled, and
- * where ranks share cores every repetition of the exchange holds that wait
- * (all P ranks run in it).  The model adds the wait itself by multiplying
- * alpha by the ranks per core (core/select.c), so the measured round is
- * divided by them (detected over the job's ranks as for a communicator,
- * base/placement.h, or SPARCML_RANKS_PER_CORE).  The two sizes are the
- * ones the algorithms send (their parts and rounds hold kilobytes to
- * megabytes): a message that large takes the MPI's rendezvous protocol,
- * whose handshake a round of 8 bytes never pays, and whose latency is
- * what the algorithms' rounds and parts cost beyond their bytes.
+ * the model wants it.  A round, though, needs its partner scheduled: where
+ * ranks share cores its time is the scheduler's, many times over from run
+ * to run and at a cost of several time slices per round on a busy node
+ * (bench/RESULTS.md, "Selector regret").  So there no round is timed:
+ * on one node a round is priced at CALIB_SHARED_ALPHA (a round through
+ * shared memory with a core each; the model multiplies alpha by the ranks
+ * per core, core/select.c, for the wait) and a byte at a copy on a core
+ * of its own, SELECT_BYTE_PER_MERGE of the measured gamma (below the
+ * model's floor for shared cores, which then prices every byte); on
+ * several nodes alpha and beta keep their defaults (a network's); the
+ * vendor's gathers keep theirs.  The measurement then costs one merge
+ * timing and the allgather.  The two sizes of exchange are the ones the
+ * algorithms send (their parts and rounds hold kilobytes to megabytes): a
+ * message that large takes the MPI's rendezvous protocol, whose handshake
+ * a round of 8 bytes never pays, and whose latency is what the algorithms'
+ * rounds and parts cost beyond their bytes.
  *
- * On a busy machine (other processes on the cores, more ranks than cores
- * with an MPI that polls) a round waits for time slices: its time says
- * how the scheduler went, not what a message costs, and the fastest of a
- * few such rounds varies many times over from run to run.  So the
- * measurement stops at CALIB_BUDGET_US from its start (every exchange and
- * gather carries, from each rank, whether that rank is past it: by the
- * exchange's end every rank knows whether any is, and all stop at the
- * same repetition), and alpha, beta and vendor_gather are kept at their
- * defaults unless at least CALIB_MIN_REPS repetitions ran and, of the mid
- * and large exchanges, the median repetition took at most
- * CALIB_SPREAD_MAX times the fastest (calib_derive): a choice made from
- * the defaults is the same in every run.  With fewer repetitions gamma
- * keeps its default too: the totals' collective, which would cost about
- * what the budget does on such a machine, is left out.
+ * Where ranks have cores of their own the machine may still be busy
+ * (other processes on the cores): the exchanges stop at CALIB_BUDGET_US
+ * from their start (every exchange and gather carries, from each rank,
+ * whether that rank is past it: by the exchange's end every rank knows
+ * whether any is, and all stop at the same repetition), and alpha, beta
+ * and vendor_gather are kept at their defaults unless at least
+ * CALIB_MIN_REPS repetitions ran and, of the mid and large exchanges, the
+ * median repetition took at most CALIB_SPREAD_MAX times the fastest
+ * (calib_derive): a choice made from the defaults is the same in every
+ * run.
  *
  * The times are added up over the ranks in integer picoseconds (an exact
  * sum, so identical on every rank) and every rank derives the same values
@@ -89,6 +93,11 @@ enum {
  * in the model, within the measurement's noise. */
 #define CALIB_VENDOR_MARGIN 1.05
 
+/* Where ranks on one node share cores: a round's latency through shared
+ * memory for a rank with a core of its own, in seconds (bench/RESULTS.md,
+ * "Selector regret", shared memory). */
+#define CALIB_SHARED_ALPHA 5e-6
+
 /* Sums over the ranks, in picoseconds. */
 typedef struct calib_totals {
     int64_t exchangers;                  /* ranks that took part: P */
@@ -106,18 +115,20 @@ typedef struct calib_values {
     double vendor_gather;      /* the vendor's gathers over their price (>= 1) */
     int reps;                  /* repetitions that ran */
     double spread;             /* the mid and large exchanges' median over fastest, the larger (NaN: none) */
+    int shared_cores;          /* ranks share cores: alpha and beta by the rule above, not timed */
 } calib_values;
 
 /* Seconds as integer picoseconds (rounded; negative and NaN as 0). */
 int64_t calib_ps(double seconds);
 
-/* The values every rank derives from the same totals, for ranks sharing
- * cores ranks_per_core (>= 1), from the first t->reps / t->exchangers
- * repetitions.  Without an exchange (one rank), with fewer than
- * CALIB_MIN_REPS repetitions or a spread above CALIB_SPREAD_MAX, alpha,
- * beta and vendor_gather are NaN, without a timed merge gamma is (the
- * caller keeps the defaults). */
-calib_values calib_derive(const calib_totals *t, double ranks_per_core);
+/* The values every rank derives from the same totals: gamma from the
+ * merges; where ranks_per_core exceeds 1, alpha and beta by the rule for
+ * shared cores on one node (one_node) or NaN; else from the first
+ * t->reps / t->exchangers repetitions of the exchanges.  Without an
+ * exchange (one rank), with fewer than CALIB_MIN_REPS repetitions or a
+ * spread above CALIB_SPREAD_MAX, alpha, beta and vendor_gather are NaN,
+ * without a timed merge gamma is (the caller keeps the defaults). */
+calib_values calib_derive(const calib_totals *t, double ranks_per_core, int one_node);
 
 /* The measurement on comm (MPI_COMM_WORLD at MPI_Init), collective; with
  * SPARCML_VERBOSE rank 0 prints the values, which of them stayed at their

@@ -26,8 +26,8 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * ranks share cores that, not the link, sets the pace: a dense allreduce
  * there moves a byte far slower than a 2-rank ping-pong's beta says.  So
  * where ranks share cores a byte costs at least 1/8 of a merged 8-byte
- * entry (gamma, scaled by the same sharing); where the link is slower than
- * that (a Gigabit network) nothing changes.  A rank with a core of its own
+ * entry (SELECT_BYTE_PER_MERGE of gamma, scaled by the same sharing);
+ * where the link is slower than that (a Gigabit network) nothing changes.  A rank with a core of its own
  * copies at the speed its measured beta already holds, so no floor
  * applies there: one would overprice every byte of a fast network and turn
  * the choice between recursive doubling and SSAR split the wrong way.
@@ -41,8 +41,6 @@ double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
  * rig whose ranks share one node but talk TCP keeps its link's beta.
  * Measurements: bench/RESULTS.md, "Cost model: the measurements behind the
  * design" and "Pipelined recursive doubling". */
-#define BYTE_PER_MERGE 0.125
-
 cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
 {
     double share = p->ranks_per_core > 1 ? p->ranks_per_core : 1;
@@ -54,8 +52,8 @@ cost_model select_model(const sparcml_settings *s, const sparcml_problem *p)
     cost_model m = {.alpha = s->alpha * share, .beta = s->beta, .link_beta = s->beta,
                     .gamma = s->gamma * share, .pipeline_chunks = s->pipeline_chunks, .gather = s->split_gather,
                     .vendor_gather = s->vendor_gather};
-    if (share > 1 || p->one_node) m.copy_bound = s->beta <= BYTE_PER_MERGE * m.gamma;
-    if (share > 1) m.beta = fmax(s->beta, BYTE_PER_MERGE * m.gamma);
+    if (share > 1 || p->one_node) m.copy_bound = s->beta <= SELECT_BYTE_PER_MERGE * m.gamma;
+    if (share > 1) m.beta = fmax(s->beta, SELECT_BYTE_PER_MERGE * m.gamma);
     return m;
 }
 

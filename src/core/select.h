@@ -27,10 +27,16 @@ typedef struct select_timed {
     cost_route trying;
 } select_timed;
 
+/* What moving a byte costs at least where it is copied by the cores that
+ * merge, as a share of gamma (core/select.c): an eighth of a merged 8-byte
+ * entry. */
+#define SELECT_BYTE_PER_MERGE 0.125
+
 /* The model the costs are computed with: the settings' alpha and gamma
- * scaled by the problem's ranks per core, beta at least a share of gamma
- * there (a byte moves as a copy on the cores the merges share; the
- * settings' own beta stays the link's, link_beta). */
+ * scaled by the problem's ranks per core, beta at least
+ * SELECT_BYTE_PER_MERGE of gamma there (a byte moves as a copy on the
+ * cores the merges share; the settings' own beta stays the link's,
+ * link_beta). */
 cost_model select_model(const sparcml_settings *s, const sparcml_problem *p);
 
 /* Modelled time of each algorithm in seconds (INFINITY: its restriction

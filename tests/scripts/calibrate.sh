@@ -9,8 +9,9 @@
 . "$(dirname "$0")/common.sh"
 prog=("$TESTBIN/sparse_allreduce" --types=float) # a quarter of its calls: short under load
 # Each value may say "(default)": on a busy machine (a loaded CI host) the
-# measurement keeps the defaults (sparcml(7), SPARCML_CALIBRATE).
-d='\( (default)\)\?'
+# measurement keeps the defaults (sparcml(7), SPARCML_CALIBRATE); alpha and
+# beta "(shared cores)" where the job's ranks share cores.
+d='\( (default)\| (shared cores)\)\?'
 line="^sparcml: calibrated alpha=[0-9.e+-]* us$d beta=[0-9.e+-]* ns/B$d gamma=[0-9.e+-]* ns/entry$d vendor_gather=[0-9.e+-]*$d (ranks per core \([0-9.e+]*\|-\); [0-8] repetitions, spread \([0-9.e+]*\|-\); [0-9.]* ms at MPI_Init)$"
 for p in 2 3 4 8; do
     run_mpi "$p" "$with_shim" SPARCML_VERBOSE=1 -- "${prog[@]}"
@@ -18,6 +19,17 @@ for p in 2 3 4 8; do
     check "P=$p: one calibration line per job, every tagged call agreed and exact: $(grep -m1 '^sparcml: calibrated' "$out")" \
         '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && [ "$(grep -c "^sparcml: calibrated" "$out")" -eq 1 ] && grep -q "$line" "$out"'
 done
+# Ranks that share cores (SPARCML_RANKS_PER_CORE says so, whatever the
+# host): no round is timed; gamma is measured, alpha is the one-node rule's
+# 5 us, beta an eighth of gamma per byte (rounded as printed: compared to
+# 0.5 %).
+run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_RANKS_PER_CORE=2 -- "${prog[@]}"
+rc=$?
+cal=$(grep -m1 '^sparcml: calibrated' "$out")
+gamma=$(sed -n 's/.* gamma=\([0-9.e+-]*\) ns\/entry .*/\1/p' <<<"$cal")
+beta=$(sed -n 's/.* beta=\([0-9.e+-]*\) ns\/B (shared cores) .*/\1/p' <<<"$cal")
+check "shared cores: no round timed, alpha and beta by the rule, gamma measured: $cal" \
+    '[ "$rc" -eq 0 ] && grep -q "failures=0" "$out" && grep -q "^sparcml: calibrated alpha=5 us (shared cores) beta=[0-9.e+-]* ns/B (shared cores) gamma=[0-9.e+-]* ns/entry vendor_gather=1 (default) (ranks per core 2; 0 repetitions, spread -; " "$out" && awk -v b="$beta" -v g="$gamma" "BEGIN { exit !(b > 0 && g > 0 && b / (g / 8) > 0.995 && b / (g / 8) < 1.005) }"'
 run_mpi 4 "$with_shim" SPARCML_VERBOSE=1 SPARCML_ALPHA_US=7 SPARCML_GAMMA_NS_PER_ENTRY=3.5 -- "${prog[@]}"
 rc=$?
 check "user-set alpha and gamma win over the measurement, beta is measured" \

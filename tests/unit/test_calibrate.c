@@ -61,15 +61,13 @@ static calib_totals rig_like(void)
 START_TEST(derive)
 {
     calib_totals t = rig_like();
-    calib_values v = calib_derive(&t, 1), shared = calib_derive(&t, 4);
+    calib_values v = calib_derive(&t, 1, 1);
     ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 8.3e-9, 1e-14);
     ck_assert_double_eq_tol(v.gamma, 2.5e-9, 1e-14);
-    /* Sharing cores: the model multiplies alpha by the ranks per core, so
-     * the measured round, which holds the wait, is divided by them. */
-    ck_assert_double_eq_tol(shared.alpha, 20e-6, 1e-12);
-    ck_assert(shared.beta == v.beta && shared.gamma == v.gamma);
-    ck_assert(calib_derive(&t, 0.5).alpha == v.alpha); /* below 1 counts as 1 */
+    ck_assert(!v.shared_cores);
+    ck_assert(calib_derive(&t, 0.5, 1).alpha == v.alpha); /* below 1 counts as 1 */
+    ck_assert(calib_derive(&t, 1, 0).alpha == v.alpha);   /* several nodes: the same */
     /* Ranks that differ: the line through their mean rounds.  Rank 0's
      * rounds take 60 + 1 ns/B, rank 1's 100 + 3 ns/B (us): the mean is
      * 80 us + 2 ns/B. */
@@ -78,7 +76,7 @@ START_TEST(derive)
         t.mid_ps[r] = calib_ps(60e-6 + 1e-9 * CALIB_MID_BYTES) + calib_ps(100e-6 + 3e-9 * CALIB_MID_BYTES);
         t.large_ps[r] = calib_ps(60e-6 + 1e-9 * CALIB_LARGE_BYTES) + calib_ps(100e-6 + 3e-9 * CALIB_LARGE_BYTES);
     }
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert_double_eq_tol(v.alpha, 80e-6, 1e-12);
     ck_assert_double_eq_tol(v.beta, 2e-9, 1e-14);
 }
@@ -97,9 +95,8 @@ START_TEST(derive_burst)
         t.mid_ps[r] = 2 * calib_ps(20e-6);
         t.large_ps[r] = 2 * calib_ps(20e-6 + 8e-9 * (CALIB_LARGE_BYTES - CALIB_MID_BYTES));
     }
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 8e-9, 1e-15);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 30e-6, 1e-12);
-    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 15e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).beta, 8e-9, 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).alpha, 30e-6, 1e-12);
 }
 END_TEST
 
@@ -116,49 +113,47 @@ START_TEST(derive_vendor_gather)
     set_rounds(&t, 4, 2, 5e-6, 0.1e-9);
     t.vendor_bytes = 4 * CALIB_LARGE_BYTES;
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps((r == 3 ? 2 : 3) * price);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).vendor_gather, 2, 1e-6);
-    /* the sharing does not change it: alpha and its rounds scale alike */
-    ck_assert_double_eq_tol(calib_derive(&t, 2).vendor_gather, 2, 1e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).vendor_gather, 2, 1e-6);
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps(0.5 * price);
-    ck_assert(calib_derive(&t, 1).vendor_gather == 1);
+    ck_assert(calib_derive(&t, 1, 1).vendor_gather == 1);
     /* within the margin of its price: 1; just beyond it: as measured */
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps(1.04 * price);
-    ck_assert(calib_derive(&t, 1).vendor_gather == 1);
+    ck_assert(calib_derive(&t, 1, 1).vendor_gather == 1);
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 4 * calib_ps(1.06 * price);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).vendor_gather, 1.06, 1e-6);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).vendor_gather, 1.06, 1e-6);
     set_rounds(&t, 1, 1, 5e-6, 0.1e-9);
-    ck_assert(isnan(calib_derive(&t, 1).vendor_gather));
+    ck_assert(isnan(calib_derive(&t, 1, 1).vendor_gather));
 }
 END_TEST
 
-/* On shared cores the model floors beta (core/select.c), but the
- * vendor's gathers were timed with the sharing in them: the model prices
- * the gather it timed at the time it took.  8 ranks, 4 per core, rounds
- * of 5 us and 0.1 ns/B, the gather of 128 KiB in all timed at 100 us (3.78
- * times its price of 3 rounds and 7/8 of the bytes); gamma 1 ns puts the
- * floor at 0.5 ns/B, where the gather's plain price is 72.3 us.  With
- * gamma 4 ns (2 ns/B) the plain price, 244 us, exceeds the time: every
- * transfer pays the floor, the vendor's too. */
-START_TEST(vendor_price_on_shared_cores)
+/* Where ranks share cores no round is timed, whatever the totals hold:
+ * on one node a round costs CALIB_SHARED_ALPHA with a core each and a byte
+ * an eighth of the measured merged entry (2.5 ns: 0.3125 ns/B), below the
+ * model's floor for the sharing, which then prices every byte as a copy
+ * on the shared cores (4 per core: 1.25 ns/B, alpha 20 us a round); the
+ * vendor's gathers keep their default; on several nodes alpha and beta
+ * keep theirs (a network's), gamma is measured either way. */
+START_TEST(derive_shared_cores)
 {
-    const double timed = 100e-6, moved = 7.0 / 8 * CALIB_LARGE_BYTES;
-    const char *gammas[] = {"1", "4"};
-    const double prices[] = {timed, 3 * 5e-6 + 2e-9 * moved};
-    sparcml_problem p = {.P = 8, .ranks_per_core = 4};
-    calib_totals t = {0};
-    set_rounds(&t, 8, 3, 5e-6, 0.1e-9);
-    t.vendor_bytes = 8 * CALIB_LARGE_BYTES;
-    for (int r = 0; r < CALIB_ROUND_REPS; r++) t.vendor_ps[r] = 8 * calib_ps(timed);
-    for (int i = 0; i < 2; i++) {
-        sparcml_settings s;
-        calib_values v = calib_derive(&t, 4);
-        cost_model m;
-        parse_env(&s, "SPARCML_GAMMA_NS_PER_ENTRY", gammas[i]);
-        settings_calibrate(&s, v.alpha, v.beta, v.gamma, v.vendor_gather);
-        m = select_model(&s, &p);
-        ck_assert_double_gt(m.beta, 4 * s.beta); /* the floor binds */
-        ck_assert_double_eq_tol(cost_vendor_allgather(&m, &p, CALIB_LARGE_BYTES), prices[i], 1e-10);
-    }
+    calib_totals t = rig_like();
+    calib_values one = calib_derive(&t, 4, 1), nodes = calib_derive(&t, 4, 0);
+    sparcml_problem p = {.P = 8, .ranks_per_core = 4, .one_node = 1};
+    sparcml_settings s;
+    cost_model m;
+    ck_assert(one.shared_cores && nodes.shared_cores);
+    ck_assert_double_eq_tol(one.alpha, 5e-6, 1e-15);
+    ck_assert_double_eq_tol(one.beta, 0.3125e-9, 1e-18);
+    ck_assert_double_eq_tol(one.gamma, 2.5e-9, 1e-18);
+    ck_assert(isnan(one.vendor_gather) && one.reps == 0 && isnan(one.spread));
+    ck_assert(isnan(nodes.alpha) && isnan(nodes.beta) && isnan(nodes.vendor_gather));
+    ck_assert(nodes.gamma == one.gamma);
+    parse_env(&s, NULL, NULL);
+    settings_calibrate(&s, one.alpha, one.beta, one.gamma, one.vendor_gather);
+    m = select_model(&s, &p);
+    ck_assert(m.copy_bound);
+    ck_assert_double_eq_tol(m.beta, 1.25e-9, 1e-18);
+    ck_assert_double_eq_tol(m.alpha, 20e-6, 1e-15);
+    ck_assert(s.vendor_gather == 1);
 }
 END_TEST
 
@@ -174,18 +169,18 @@ START_TEST(derive_loaded)
         t.mid_ps[r] = 2 * calib_ps(500e-6);
         t.large_ps[r] = 2 * calib_ps(300e-6);
     }
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, beta, 1e-15);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 500e-6 - beta * CALIB_MID_BYTES, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).beta, beta, 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).alpha, 500e-6 - beta * CALIB_MID_BYTES, 1e-12);
     /* Barely faster large rounds than the floor's line: the same floor. */
     for (int r = 0; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = 2 * calib_ps(299e-6);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, beta, 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).beta, beta, 1e-15);
     /* Large rounds far beyond the mid ones' line: alpha the small round's. */
     for (int r = 0; r < CALIB_ROUND_REPS; r++) {
         t.small_ps[r] = 2 * calib_ps(3e-6);
         t.mid_ps[r] = 2 * calib_ps(10e-6);
     }
-    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 3e-6, 1e-12);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 290e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).alpha, 3e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).beta, 290e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
 }
 END_TEST
 
@@ -205,11 +200,10 @@ START_TEST(derive_fastest_round)
         t.mid_ps[r] = 4 * calib_ps(mid[r] * 1e-6);
         t.large_ps[r] = 4 * calib_ps(large[r] * 1e-6);
     }
-    ck_assert_double_eq_tol(calib_derive(&t, 1).beta, 7e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
-    ck_assert_double_eq_tol(calib_derive(&t, 1).alpha, 4e-6, 1e-12);
-    ck_assert_double_eq_tol(calib_derive(&t, 2).alpha, 2e-6, 1e-12);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).beta, 7e-6 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
+    ck_assert_double_eq_tol(calib_derive(&t, 1, 1).alpha, 4e-6, 1e-12);
     /* Without merges, no gamma. */
-    ck_assert(isnan(calib_derive(&t, 1).gamma));
+    ck_assert(isnan(calib_derive(&t, 1, 1).gamma));
 }
 END_TEST
 
@@ -223,7 +217,7 @@ START_TEST(derive_rounds_of_p)
         calib_totals t = {0};
         calib_values v;
         set_rounds(&t, cases[i].P, 1, 12e-6, 12e-9);
-        v = calib_derive(&t, 1);
+        v = calib_derive(&t, 1, 1);
         ck_assert_double_eq_tol(v.alpha, cases[i].per_round, 1e-12);
         ck_assert_double_eq_tol(v.beta, cases[i].per_round * 1e-3, 1e-15);
     }
@@ -233,10 +227,10 @@ END_TEST
 START_TEST(derive_without_samples)
 {
     calib_totals t = {0};
-    calib_values v = calib_derive(&t, 1);
+    calib_values v = calib_derive(&t, 1, 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.gamma));
     set_rounds(&t, 1, 1, 1e-6, 1e-9); /* one rank: no round */
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta));
 }
 END_TEST
@@ -246,7 +240,7 @@ START_TEST(same_totals_same_settings)
     /* Every rank derives from the same totals: identical values, hash. */
     calib_totals t = rig_like();
     sparcml_settings a, b;
-    calib_values va = calib_derive(&t, 4), vb = calib_derive(&t, 4);
+    calib_values va = calib_derive(&t, 1, 1), vb = calib_derive(&t, 1, 1);
     parse_env(&a, NULL, NULL);
     parse_env(&b, NULL, NULL);
     settings_calibrate(&a, va.alpha, va.beta, va.gamma, va.vendor_gather);
@@ -328,7 +322,7 @@ START_TEST(derive_robust)
         t.large_ps[r] = 4 * calib_ps(steady_large[r] * 1e-6);
         t.vendor_ps[r] = 4 * calib_ps(100e-6);
     }
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert_int_eq(v.reps, CALIB_ROUND_REPS);
     ck_assert_double_le(v.spread, CALIB_SPREAD_MAX);
     ck_assert_double_eq_tol(v.beta, 14e-6 / 2 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
@@ -337,7 +331,7 @@ START_TEST(derive_robust)
         t.mid_ps[r] = 4 * calib_ps(busy_mid[r] * 1e-6);
         t.large_ps[r] = 4 * calib_ps(busy_large[r] * 1e-6);
     }
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert_double_gt(v.spread, CALIB_SPREAD_MAX);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.vendor_gather));
     ck_assert_double_eq_tol(v.gamma, 2e-9, 1e-15);
@@ -353,13 +347,13 @@ START_TEST(derive_robust)
         t.large_ps[r] = 4 * calib_ps(steady_large[r] * 1e-6);
     }
     t.reps = 4 * (CALIB_MIN_REPS - 1);
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert_int_eq(v.reps, CALIB_MIN_REPS - 1);
     ck_assert(isnan(v.alpha) && isnan(v.beta));
     /* three ran, steady; the slots after them hold anything */
     t.reps = 4 * 3;
     for (int r = 3; r < CALIB_ROUND_REPS; r++) t.mid_ps[r] = t.large_ps[r] = 1;
-    v = calib_derive(&t, 1);
+    v = calib_derive(&t, 1, 1);
     ck_assert_double_eq_tol(v.beta, 14e-6 / 2 / (CALIB_LARGE_BYTES - CALIB_MID_BYTES), 1e-15);
     ck_assert_double_eq_tol(v.alpha, 5e-6 - v.beta * CALIB_MID_BYTES, 1e-12);
 }
@@ -373,7 +367,7 @@ Suite *calibrate_suite(void)
     tcase_add_test(tc, derive);
     tcase_add_test(tc, derive_burst);
     tcase_add_test(tc, derive_vendor_gather);
-    tcase_add_test(tc, vendor_price_on_shared_cores);
+    tcase_add_test(tc, derive_shared_cores);
     tcase_add_test(tc, derive_loaded);
     tcase_add_test(tc, derive_fastest_round);
     tcase_add_test(tc, derive_robust);
