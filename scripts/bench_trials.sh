@@ -10,8 +10,9 @@
 # SPARCML_VERBOSE=1.  Per run, from rank 0's verbose lines: the algorithms
 # the calls ran (R recursive doubling, S SSAR split, D DSAR split, V
 # dense), the trial calls (a call that ran an algorithm its agreement
-# carried no timed multiple of while it carried some) and their share of
-# the calls and of the calls' time (time_us=), and the median call
+# carried no timed multiple of while it carried some, or that ran the
+# selector's pick where that was a trial's: chosen_by=trial) and their
+# share of the calls and of the calls' time (time_us=), and the median call
 # (sparcml_bench).  BUILD (default build/) gives the benchmark program and
 # the yield preload.
 set -uo pipefail
@@ -31,7 +32,8 @@ for r in $(seq "$rounds"); do
               a = f["algorithm"]; t = f["time_us"] + 0; all += t; n++
               s = a == "ssar_recursive_double" ? "R" : a == "ssar_split_allgather" ? "S" : a == "dsar_split_allgather" ? "D" : "V"
               seq = seq s
-              if (f["timed_over"] != "-" && index("," f["timed_over"], "," a ":") == 0) { trials++; tt += t } }
+              if ((f["timed_over"] != "-" && index("," f["timed_over"], "," a ":") == 0) || (f["chosen_by"] == "trial" && f["selector"] == a)) {
+                  trials++; tt += t } }
             END { printf "%s,%d,%s,%d,%d,%.2f,%s\n", lib, r, seq, trials, n, (all > 0 ? tt / all : 0), m }'
     done
 done

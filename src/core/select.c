@@ -94,19 +94,20 @@ alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_prob
  * exceeds 1.  Only upwards: a model's price is what an algorithm takes
  * where nothing else gets in its way.  An algorithm never timed here keeps
  * its model's price, the lowest it could be, but where another has been
- * timed it competes only as a trial the rationing allows (the one under
- * way, or any while one may start): running it is the only way to learn
- * its price, and a call that runs it may take many times the best known
- * price; the rationing bounds how many calls do (timed.h). */
+ * timed it competes only while a trial may start: running it is the only
+ * way to learn its price, and a call that runs it may take many times the
+ * best known price; the rationing bounds how many calls do (timed.h).  The
+ * trial under way (t->trying) is the only route while it can run: its
+ * verdict waits for all its timed runs, not the first alone. */
 static void timed_prices(const select_timed *t, double cost[COST_ROUTES])
 {
-    int timed = 0;
+    int timed = 0, trial = t->trying != SPARCML_ALG_AUTO && cost[t->trying] < INFINITY;
     for (int a = SPARCML_ALG_AUTO + 1; a < COST_ROUTES; a++) {
         if (t->timed_over[a] > 1) cost[a] *= t->timed_over[a];
         timed |= t->timed_over[a] > 0 && cost[a] < INFINITY;
     }
     for (int a = SPARCML_ALG_AUTO + 1; timed && a < COST_ROUTES; a++)
-        if (t->timed_over[a] == 0 && (t->trying ? a != t->trying : !t->may_try)) cost[a] = INFINITY;
+        if (trial ? a != t->trying : t->timed_over[a] == 0 && !t->may_try) cost[a] = INFINITY;
 }
 
 /* The cheapest route of cost[]: `first` unless another costs less; among
@@ -217,7 +218,7 @@ select_basis select_basis_of(const sparcml_settings *s, const sparcml_problem *p
         timed |= t->timed_over[a] > 0;
         model.timed_over[a] = 0;
     }
-    if (timed && t->timed_over[chosen] == 0) return SELECT_BY_TRIAL;
+    if (timed && (t->timed_over[chosen] == 0 || t->trying == chosen)) return SELECT_BY_TRIAL;
     if (select(s, p, &model) != chosen) return SELECT_BY_TIMED;
     return s->measured ? SELECT_BY_CALIBRATED : SELECT_BY_MODEL;
 }

@@ -20,7 +20,8 @@
  * the least multiple of its model a route is priced at; and the rationing
  * of trials: whether this call may start trying a route never timed here
  * while another was, and the route of the trial under way (0,
- * SPARCML_ALG_AUTO: none).  All zero: the model alone. */
+ * SPARCML_ALG_AUTO: none), which runs until the trial had its calls.  All
+ * zero: the model alone. */
 typedef struct select_timed {
     double timed_over[COST_ROUTES];
     int may_try;
@@ -62,7 +63,8 @@ alg_gather_plan select_gather_plan(const sparcml_settings *s, const sparcml_prob
  * sparcml_algorithm_restriction), or the cheapest applicable one,
  * each priced at least at what it was timed at on calls like this one
  * (t->timed_over); one never timed there, where another was, only as a
- * trial the rationing allows (t->may_try, t->trying).  Always an
+ * trial the rationing allows (t->may_try); the trial under way
+ * (t->trying) wherever it applies.  Always an
  * algorithm, never COST_VENDOR (alg/cost_model.h). */
 cost_route select_algorithm(const sparcml_settings *s, const sparcml_problem *p, const select_timed *t);
 
@@ -93,9 +95,9 @@ typedef cost_route (*select_route)(const sparcml_settings *s, const sparcml_prob
 /* What the selector's choice rests on (the verbose line's chosen_by=):
  * SPARCML_ALGORITHM; the model with fixed parameters (the defaults or the
  * user's); the model with parameters measured at MPI_Init; timed
- * multiples that moved the choice off the model's; a trial of a route
- * never timed here.  `select` is the kind's selector, which
- * chose `chosen` for p. */
+ * multiples that moved the choice off the model's; a trial (of a route
+ * never timed here, or the one under way).  `select` is the kind's
+ * selector, which chose `chosen` for p. */
 typedef enum {
     SELECT_BY_FORCED, SELECT_BY_MODEL, SELECT_BY_CALIBRATED, SELECT_BY_TIMED, SELECT_BY_TRIAL
 } select_basis;

@@ -85,20 +85,21 @@ timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_
         if (agreed[a]) t->known |= 1u << a;
     }
     t->agreed = 1;
-    /* A trial ends with its algorithm's multiple, or after its calls
-     * (a pool grew in its second run: it may start again later). */
-    if (t->trying != SPARCML_ALG_AUTO && (t->known >> t->trying & 1 || t->tried >= TIMED_TRIAL_CALLS))
-        t->trying = SPARCML_ALG_AUTO;
+    /* A trial ends after its calls, not at its route's first multiple:
+     * that is one run's (where pools grew in all but its first run, the
+     * route stays untimed and may be tried again later). */
+    if (t->tried >= TIMED_TRIAL_CALLS) t->trying = SPARCML_ALG_AUTO;
     return (timed_trial){.may_start = timed_may_start(t->calls + 1, t->trials), .trying = t->trying};
 }
 
-/* A call ran `route`: after an agreement that carried some multiple but
- * none of the route's, a trial call, and so is a call without an
- * agreement that runs the trial's route (transparent mode's calls after a
- * vendor choice); any other run ends a trial. */
+/* A call ran `route`: a trial call where it runs the trial under way's
+ * route (with or without an agreement: transparent mode's calls after a
+ * vendor choice have none), or where its agreement carried some multiple
+ * but none of the route's (the start of a trial); any other run ends a
+ * trial. */
 static void count_call(struct timed_slot *t, cost_route route)
 {
-    int trial = t->agreed ? t->known && !(t->known >> route & 1) : t->trying == route;
+    int trial = t->trying == route || (t->agreed && t->known && !(t->known >> route & 1));
     t->calls++;
     t->agreed = 0;
     if (!trial) {

@@ -21,14 +21,18 @@
  * call's band, one never timed there runs only as a trial, and a trial
  * starts only while the key's trial calls stay within a share of its calls
  * (timed_may_start: at most 1 + calls / TIMED_TRIAL_SHARE), one trial at a
- * time, TIMED_TRIAL_CALLS calls each (its first run is never timed;
- * transparent mode's vendor keeps the calls it is chosen for); the
- * selector tries the cheapest by the model, and only where that is below
- * the best timed price (core/select.c).  A share, not a fixed number of
- * trials: a short run spends little on them, a long one still learns every
- * price.  The counts change only with agreed outcomes (timed_lower after
- * each agreement, timed_note_run after each run), in call order, so they
- * are identical on every rank, as the selector's input must be. */
+ * time, TIMED_TRIAL_CALLS calls each; the selector tries the cheapest by
+ * the model, and only where that is below the best timed price, and runs
+ * the trial's route until it had its calls (core/select.c), even where
+ * the multiple its first timed run gave prices it above another: its
+ * first run is never timed, so its verdict is the fastest of its other
+ * runs, never one run alone (a call the cache or the scheduler slowed).
+ * Transparent mode's vendor keeps the calls it is chosen for.  A share,
+ * not a fixed number of trials: a short run spends little on them, a long
+ * one still learns every price.  The counts change only with agreed
+ * outcomes (timed_lower after each agreement, timed_note_run after each
+ * run), in call order, so they are identical on every rank, as the
+ * selector's input must be. */
 #ifndef SPARCML_TIMED_H
 #define SPARCML_TIMED_H
 
@@ -37,7 +41,7 @@
 
 #include "alg/algorithms.h"
 
-enum { TIMED_SLOTS = 4, TIMED_BANDS = 8, TIMED_TRIAL_SHARE = 4, TIMED_TRIAL_CALLS = 2 };
+enum { TIMED_SLOTS = 4, TIMED_BANDS = 8, TIMED_TRIAL_SHARE = 4, TIMED_TRIAL_CALLS = 3 };
 
 /* A rank's own timed multiples of the last few kinds, counts and types,
  * lowered by its runs and by each agreement for them.  The sparse
@@ -91,7 +95,8 @@ void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz,
 
 /* The agreed record's multiples (the fastest any rank saw) into the key's
  * slot, in the band of the agreed largest input; returns what the
- * rationing lets the call try. */
+ * rationing lets the call try: the trial under way until it had its
+ * TIMED_TRIAL_CALLS calls, whatever multiple its route carries by then. */
 timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,
                         const uint64_t agreed[COST_ROUTES]);
 
@@ -99,8 +104,9 @@ timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_
  * priced it at `price`: it lowers the key's multiple if the key's previous
  * run was of the same route and no pool grew since (growths: the
  * context's pool growths when the call began and when it ended).  It
- * counts the call, after an agreement (timed_lower) as a trial call where
- * that carried some multiple but none of the route's. */
+ * counts the call, as a trial call where it runs the trial under way's
+ * route or, after an agreement (timed_lower), where that carried some
+ * multiple but none of the route's. */
 typedef struct timed_run {
     timed_key key;
     uint64_t dim, k_max;

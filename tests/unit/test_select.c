@@ -451,18 +451,23 @@ END_TEST
 /* One rank's timed table driven as op.c drives it, for `calls` calls of
  * one key: each agreement carries the rank's own lookup (timed_lower),
  * the kind's selector chooses under the rationing, and the run takes
- * ms[route] (ms[COST_VENDOR]: transparent mode's vendor).  Every
- * call checks the rationing's bound (trial calls at most 1 + calls / 4);
- * returns the last choice, *trials the trial calls, and each call's
+ * odd_ms[route] on the odd calls, even_ms[route] on the even ones
+ * (ms[COST_VENDOR]: transparent mode's vendor).  Every call checks the
+ * rationing's bound (trial calls at most 1 + calls / 4), counting as a
+ * trial the calls the rule makes one: a call that runs a route its
+ * agreement carried no multiple of while it carried some starts a trial,
+ * and the trial's next TIMED_TRIAL_CALLS - 1 calls of that route are
+ * its.  Returns the last choice, *trials the trial calls, and each call's
  * choice in ran[] (unless NULL).  Compression times a selection route
  * whole: its price holds the route's passes (select_compress_detour). */
-static cost_route drive(const sparcml_settings *s, sparcml_problem p, const double ms[COST_ROUTES],
-                        select_route select, int calls,
-                        int *trials, cost_route *ran)
+static cost_route drive_alternating(const sparcml_settings *s, sparcml_problem p, const double odd_ms[COST_ROUTES],
+                                    const double even_ms[COST_ROUTES], select_route select, int calls,
+                                    int *trials, cost_route *ran)
 {
     static timed_table table;
     timed_key key = {.kind = &table, .count = (MPI_Count)p.dim, .vtype = p.vtype};
-    cost_route a = SPARCML_ALG_AUTO;
+    cost_route a = SPARCML_ALG_AUTO, trying = SPARCML_ALG_AUTO;
+    int trial_left = 0;
     memset(&table, 0, sizeof table);
     *trials = 0;
     for (int call = 1; call <= calls; call++) {
@@ -480,15 +485,26 @@ static cost_route drive(const sparcml_settings *s, sparcml_problem p, const doub
         }
         a = select(s, &p, &t);
         if (ran) ran[call - 1] = a;
-        *trials += timed && ppm[a] == 0;
+        if (trial_left == 0 || a != trying) {
+            trying = a;
+            trial_left = timed && ppm[a] == 0 ? TIMED_TRIAL_CALLS : 0;
+        }
+        if (trial_left > 0) (*trials)++, trial_left--;
         ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
         select_costs(s, &p, price);
         price[COST_VENDOR] = select_vendor_price(s, &p);
         if (select == select_compressed && a != COST_VENDOR) price[a] += select_compress_detour(s, &p);
         timed_note_run(&table, &(timed_run){.key = key, .dim = p.dim, .k_max = p.k_max, .route = a,
-                                            .seconds = 1e-3 * ms[a], .price = price[a]});
+                                            .seconds = 1e-3 * (call % 2 ? odd_ms : even_ms)[a], .price = price[a]});
     }
     return a;
+}
+
+/* Every call of a route as fast as the others (ms[route]). */
+static cost_route drive(const sparcml_settings *s, sparcml_problem p, const double ms[COST_ROUTES],
+                        select_route select, int calls, int *trials, cost_route *ran)
+{
+    return drive_alternating(s, p, ms, ms, select, calls, trials, ran);
 }
 
 /* The timed prices at work: each call runs the selector's choice, which
@@ -496,9 +512,11 @@ static cost_route drive(const sparcml_settings *s, sparcml_problem p, const doub
  * Transparent mode, P = 2 on shared memory, 16M floats, the two
  * calibrated models above, the times each route took there
  * (bench/results/transparent_vendor_timed_shm.csv, medians, ms: RD, SSAR
- * split, DSAR split, the vendor): within 32 calls the choice settles on
- * the fastest route of the measurement, having tried at most a quarter of
- * the calls (plus one), and stays. */
+ * split, DSAR split, the vendor): once the other three routes could each
+ * have had their trial (the k-th may start at call TIMED_TRIAL_SHARE *
+ * (k * TIMED_TRIAL_CALLS - 1): trial_share), the call after the third's
+ * last runs the fastest route of the measurement, having tried at most a
+ * quarter of the calls (plus one), and so do all later ones. */
 START_TEST(timed_prices_settle_on_the_fastest)
 {
     sparcml_settings s = defaults();
@@ -517,13 +535,14 @@ START_TEST(timed_prices_settle_on_the_fastest)
     for (size_t m = 0; m < 2; m++)
         for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
             sparcml_problem p = problem(2, N, (uint64_t)(pts[i].d * (double)N), 1);
+            const int settled = TIMED_TRIAL_SHARE * (3 * TIMED_TRIAL_CALLS - 1) + TIMED_TRIAL_CALLS;
             int trials, more;
             s.alpha = models[m][0];
             s.beta = models[m][1];
             s.gamma = models[m][2];
-            ck_assert_msg(drive(&s, p, pts[i].ms, select_transparent, 32, &trials, NULL) == pts[i].fastest,
+            ck_assert_msg(drive(&s, p, pts[i].ms, select_transparent, settled, &trials, NULL) == pts[i].fastest,
                           "model %zu, d = %g: not settled", m, pts[i].d);
-            ck_assert_int_eq(drive(&s, p, pts[i].ms, select_transparent, 64, &more, NULL), pts[i].fastest);
+            ck_assert_int_eq(drive(&s, p, pts[i].ms, select_transparent, 2 * settled, &more, NULL), pts[i].fastest);
             ck_assert_int_eq(more, trials); /* nothing left to try */
         }
 }
@@ -610,28 +629,39 @@ START_TEST(learnt_vendor_choice)
 }
 END_TEST
 
-/* The rationing's rule: a trial of 2 calls starts only where the trial
- * calls stay at most 1 + calls / 4, counting the call that starts it. */
+/* The rationing's rule: a trial of TIMED_TRIAL_CALLS calls starts only
+ * where the trial calls stay at most 1 + calls / TIMED_TRIAL_SHARE at each
+ * of its calls, counting the call that starts it.  Where one may start,
+ * running the whole trial keeps the bound; the boundary cases: with
+ * `trials` trial calls before, the first call that may start one is
+ * TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1). */
 START_TEST(trial_share)
 {
-    static const struct { uint64_t calls, trials; int may; } cases[] = {
-        {1, 0, 0}, {3, 0, 0}, {4, 0, 1}, {11, 2, 0}, {12, 2, 1}, {19, 4, 0}, {20, 4, 1}, {1000, 200, 1},
-        {1000, 249, 1}, {1000, 250, 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        ck_assert_msg(timed_may_start(cases[i].calls, cases[i].trials) == cases[i].may, "case %zu", i);
+    for (uint64_t trials = 0; trials <= 300; trials++) {
+        uint64_t first = TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1);
+        ck_assert_msg(timed_may_start(first, trials) && !timed_may_start(first - 1, trials), "trials %llu",
+                      (unsigned long long)trials);
+        for (uint64_t calls = 1; calls <= 1300; calls++) {
+            if (!timed_may_start(calls, trials)) continue;
+            for (uint64_t j = 1; j <= TIMED_TRIAL_CALLS; j++)
+                ck_assert_msg(trials + j <= 1 + (calls + j - 1) / TIMED_TRIAL_SHARE, "calls %llu, trials %llu",
+                              (unsigned long long)calls, (unsigned long long)trials);
+        }
+    }
+    ck_assert(!timed_may_start(1, 0));
+    ck_assert(timed_may_start(1000, 200) && !timed_may_start(1000, 1000 / TIMED_TRIAL_SHARE));
 }
 END_TEST
 
 /* The rationing at work on one key, tagged calls: the model prefers
  * recursive doubling, which runs 4 times its price; the other three run
- * at theirs.  Calls 1-2 run recursive doubling (nothing timed: the model
- * alone), the second timed; call 3 stays on it (a trial of 2 calls
- * would make 2 of 3 calls trials); calls 4-5 try the cheapest of the
- * others by the model, which then runs, at its price, to the end (2
- * trial calls in 24).  Then an accurate
- * model (every algorithm at its price): nothing beats the first
- * algorithm's timed price, and nothing is tried. */
+ * at theirs.  Recursive doubling runs first (nothing timed: the model
+ * alone), timed from its second call, until a trial may start (call
+ * TIMED_TRIAL_SHARE * (TIMED_TRIAL_CALLS - 1): trial_share); then the
+ * cheapest of the others by the model runs its TIMED_TRIAL_CALLS trial
+ * calls and, at its price, to the end (TIMED_TRIAL_CALLS trial calls in
+ * 24).  Then an accurate model (every algorithm at its price): nothing
+ * beats the first algorithm's timed price, and nothing is tried. */
 START_TEST(trials_rationed)
 {
     sparcml_settings s = defaults();
@@ -639,28 +669,64 @@ START_TEST(trials_rationed)
     double price[SPARCML_ALG_COUNT_], ms[COST_ROUTES] = {0};
     select_timed t = {0};
     cost_route first = select_algorithm(&s, &p, &t), ran[24];
+    const int start = TIMED_TRIAL_SHARE * (TIMED_TRIAL_CALLS - 1); /* the first trial call, from 1 */
     int trials;
     ck_assert_int_eq(first, SPARCML_ALG_RECURSIVE_DOUBLE);
     select_costs(&s, &p, price);
     for (int a = 0; a < SPARCML_ALG_COUNT_; a++) ms[a] = 1e3 * price[a] * (a == (int)first ? 4 : 1);
     drive(&s, p, ms, select_algorithm, 24, &trials, ran);
-    for (int call = 0; call < 3; call++) ck_assert_int_eq(ran[call], first);
-    ck_assert_int_ne(ran[3], first); /* call 4: the first trial */
-    ck_assert_int_eq(ran[4], ran[3]);
-    for (int call = 5; call < 24; call++) ck_assert_int_eq(ran[call], ran[3]);
-    ck_assert_int_eq(trials, 2);
+    for (int call = 0; call < start - 1; call++) ck_assert_int_eq(ran[call], first);
+    ck_assert_int_ne(ran[start - 1], first);
+    for (int call = start; call < 24; call++) ck_assert_int_eq(ran[call], ran[start - 1]);
+    ck_assert_int_eq(trials, TIMED_TRIAL_CALLS);
     /* an accurate model: nothing tried */
     for (int a = 0; a < SPARCML_ALG_COUNT_; a++) ms[a] = 1e3 * price[a];
     ck_assert_int_eq(drive(&s, p, ms, select_algorithm, 40, &trials, NULL), first);
     ck_assert_int_eq(trials, 0);
-    /* untried and no trial allowed: out of the running, unless under way */
+    /* untried and no trial allowed: out of the running; a trial under way
+     * the only route, untimed or timed at any multiple */
     t.timed_over[SPARCML_ALG_DENSE] = 1;
     ck_assert_int_eq(select_algorithm(&s, &p, &t), SPARCML_ALG_DENSE);
     t.trying = SPARCML_ALG_SSAR_SPLIT_ALLGATHER;
     ck_assert_int_eq(select_algorithm(&s, &p, &t), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    t.timed_over[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = 1000;
+    ck_assert_int_eq(select_algorithm(&s, &p, &t), SPARCML_ALG_SSAR_SPLIT_ALLGATHER);
+    t.timed_over[SPARCML_ALG_SSAR_SPLIT_ALLGATHER] = 0;
     t.trying = SPARCML_ALG_AUTO;
     t.may_try = 1;
     ck_assert_int_eq(select_algorithm(&s, &p, &t), first);
+}
+END_TEST
+
+/* A trial's verdict is not one run's.  As trials_rationed, but the calls
+ * alternate cold and warm (sparcml_bench --cold-mib): a cold call of any
+ * route takes 10 times a warm one's time.  Recursive doubling's multiple
+ * is its warm runs' 4; the trial's route warm runs at its price (1), cold
+ * at 10 times it, above 4 times recursive doubling's (the route costs at
+ * least recursive doubling by the model, which chose that first).  Its
+ * first trial call is never timed, and its other calls (at least 2)
+ * follow each other, so whichever calls are cold one of them is warm: the
+ * route wins, and runs to the end, in both orders of cold and warm.  A
+ * trial that rested on one timed run would, in one of the orders, time
+ * only a cold one, and keep recursive doubling. */
+START_TEST(trial_verdict_from_more_runs)
+{
+    sparcml_settings s = defaults();
+    sparcml_problem p = problem(8, 1u << 20, 1u << 10, 1);
+    double price[SPARCML_ALG_COUNT_], warm[COST_ROUTES] = {0}, cold[COST_ROUTES] = {0};
+    cost_route first = select_algorithm(&s, &p, &untimed), ran[32];
+    int trials;
+    select_costs(&s, &p, price);
+    for (int a = 0; a < SPARCML_ALG_COUNT_; a++) {
+        warm[a] = 1e3 * price[a] * (a == (int)first ? 4 : 1);
+        cold[a] = 10 * warm[a];
+    }
+    for (int odd_cold = 0; odd_cold < 2; odd_cold++) {
+        cost_route last = drive_alternating(&s, p, odd_cold ? cold : warm, odd_cold ? warm : cold, select_algorithm,
+                                            32, &trials, ran);
+        ck_assert_msg(last != first, "cold calls %s: kept the first algorithm", odd_cold ? "odd" : "even");
+        for (int call = 24; call < 32; call++) ck_assert_int_eq(ran[call], last);
+    }
 }
 END_TEST
 
@@ -916,6 +982,7 @@ Suite *select_suite(void)
     tcase_add_test(tc, learnt_vendor_choice);
     tcase_add_test(tc, trial_share);
     tcase_add_test(tc, trials_rationed);
+    tcase_add_test(tc, trial_verdict_from_more_runs);
     tcase_add_test(tc, timed_bands_by_density);
     tcase_add_test(tc, pipeline_off_where_copies_share_cores);
     tcase_add_test(tc, rig_defaults_scaled_by_ranks_per_core);
