@@ -64,13 +64,24 @@ typedef struct rd_state {
     int room;
     wire w;
     /* pipelined rounds: the sum as `chunks` range streams, in set `set` of
-     * part[][] (the other set receives the next sums); `got` chunks of the
-     * partner's message merged so far */
+     * the chunks' part[][] (the other set receives the next sums); `got`
+     * chunks of the partner's message merged so far */
     int chunks, set, got;
+} rd_state;
+
+/* The pipelined rounds' chunks, beside rd_state in the schedule's state:
+ * rd_chunk sets them up, so a call of one chunk writes none of them. */
+typedef struct rd_chunks {
     uint64_t bounds[SPARCML_PIPELINE_CHUNKS_MAX + 1];
     sv part[2][SPARCML_PIPELINE_CHUNKS_MAX];
-} rd_state;
-SCHED_STATE_FITS(rd_state);
+} rd_chunks;
+typedef struct rd_room {
+    rd_state st; /* first: sched_state(s) is the rd_state */
+    rd_chunks ch;
+} rd_room;
+SCHED_STATE_FITS(rd_room);
+
+static rd_chunks *rd_chunks_of(sched *s) { return &((rd_room *)sched_state(s))->ch; }
 
 /* Real rank of the rank numbered `newrank` among the p2 active ones. */
 static int active_rank(int newrank, int rem)
@@ -148,17 +159,18 @@ static int rd_part_pool(int set, int i) { return POOL_RD_PART + set * SPARCML_PI
 static int rd_chunk(sched *s)
 {
     rd_state *st = sched_state(s);
+    rd_chunks *ch = rd_chunks_of(s);
     st->set = 0;
     if (sv_is_absent(&st->cur)) {
-        for (int i = 0; i < st->chunks; i++) st->part[0][i] = sv_absent();
+        for (int i = 0; i < st->chunks; i++) ch->part[0][i] = sv_absent();
         return MPI_SUCCESS;
     }
-    stream_split_bounds(st->cur.dim, st->chunks, st->bounds);
+    stream_split_bounds(st->cur.dim, st->chunks, ch->bounds);
     for (int i = 0; i < st->chunks; i++) {
-        uint64_t lo = st->bounds[i], hi = st->bounds[i + 1];
+        uint64_t lo = ch->bounds[i], hi = ch->bounds[i + 1];
         void *buf = ctx_buffer(s->c->ctx, rd_part_pool(0, i), stream_range_bytes(&st->cur, lo, hi));
         if (!buf) return call_nomem(s->c);
-        st->part[0][i] = stream_range(&st->cur, lo, hi, buf);
+        ch->part[0][i] = stream_range(&st->cur, lo, hi, buf);
     }
     return MPI_SUCCESS;
 }
@@ -170,7 +182,7 @@ static int rd_join(sched *s)
 {
     rd_state *st = sched_state(s);
     sparcml_call *c = s->c;
-    const sv *parts = st->part[st->set];
+    const sv *parts = rd_chunks_of(s)->part[st->set];
     uint64_t nnz = 0, at_zero[SPARCML_PIPELINE_CHUNKS_MAX] = {0}, bytes;
     void *out = c->recvbuf;
     int absent = 0;
@@ -204,10 +216,11 @@ static int rd_round(sched *s);
 static int rd_chunk_arrived(sched *s)
 {
     rd_state *st = sched_state(s);
+    rd_chunks *ch = rd_chunks_of(s);
     sparcml_call *c = s->c;
     int i = st->got, partner = active_rank(st->newrank ^ st->mask, st->rem), rc = MPI_SUCCESS;
-    const sv in = st->other, *mine = &st->part[st->set][i];
-    sv *sum = &st->part[!st->set][i];
+    const sv in = st->other, *mine = &ch->part[st->set][i];
+    sv *sum = &ch->part[!st->set][i];
     void *out;
     if (i + 1 < st->chunks)
         rc = sched_recv_chunk(s, partner, TAG_RECURSIVE_DOUBLE, i % 2 ? POOL_RECV : POOL_RECV_NEXT, POOL_QDEC,
@@ -235,13 +248,14 @@ static int rd_chunk_arrived(sched *s)
 static int rd_round_pipelined(sched *s, int partner)
 {
     rd_state *st = sched_state(s);
+    sv *parts = rd_chunks_of(s)->part[st->set];
     sparcml_call *c = s->c;
     wire w[SPARCML_PIPELINE_CHUNKS_MAX];
     int rc = MPI_SUCCESS;
-    for (int i = 0; i < st->chunks; i++) w[i] = wire_of(&st->part[st->set][i]);
+    for (int i = 0; i < st->chunks; i++) w[i] = wire_of(&parts[i]);
     /* The first round's chunks are parts of the input unless a rank folded in. */
     if (c->input_block && st->round == 0 && st->cur.base == c->input.base)
-        rc = p2p_encode_input_parts(c, st->part[st->set], st->chunks, -1, w);
+        rc = p2p_encode_input_parts(c, parts, st->chunks, -1, w);
     for (int i = 1; i < st->chunks; i++) w[i].bare = 1;
     for (int i = 0; i < st->chunks && rc == MPI_SUCCESS; i++) rc = sched_send(s, &w[i], partner, TAG_RECURSIVE_DOUBLE);
     st->got = 0;

@@ -30,6 +30,7 @@
 
 typedef struct pending {
     sparcml_op op;
+    op_room room;
     progress_item item;   /* while the call runs */
     MPI_Request request;
     atomic_int owners;
@@ -143,9 +144,9 @@ int sparcml_iallreduce(const sparcml_op_kind *kind, const void *sendbuf, void *r
     int rc;
     if (!FLV_HAVE_NONBLOCKING)
         return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);
-    p = calloc(1, sizeof *p);
+    p = malloc(sizeof *p); /* every field is set before it is read: the op by its start, the rest below */
     if (!p) return sparcml_raise_code(comm, call, MPI_ERR_NO_MEM);
-    switch (sparcml_op_start(&p->op, kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, 0, call)) {
+    switch (sparcml_op_start(&p->op, &p->room, kind, sendbuf, recvbuf, count, datatype, vtype, op, comm, 0, call)) {
     case SPARCML_OP_VENDOR:
         free(p);
         return flv_iallreduce_vendor(sendbuf, recvbuf, count, datatype, op, comm, request);

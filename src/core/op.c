@@ -473,13 +473,13 @@ void op_dense_write(const sparcml_op *op)
 
 /* --- starting and finishing a call of any kind ------------------------- */
 
-int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
-                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking,
-                     const char *call)
+int sparcml_op_start(sparcml_op *op, op_room *room, const sparcml_op_kind *kind, const void *sendbuf,
+                     void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm,
+                     int blocking, const char *call)
 {
     int inter = comm_inter(comm), rc;
-    *op = (sparcml_op){.set = settings_get(), .comm = comm, .call = call, .kind = kind, .sendbuf = sendbuf,
-                       .recvbuf = recvbuf, .count = count, .datatype = datatype, .mop = mop};
+    *op = (sparcml_op){.set = settings_get(), .comm = comm, .call = call, .room = room, .kind = kind,
+                       .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .datatype = datatype, .mop = mop};
     if (inter < 0) return SPARCML_OP_VENDOR; /* the vendor's error */
     rc = PMPI_Comm_rank(comm, &op->rank);
     if (rc == MPI_SUCCESS && inter) {
@@ -499,7 +499,7 @@ int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *se
     kind->fill(op, vtype);
     op_quantization(&op->c, op->set);
     op->c.tag_offset = TAG_KINDS * (int)(op->c.ctx->started++ % TAG_CALLS);
-    sched_init(&op->s, &op->c, blocking, op_setup);
+    sched_init(&op->s, &op->c, blocking, op_setup, room->sched_state);
     return SPARCML_OP_SCHEDULED;
 }
 
@@ -508,7 +508,8 @@ int sparcml_allreduce(const sparcml_op_kind *kind, const void *sendbuf, void *re
 {
     static const char call[] = "MPI_Allreduce";
     sparcml_op op;
-    switch (sparcml_op_start(&op, kind, sendbuf, recvbuf, count, datatype, vtype, mop, comm, 1, call)) {
+    op_room room;
+    switch (sparcml_op_start(&op, &room, kind, sendbuf, recvbuf, count, datatype, vtype, mop, comm, 1, call)) {
     case SPARCML_OP_VENDOR: return flv_allreduce(sendbuf, recvbuf, count, datatype, mop, comm);
     case SPARCML_OP_DONE: return sparcml_raise(comm, call, &op.outcome);
     default: break;

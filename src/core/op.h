@@ -80,6 +80,15 @@ typedef struct op_failure {
     int which;
 } op_failure;
 
+/* What a call writes before it reads, kept apart from the op so that
+ * starting a call does not touch it: the running algorithm's state (set up
+ * by the algorithm, runtime/schedule.h) and a failure's (only a failing
+ * call writes it). */
+typedef struct op_room {
+    _Alignas(max_align_t) unsigned char sched_state[SCHED_STATE_BYTES];
+    op_failure fail;
+} op_room;
+
 /* A kind of call: how it fills in a new op from this rank's arguments (no
  * communication; a failure goes into op->local.reason, for the agreement
  * to share), and its first step once the context is set up. */
@@ -156,7 +165,7 @@ struct sparcml_op {
      * that names it ("MPI_Iallreduce", ...). */
     sparcml_outcome outcome;
     const char *call;
-    op_failure fail;
+    op_room *room;             /* the caller's (sparcml_op_start) */
     char detail[SPARCML_DETAIL_BYTES]; /* this rank's own input's problem */
     /* The application's arguments (transparent mode reads its dense
      * buffers; its vendor route passes them on). */
@@ -175,19 +184,20 @@ static inline void *op_kind_state(sparcml_op *op) { return op->kind_state; }
 static inline const void *op_kind_state_c(const sparcml_op *op) { return op->kind_state; }
 #define OP_KIND_STATE_FITS(type) _Static_assert(sizeof(type) <= OP_KIND_STATE_BYTES, #type " fits an op's kind state")
 
-/* Start: fill in the op (the kind's fill) and prepare its schedule, or say
- * that the vendor takes the call (an invalid communicator: the vendor
- * reports it) or that it is done already (op->outcome says how; nothing
- * is raised).  `call` names the program's call in messages
+/* Start: fill in the op (the kind's fill) and prepare its schedule on
+ * `room`, which lives as long as the op, or say that the vendor takes the
+ * call (an invalid communicator: the vendor reports it) or that it is done
+ * already (op->outcome says how; nothing is raised).  `call` names the
+ * program's call in messages
  * ("MPI_Iallreduce").
  * Finish, once the schedule has ended: the call's status, settled (with a
  * failure this rank met alone); the caller raises it (sparcml_raise) at
  * the program's boundary: the blocking call, or the call that completes
  * the request. */
 enum { SPARCML_OP_SCHEDULED, SPARCML_OP_VENDOR, SPARCML_OP_DONE };
-int sparcml_op_start(sparcml_op *op, const sparcml_op_kind *kind, const void *sendbuf, void *recvbuf,
-                     MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm, int blocking,
-                     const char *call);
+int sparcml_op_start(sparcml_op *op, op_room *room, const sparcml_op_kind *kind, const void *sendbuf,
+                     void *recvbuf, MPI_Count count, MPI_Datatype datatype, int vtype, MPI_Op mop, MPI_Comm comm,
+                     int blocking, const char *call);
 sparcml_outcome *sparcml_op_finish(sparcml_op *op);
 
 /* A blocking call of the given kind, run at once (the communicator's

@@ -39,7 +39,7 @@
  * other reasons. */
 static void mismatch_facts(const sparcml_op *op, int reason, char buf[OP_FACTS_BYTES], size_t len)
 {
-    buf[0] = '\0';
+    memset(buf, 0, len); /* the whole buffer travels (op_fail) */
     switch (reason) {
     case SPARCML_R_DIM_MISMATCH:
         snprintf(buf, len, "dim=%llu\n", (unsigned long long)op->local.dim);
@@ -76,15 +76,15 @@ static int failure_print(sched *s)
     } else if (op->rank == speaker || sparcml_handler_aborts(op->comm)) {
         sparcml_outcome_print(&op->outcome, op->call, op->rank);
     }
-    op->fail.which = 0;
+    op->room->fail.which = 0;
     sched_next(s, failure_ended);
-    return sched_allreduce(s, &op->fail.which, 1, MPI_INT, MPI_MIN);
+    return sched_allreduce(s, &op->room->fail.which, 1, MPI_INT, MPI_MIN);
 }
 
 static int failure_values(sched *s)
 {
     sparcml_op *op = op_of(s);
-    op_failure *f = &op->fail;
+    op_failure *f = &op->room->fail;
     f->said[sizeof f->said - 1] = '\0';
     settings_digest_difference(f->facts0, 0, (const char *)f->said, f->which, op->outcome.detail,
                                sizeof op->outcome.detail);
@@ -95,7 +95,7 @@ static int failure_values(sched *s)
 static int failure_which(sched *s)
 {
     sparcml_op *op = op_of(s);
-    op_failure *f = &op->fail;
+    op_failure *f = &op->room->fail;
     if (f->which == INT_MAX) return failure_print(s); /* facts alike: the reason says it all */
     memset(f->said, 0, sizeof f->said);
     if (op->rank == f->which) memcpy(f->said, f->mine, sizeof f->mine);
@@ -107,7 +107,7 @@ static int failure_which(sched *s)
 static int failure_said(sched *s)
 {
     sparcml_op *op = op_of(s);
-    op_failure *f = &op->fail;
+    op_failure *f = &op->room->fail;
     memcpy(op->outcome.detail, f->said, sizeof op->outcome.detail);
     op->outcome.detail[sizeof op->outcome.detail - 1] = '\0';
     memcpy(f->facts0, f->said + SPARCML_DETAIL_BYTES, sizeof f->facts0);
@@ -121,7 +121,7 @@ static int failure_said(sched *s)
 int op_fail(sched *s, int reason, int rank, const char *detail)
 {
     sparcml_op *op = op_of(s);
-    op_failure *f = &op->fail;
+    op_failure *f = &op->room->fail;
     int speaker = rank >= 0 ? rank : 0;
     op->c.ctx->sealed = 0;
     s->then = NULL; /* the call ends with the steps below */

@@ -52,8 +52,9 @@ uint64_t stream_merge_bound(const sv *a, const sv *b);
 /* out = a + b (element-wise; `a` is always the left operand of every
  * addition, which keeps NaN payloads identical wherever the same pair is
  * merged).  outbuf needs stream_merge_bound(a, b) bytes and must not
- * overlap a or b.  The result is dense when either input is dense or when
- * its sparse form would not be smaller. */
+ * overlap a or b; where a and b have the same indices nothing is written
+ * beyond the result.  The result is dense when either input is dense or
+ * when its sparse form would not be smaller. */
 sv stream_merge_add(const sv *a, const sv *b, void *outbuf);
 
 /* acc += b in place, acc dense.  b_left: b is the left operand. */

@@ -306,6 +306,13 @@ static merge_fn *merge_for(const kernels *k, const sv *a, int exact)
     return exact ? k->merge_exact : k->merge;
 }
 
+/* Whether a and b hold the same indices (the same support on every rank):
+ * then their union is known without a merge. */
+static int same_indices(const sv *a, const sv *b)
+{
+    return a->nnz == b->nnz && a->iw == b->iw && (!a->nnz || memcmp(a->idx, b->idx, a->nnz * a->iw) == 0);
+}
+
 sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
 {
     const kernels *k = kernels_for(a->vtype, a->iw);
@@ -314,14 +321,18 @@ sv stream_merge_add(const sv *a, const sv *b, void *outbuf)
     sv out;
     char *vals;
     if (a->dense || b->dense) return merge_into_dense(a, b, outbuf);
-    /* Only when the union might be big enough to go dense do we pay for an
-     * exact count first (the buffer may then be too small for the bound). */
-    if (sparcml_prefers_dense(a->dim, a->vtype, n)) {
+    /* The union is counted first where it might be big enough to go dense
+     * (the buffer may then be too small for the bound); with the same
+     * indices it is a's. */
+    if (same_indices(a, b)) {
+        n = a->nnz;
+        exact = 1;
+    } else if (sparcml_prefers_dense(a->dim, a->vtype, n)) {
         n = k->union_size(a->idx, a->nnz, b->idx, b->nnz);
-        if (sparcml_prefers_dense(a->dim, a->vtype, n)) return merge_into_dense(a, b, outbuf);
         exact = 1;
     }
-    /* Otherwise values first go where they would sit for the bound, then move
+    if (exact && sparcml_prefers_dense(a->dim, a->vtype, n)) return merge_into_dense(a, b, outbuf);
+    /* Else values first go where they would sit for the bound, then move
      * down to where they belong for the real count (memmove: regions overlap). */
     out = stream_init(outbuf, a->dim, a->vtype, n, 0);
     vals = out.val;

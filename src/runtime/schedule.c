@@ -44,9 +44,9 @@ static int count_typed(sparcml_call *c, MPI_Count count, MPI_Datatype type)
     return rc;
 }
 
-void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first)
+void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first, void *state)
 {
-    *s = (sched){.c = c, .blocking = blocking, .next = first, .sends = c->ctx->reqs};
+    *s = (sched){.c = c, .blocking = blocking, .next = first, .sends = c->ctx->reqs, .state = state};
 }
 
 int sched_send(sched *s, const wire *w, int dest, int tag)

@@ -33,9 +33,10 @@
  * schedule may use the communicator's scratch pool and request array as
  * its own.
  *
- * The driver knows no algorithm: a schedule carries SCHED_STATE_BYTES of
+ * The driver knows no algorithm: a schedule is given SCHED_STATE_BYTES of
  * storage that the running algorithm uses for its state between steps
- * (sched_state), opaque here. */
+ * (sched_state), opaque here; the algorithm sets it up when it starts, so
+ * that starting a schedule writes none of it. */
 #ifndef SPARCML_SCHEDULE_H
 #define SPARCML_SCHEDULE_H
 
@@ -64,7 +65,7 @@ struct sched {
     int nreqs;
     MPI_Request *sends;     /* ctx->reqs: sends in flight */
     int nsends;
-    _Alignas(max_align_t) unsigned char state[SCHED_STATE_BYTES]; /* the algorithm's */
+    void *state;            /* the algorithm's: SCHED_STATE_BYTES */
 };
 
 /* The running algorithm's state: each algorithm file defines its struct
@@ -73,8 +74,9 @@ static inline void *sched_state(sched *s) { return s->state; }
 #define SCHED_STATE_FITS(type) \
     _Static_assert(sizeof(type) <= SCHED_STATE_BYTES, #type " fits a schedule's state")
 
-/* A schedule for call c; its first step is `first`. */
-void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first);
+/* A schedule for call c; its first step is `first`; `state`: the
+ * algorithm's storage, SCHED_STATE_BYTES aligned as max_align_t. */
+void sched_init(sched *s, sparcml_call *c, int blocking, sched_step first, void *state);
 
 /* Run s to its end (blocking).  Returns the first MPI error, if any. */
 int sched_run(sched *s);

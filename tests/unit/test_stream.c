@@ -469,6 +469,42 @@ START_TEST(merge_add_exact_room_both_paths)
 }
 END_TEST
 
+/* Inputs with the same indices: the merge knows their union without a
+ * count and writes nothing beyond the union's room (bytes behind it stay
+ * as they were), each value type and index width, on both paths. */
+START_TEST(merge_add_same_indices_stays_in_the_union)
+{
+    enum { GUARD = 256 };
+    static const uint64_t ns[] = {0, 1, 7, 8, 9, 16, 17, 33, 200, 1000, 5000};
+    int vtype = _i % 4 + 1, wide = _i / 4 % 2; /* 8-15: the portable path */
+    uint64_t dim = wide ? SPARCML_MAX_DIM : UINT64_C(1) << 28, na, nb;
+    uint64_t *ia = malloc(5001 * 8), *ib = malloc(5001 * 8);
+    char what[64];
+    stream_force_portable(_i / 8);
+    rng_state = 5353 + (uint64_t)_i;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        pair_indices(P_IDENTICAL, ns[k], dim, ia, &na, ib, &nb);
+        uint64_t room = sparcml_sparse_bytes(dim, vtype, na);
+        char *abuf = malloc(room), *bbuf = malloc(room), *out = malloc(room + GUARD);
+        sv a = list_stream(abuf, dim, vtype, ia, na, 1), b = list_stream(bbuf, dim, vtype, ib, nb, 1);
+        if (na > 2) put_specials(vtype, a.val, na);
+        put_shared_specials(&a, &b, ia, na, ib, nb);
+        for (int order = 0; order < 2; order++) {
+            memset(out + room, 0xa5, GUARD);
+            sv r = stream_merge_add(order ? &b : &a, order ? &a : &b, out);
+            snprintf(what, sizeof what, "n %llu order %d", (unsigned long long)ns[k], order);
+            assert_merge_is_reference(order ? &b : &a, order ? &a : &b, &r, what);
+            for (int g = 0; g < GUARD; g++)
+                ck_assert_msg((unsigned char)out[room + g] == 0xa5, "%s: byte %d behind the union written", what, g);
+        }
+        free(abuf); free(bbuf); free(out);
+    }
+    stream_force_portable(0);
+    free(ia);
+    free(ib);
+}
+END_TEST
+
 START_TEST(accumulate_matches_reference)
 {
     int vtype = _i + 1;
@@ -1375,6 +1411,7 @@ Suite *stream_suite(void)
     tcase_add_loop_test(tc, merge_add_layouts_both_paths, 0, 16);
     tcase_add_loop_test(tc, merge_add_window_spans, 0, 8);
     tcase_add_loop_test(tc, merge_add_exact_room_both_paths, 0, 8);
+    tcase_add_loop_test(tc, merge_add_same_indices_stays_in_the_union, 0, 16);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     /* 100,000-entry inputs: the merge's code paths at scale. */
