@@ -45,15 +45,19 @@ static void usable_cpus(cpu_set_t *mask)
     for (long i = 0; i < (n > 0 ? n : 1) && i < CPU_SETSIZE; i++) CPU_SET((int)i, mask);
 }
 
-/* MPI's name for this rank's node (a hash): the emulated rig's ranks share
- * one machine but MPI runs TCP between them, and a simulator's ranks each
- * have a host of their own on one machine. */
+/* This rank's node (a hash): MPI's name for it and the network namespace
+ * the rank runs in.  A simulator's ranks each have a host of their own on
+ * one machine; the emulated rig's ranks share one machine and its host
+ * name, each in a network namespace of its own, and MPI runs TCP between
+ * them: ranks in different network namespaces talk through a network
+ * stack, not through shared memory. */
 static uint64_t node_id(void)
 {
-    char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = "", net[64];
     int len = 0;
+    ssize_t net_len = readlink("/proc/self/ns/net", net, sizeof net);
     if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS || len < 0 || len > MPI_MAX_PROCESSOR_NAME) len = 0;
-    return fnv_bytes(FNV_OFFSET, name, (size_t)len);
+    return fnv_bytes(fnv_bytes(FNV_OFFSET, name, (size_t)len), net, net_len > 0 ? (size_t)net_len : 0);
 }
 
 /* What each rank contributes: its machine, its node and the CPUs it may

@@ -21,7 +21,8 @@ enum { PLACEMENT_BYTES = 16 + 128 };
 void placement_mine(void *buf);
 double placement_of(const void *all, int P);
 /* 1 where every rank has the same MPI processor name (the node MPI places
- * it on: shared-memory transport), else 0; the same on every rank. */
+ * it on) and network namespace: shared-memory transport; else 0; the same
+ * on every rank. */
 int placement_one_node(const void *all, int P);
 
 #endif
