@@ -71,7 +71,7 @@ void timed_lookup(timed_table *table, timed_key key, uint64_t dim, uint64_t nnz,
 
 int timed_may_start(uint64_t calls, uint64_t trials)
 {
-    return TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1) <= calls;
+    return trials == 0 || TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1) <= calls;
 }
 
 timed_trial timed_lower(timed_table *table, timed_key key, uint64_t dim, uint64_t k_max,

@@ -18,10 +18,14 @@
  * Learning a price means running the algorithm, and an algorithm the
  * model underprices may be far slower than the one it would replace: so
  * trying is rationed.  Once some route has an agreed multiple in a
- * call's band, one never timed there runs only as a trial, and a trial
- * starts only while the key's trial calls stay within a share of its calls
- * (timed_may_start: at most 1 + calls / TIMED_TRIAL_SHARE), one trial at a
- * time, TIMED_TRIAL_CALLS calls each; the selector tries the cheapest by
+ * call's band, one never timed there runs only as a trial: the key's
+ * first at any call, a later one only while the key's trial calls stay
+ * within a share of its calls (timed_may_start: at most 1 + calls /
+ * TIMED_TRIAL_SHARE), one trial at a time, TIMED_TRIAL_CALLS calls each.
+ * The first is free because the model's pick may change after the first
+ * call (what it learns of the indices' overlap), when the pick of call 1
+ * has been timed and the new one has not: a short run would otherwise
+ * spend its first calls on the old pick.  The selector tries the cheapest by
  * the model, and only where that is below the best timed price, and runs
  * the trial's route until it had its calls (core/select.c), even where
  * the multiple its first timed run gave prices it above another: its
@@ -86,7 +90,9 @@ typedef struct timed_trial {
 
 /* Whether a trial of TIMED_TRIAL_CALLS calls may start after `trials`
  * trial calls in a key's `calls` calls, counting the one that would start
- * it: the trial calls then stay at most 1 + calls / TIMED_TRIAL_SHARE. */
+ * it: the key's first always, a later one where the trial calls then stay
+ * at most 1 + calls / TIMED_TRIAL_SHARE (so at every call they are at most
+ * the larger of TIMED_TRIAL_CALLS and that). */
 int timed_may_start(uint64_t calls, uint64_t trials);
 
 /* This rank's multiples for `key` in the band of its own input (nnz of

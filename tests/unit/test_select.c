@@ -453,7 +453,8 @@ END_TEST
  * the kind's selector chooses under the rationing, and the run takes
  * odd_ms[route] on the odd calls, even_ms[route] on the even ones
  * (ms[COST_VENDOR]: transparent mode's vendor).  Every call checks the
- * rationing's bound (trial calls at most 1 + calls / 4), counting as a
+ * rationing's bound (trial calls at most the larger of TIMED_TRIAL_CALLS
+ * and 1 + calls / 4), counting as a
  * trial the calls the rule makes one: a call that runs a route its
  * agreement carried no multiple of while it carried some starts a trial,
  * and the trial's next TIMED_TRIAL_CALLS - 1 calls of that route are
@@ -490,7 +491,8 @@ static cost_route drive_alternating(const sparcml_settings *s, sparcml_problem p
             trial_left = timed && ppm[a] == 0 ? TIMED_TRIAL_CALLS : 0;
         }
         if (trial_left > 0) (*trials)++, trial_left--;
-        ck_assert_msg(*trials <= 1 + call / TIMED_TRIAL_SHARE, "call %d: %d trial calls", call, *trials);
+        ck_assert_msg(*trials <= TIMED_TRIAL_CALLS || *trials <= 1 + call / TIMED_TRIAL_SHARE,
+                      "call %d: %d trial calls", call, *trials);
         select_costs(s, &p, price);
         price[COST_VENDOR] = select_vendor_price(s, &p);
         if (select == select_compressed && a != COST_VENDOR) price[a] += select_compress_detour(s, &p);
@@ -513,8 +515,8 @@ static cost_route drive(const sparcml_settings *s, sparcml_problem p, const doub
  * calibrated models above, the times each route took there
  * (bench/results/transparent_vendor_timed_shm.csv, medians, ms: RD, SSAR
  * split, DSAR split, the vendor): once the other three routes could each
- * have had their trial (the k-th may start at call TIMED_TRIAL_SHARE *
- * (k * TIMED_TRIAL_CALLS - 1): trial_share), the call after the third's
+ * have had their trial (the first at once, the k-th from call
+ * TIMED_TRIAL_SHARE * (k * TIMED_TRIAL_CALLS - 1): trial_share), the call after the third's
  * last runs the fastest route of the measurement, having tried at most a
  * quarter of the calls (plus one), and so do all later ones. */
 START_TEST(timed_prices_settle_on_the_fastest)
@@ -629,15 +631,17 @@ START_TEST(learnt_vendor_choice)
 }
 END_TEST
 
-/* The rationing's rule: a trial of TIMED_TRIAL_CALLS calls starts only
- * where the trial calls stay at most 1 + calls / TIMED_TRIAL_SHARE at each
- * of its calls, counting the call that starts it.  Where one may start,
- * running the whole trial keeps the bound; the boundary cases: with
- * `trials` trial calls before, the first call that may start one is
- * TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1). */
+/* The rationing's rule: a key's first trial of TIMED_TRIAL_CALLS calls
+ * may start at any call; a later one only where the trial calls stay at
+ * most 1 + calls / TIMED_TRIAL_SHARE at each of its calls, counting the
+ * call that starts it.  Where one may start, running the whole trial keeps
+ * the bound (the first: at most TIMED_TRIAL_CALLS); the boundary cases:
+ * with `trials` > 0 trial calls before, the first call that may start one
+ * is TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1). */
 START_TEST(trial_share)
 {
-    for (uint64_t trials = 0; trials <= 300; trials++) {
+    for (uint64_t calls = 1; calls <= 1300; calls++) ck_assert(timed_may_start(calls, 0));
+    for (uint64_t trials = 1; trials <= 300; trials++) {
         uint64_t first = TIMED_TRIAL_SHARE * (trials + TIMED_TRIAL_CALLS - 1);
         ck_assert_msg(timed_may_start(first, trials) && !timed_may_start(first - 1, trials), "trials %llu",
                       (unsigned long long)trials);
@@ -648,7 +652,7 @@ START_TEST(trial_share)
                               (unsigned long long)calls, (unsigned long long)trials);
         }
     }
-    ck_assert(!timed_may_start(1, 0));
+    ck_assert(!timed_may_start(TIMED_TRIAL_SHARE * (2 * TIMED_TRIAL_CALLS - 1) - 1, TIMED_TRIAL_CALLS));
     ck_assert(timed_may_start(1000, 200) && !timed_may_start(1000, 1000 / TIMED_TRIAL_SHARE));
 }
 END_TEST
@@ -656,12 +660,13 @@ END_TEST
 /* The rationing at work on one key, tagged calls: the model prefers
  * recursive doubling, which runs 4 times its price; the other three run
  * at theirs.  Recursive doubling runs first (nothing timed: the model
- * alone), timed from its second call, until a trial may start (call
- * TIMED_TRIAL_SHARE * (TIMED_TRIAL_CALLS - 1): trial_share); then the
- * cheapest of the others by the model runs its TIMED_TRIAL_CALLS trial
- * calls and, at its price, to the end (TIMED_TRIAL_CALLS trial calls in
- * 24).  Then an accurate model (every algorithm at its price): nothing
- * beats the first algorithm's timed price, and nothing is tried. */
+ * alone), timed from its second call; from call 3 its agreed multiple
+ * prices it above the others, and the key's first trial may start at
+ * once (trial_share): the cheapest of the others by the model runs its
+ * TIMED_TRIAL_CALLS trial calls and, at its price, to the end
+ * (TIMED_TRIAL_CALLS trial calls in 24).  Then an accurate model (every
+ * algorithm at its price): nothing beats the first algorithm's timed
+ * price, and nothing is tried. */
 START_TEST(trials_rationed)
 {
     sparcml_settings s = defaults();
@@ -669,7 +674,7 @@ START_TEST(trials_rationed)
     double price[SPARCML_ALG_COUNT_], ms[COST_ROUTES] = {0};
     select_timed t = {0};
     cost_route first = select_algorithm(&s, &p, &t), ran[24];
-    const int start = TIMED_TRIAL_SHARE * (TIMED_TRIAL_CALLS - 1); /* the first trial call, from 1 */
+    const int start = 3; /* the first trial call, from 1: the call after the first timed one */
     int trials;
     ck_assert_int_eq(first, SPARCML_ALG_RECURSIVE_DOUBLE);
     select_costs(&s, &p, price);
