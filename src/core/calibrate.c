@@ -62,14 +62,17 @@ static double vendor_factor(const calib_totals *t, int n, double alpha_round, do
 }
 
 /* Alpha, beta and vendor_gather into v from the exchanges' totals, where
- * enough repetitions ran and their spread is small. */
+ * enough repetitions ran and their spread is small.  With fewer the totals
+ * hold their number alone (measure_exchanges sums no times then): no
+ * spread either. */
 static void derive_exchanges(const calib_totals *t, calib_values *v)
 {
     int n = t->exchangers > 0 ? (int)(t->reps / t->exchangers) : 0;
     if (n > CALIB_ROUND_REPS) n = CALIB_ROUND_REPS;
     v->reps = n;
-    if (t->exchangers > 1 && n > 0) v->spread = fmax(spread(t->mid_ps, n), spread(t->large_ps, n));
-    if (t->exchangers > 1 && n >= CALIB_MIN_REPS && v->spread <= CALIB_SPREAD_MAX) {
+    if (t->exchangers < 2 || n < CALIB_MIN_REPS) return;
+    v->spread = fmax(spread(t->mid_ps, n), spread(t->large_ps, n));
+    if (v->spread <= CALIB_SPREAD_MAX) {
         /* The fastest repetition, as the ranks saw it on average: delays
          * only add.  Where the mid-size rounds were held up beyond the
          * large ones (a loaded machine), their difference alone would say

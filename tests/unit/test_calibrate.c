@@ -335,6 +335,14 @@ START_TEST(derive_robust)
     ck_assert_double_gt(v.spread, CALIB_SPREAD_MAX);
     ck_assert(isnan(v.alpha) && isnan(v.beta) && isnan(v.vendor_gather));
     ck_assert_double_eq_tol(v.gamma, 2e-9, 1e-15);
+    /* too few repetitions: the totals hold their number, no times (the
+     * verbose line's "spread -", never inf) */
+    {
+        calib_totals few = {.exchangers = 4, .reps = 4 * (CALIB_MIN_REPS - 1), .merge_ps = t.merge_ps};
+        calib_values vf = calib_derive(&few, 1, 1);
+        ck_assert_int_eq(vf.reps, CALIB_MIN_REPS - 1);
+        ck_assert(isnan(vf.spread) && isnan(vf.alpha) && isnan(vf.beta) && isnan(vf.vendor_gather));
+    }
     parse_env(&s, NULL, NULL);
     settings_calibrate(&s, v.alpha, v.beta, v.gamma, v.vendor_gather);
     ck_assert_double_eq_tol(s.alpha, 20e-6, 1e-15); /* the defaults */
