@@ -26,13 +26,18 @@ TEST_TIMES=$top/build/test-times.txt
 mkdir -p "$top/build" && : >"$TEST_TIMES"
 
 # collect DIR LABEL RC: add up the results of the `make check` run in DIR
-# (whose exit status was RC); print every failed check with its log.
+# (whose exit status was RC); print every failed check with its log and
+# the first lines of what its run printed (tests/scripts/common.sh's not_ok
+# writes them under it, each starting "#   ").
 collect() {
     local dir=$1 label=$2 rc=$3 p f unit uc uf ue log
     for log in "$dir"/tests/unit/*.log "$dir"/tests/scripts/*.log; do
         [ -f "$log" ] || continue
         case "$log" in *test-suite.log) continue ;; esac
-        grep -E '^(not ok|FAIL)' "$log" | sed "s|^|  ${log#"$top"/}: |"
+        awk -v where="  ${log#"$top"/}: " '
+            /^(not ok|FAIL)/ { print where $0; n = 12; next }
+            n > 0 && /^#   / { print "    " $0; n--; next }
+            { n = 0 }' "$log"
     done
     p=$(cat "$dir"/tests/scripts/*.log 2>/dev/null | grep -c '^ok - ')
     f=$(cat "$dir"/tests/scripts/*.log 2>/dev/null | grep -c '^not ok - ')

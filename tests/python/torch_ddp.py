@@ -10,9 +10,12 @@ every sum exact, so "equal" means bitwise.  Prints failures=N (the sum
 over ranks) and exits non-zero on any failure.
 """
 import copy
+import faulthandler
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 from mpi4py import MPI
@@ -28,6 +31,7 @@ import sparcml.torch as spt  # noqa: E402
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 mode = sys.argv[1]
+DEADLINE_S = 240  # a run takes seconds; tests/scripts/common.sh kills at 300
 failures = 0
 
 
@@ -45,10 +49,26 @@ def same_everywhere(arrays):
     return len(set(comm.allgather(h.hexdigest()))) == 1
 
 
+def fail_fast():
+    """A rank that stops on an error takes the job down at once, and a
+    rank stuck past DEADLINE_S prints every thread's stack and exits:
+    either way the job fails with the reason in its output, instead of
+    the others waiting for it until the script's timeout."""
+    def abort(kind, value, tb):
+        sys.__excepthook__(kind, value, tb)
+        sys.stderr.flush()
+        comm.Abort(1)
+    sys.excepthook = abort
+    faulthandler.dump_traceback_later(DEADLINE_S, exit=True)
+
+
 def init_gloo():
-    port = comm.bcast(20000 + (os.getpid() * 7919) % 20000 if rank == 0 else None)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=size)
+    """gloo's rendezvous through a file in a directory rank 0 makes: no
+    TCP port that another program on the host may hold."""
+    where = comm.bcast(tempfile.mkdtemp(prefix="sparcml-torch-") if rank == 0 else None)
+    store = dist.FileStore(os.path.join(where, "store"), size)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=size)
+    return where
 
 
 # --- 1. a real model: the hook against gloo, every rank alike ------------
@@ -296,7 +316,8 @@ def device_tests():
 
 
 def main():
-    init_gloo()
+    fail_fast()
+    store_dir = init_gloo()
     dist._DEFAULT_FIRST_BUCKET_BYTES = 40000  # several buckets in small models
     expect_active = mode != "plain"
     check(sparcml.active() == expect_active, "sparcml.active() is %s" % sparcml.active())
@@ -350,6 +371,10 @@ def main():
     if rank == 0:
         print("mode=%s P=%d failures=%d" % (mode, size, total), flush=True)
     dist.destroy_process_group()
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(store_dir, ignore_errors=True)
+    faulthandler.cancel_dump_traceback_later()
     return total
 
 
