@@ -19,6 +19,7 @@
 # not change it.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/stats_mix.sh"
 build=${BUILD:-$top/build}
 bench=$build/bench/sparcml_bench yield=$build/tests/support/.libs/libyield.so
 rounds=${1:-3} n=${BENCH_N:-16777216}
@@ -39,8 +40,7 @@ one() {
             SPARCML_STATS=1 "$bench" "${args[@]}" 2>&1 </dev/null)
     fi
     med=$(echo "$o" | grep '^sparcml_' | head -1 | cut -d, -f7)
-    mix=$(echo "$o" | awk '/SPARCML_STATS report/ { on = 1; next }
-        on && $1 == "sparcml:" && $3 ~ /^[0-9]+$/ { printf "%s%s*%s", sep, $2, $3; sep = "+" }')
+    mix=$(echo "$o" | stats_mix)
     echo "$1,$2,$3,$4,$5,$6,${med:-NA},${mix:-FAILED}"
 }
 # points ENV P ROUND: every pattern and density, the algorithms rotated

@@ -234,6 +234,7 @@ quiet_note() {
     log "$*"
 }
 . "$top/scripts/quiet.sh"
+. "$top/scripts/stats_mix.sh"
 
 # Both print rank 0's stdout; stderr goes to the run log.
 runlog="$work/logs/run.log"
@@ -395,8 +396,7 @@ point() {
         alg_bytes=$(bytes_run "$where" "$p" SPARCML_ALGORITHM="$alg" ${menv[@]+"${menv[@]}"} \
                 -- --n "$N" --density "$d" --pattern "$pat")
         local mix
-        mix=$(echo "$o" | awk '/SPARCML_STATS report/ { on = 1; next }
-            on && $1 == "sparcml:" && $3 ~ /^[0-9]+$/ { printf "%s%s*%s", sep, $2, $3; sep = "+" }')
+        mix=$(echo "$o" | stats_mix)
         echo "$o" | grep -E '^(dense|allgather|sparcml_)' | while IFS= read -r line; do
             m=${line%%,*} chosen=""
             if [[ "$m" == sparcml_* ]]; then
