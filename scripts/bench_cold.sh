@@ -5,7 +5,9 @@
 #
 # usage: scripts/bench_cold.sh [OUT.csv]
 #
-# MPICH on shared memory with the yield preload, P ranks for each P of $PS,
+# MPICH on shared memory with the yield preload (with RIG=1: on the
+# emulated Gigabit cluster, scripts/netsim.sh, brought up for each P and
+# down at the end; needs root), P ranks for each P of $PS,
 # N = 16M floats (N), for each case of $CASES (pattern:density).  Every
 # timed call runs once cold and once warm (sparcml_bench --cold): before
 # the cold call each rank reads and writes every word of a 64 MiB buffer
@@ -41,6 +43,7 @@
 # ALGS (default "ssar_recursive_double ssar_split_allgather"), ROUNDS
 # (default 3), REPS (default 20), N (default 16777216), COLD_MIB
 # (default 64), DENSE (default 1: 0 leaves the vendor's dense allreduce out),
+# RIG (default 0; 1: the emulated cluster, PS default "8"; not with CALLGRIND),
 # NICE (default 0: the timed runs' nice value; -20, as root, keeps other
 # jobs' load off calls of microseconds).
 set -uo pipefail
@@ -49,6 +52,9 @@ bench=${BENCHBIN:-$top/build/bench}/sparcml_bench
 yield=${YIELD:-$top/build/tests/support/.libs/libyield.so}
 libs=${LIBS:-default=${LIB:-$top/build/src/.libs/libsparcml.so}}
 rounds=${ROUNDS:-3} reps=${REPS:-20} n=${N:-16777216} cold_mib=${COLD_MIB:-64}
+rig=${RIG:-0}
+ps=${PS:-2 4 8}
+[ "$rig" = 1 ] && ps=${PS:-8}
 read -ra algs <<<"${ALGS:-ssar_recursive_double ssar_split_allgather}"
 read -ra names <<<"$libs"
 out=${1:-/dev/null}
@@ -83,8 +89,12 @@ callgrind() {
         sed "s/^/${lib%%=*} P=$p $pat d=$d ${m}_$alg /"
     rm -rf "$dir"
 }
+if [ "${CALLGRIND:-0}" = 1 ] && [ "$rig" = 1 ]; then
+    echo "bench_cold: CALLGRIND=1 counts on shared memory only (not with RIG=1)" >&2
+    exit 2
+fi
 if [ "${CALLGRIND:-0}" = 1 ]; then
-    for p in ${PS:-2 4 8}; do
+    for p in $ps; do
         for c in ${CASES:-random:1e-4 random:1e-3 random:1e-2 identical:1e-3}; do
             callgrind "${names[0]}" "$p" "${c%%:*}" "${c#*:}" allgather auto || exit 1
             for l in "${names[@]}"; do
@@ -95,21 +105,38 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
     exit 0
 fi
 
+# launch P LIB ALGORITHM BENCH_ARGS...: one timed run of sparcml_bench
+launch() {
+    local p=$1 lib=$2 alg=$3
+    shift 3
+    if [ "$rig" = 1 ]; then
+        env LD_PRELOAD="$lib" SPARCML_ALGORITHM="$alg" timeout -k 10 900 nice -n "${NICE:-0}" \
+            "$top/scripts/netsim.sh" run "$p" -- "$bench" "$@" </dev/null
+    else
+        timeout -k 10 900 nice -n "${NICE:-0}" mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$lib" \
+            SPARCML_ALGORITHM="$alg" "$bench" "$@" </dev/null
+    fi
+}
+
 # run LIB P PATTERN DENSITY ROUND METHODS ALGORITHM: rows of the long form
 run() {
     local lib=$1 p=$2 pat=$3 d=$4 r=$5 methods=$6 alg=$7 o
-    o=$(timeout -k 10 900 nice -n "${NICE:-0}" mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:${lib#*=}" SPARCML_ALGORITHM="$alg" \
-        "$bench" --n "$n" --density "$d" --pattern "$pat" --methods "$methods" --reps "$reps" \
-        --cold-mib "$cold_mib") || { echo "bench_cold: FAILED: ${lib%%=*} P=$p $pat d=$d $alg" >&2; exit 1; }
+    o=$(launch "$p" "${lib#*=}" "$alg" --n "$n" --density "$d" --pattern "$pat" --methods "$methods" \
+        --reps "$reps" --cold-mib "$cold_mib") || { echo "bench_cold: FAILED: ${lib%%=*} P=$p $pat d=$d $alg" >&2; exit 1; }
     echo "$o" | awk -F, -v lib="${lib%%=*}" -v p="$p" -v pat="$pat" -v d="$d" -v r="$r" '
         $1 ~ /_(cold|warm)$/ { m = $1; c = substr(m, length(m) - 3); m = substr(m, 1, length(m) - 5)
                                print lib "," p "," pat "," d "," m "," c "," r "," $7 }'
 }
 
+if [ "$rig" = 1 ]; then
+    hosts=$(printf '%s\n' $ps | sort -n | tail -1)
+    "$top/scripts/netsim.sh" up "$hosts" 1gbit >&2 || { echo "bench_cold: netsim up failed" >&2; exit 1; }
+    trap '"$top/scripts/netsim.sh" down >&2' EXIT
+fi
 echo "lib,P,pattern,density,method,cache,round,median_s" >"$out"
 for r in $(seq 1 "$rounds"); do
     wait_quiet
-    for p in ${PS:-2 4 8}; do
+    for p in $ps; do
         for c in ${CASES:-random:1e-4 random:1e-3 random:1e-2 identical:1e-3}; do
             for i in "${!names[@]}"; do
                 lib=${names[$(((i + r) % ${#names[@]}))]}
