@@ -25,7 +25,11 @@
 # Table (stdout): per point and method the median over ROUNDS of each
 # run's median (REPS repetitions, the slowest rank), warm and cold, in ms,
 # cold/warm, and the allgather baseline's time over each library's auto.
-# OUT.csv (long form): lib,P,pattern,density,method,cache,round,median_s.
+# The auto runs have SPARCML_STATS=1: the table's last column lists, per
+# round, the calls each algorithm ran (R: ssar_recursive_double, S:
+# ssar_split_allgather, D: dsar_split_allgather, the warm-up included).
+# OUT.csv (long form): lib,P,pattern,density,method,cache,round,median_s,ran
+# (ran: SPARCML_STATS's calls by algorithm, auto's rows only).
 #
 # With CALLGRIND=1 nothing is timed: every forced algorithm of $ALGS and the
 # allgather baseline run under valgrind's callgrind with its cache model
@@ -62,6 +66,7 @@ export HYDRA_CONFIG_FILE=/dev/null
 quiet_max=${QUIET_MAX:-120} quiet_idle=80
 quiet_note() { echo "# $*" >&2; }
 . "$top/scripts/quiet.sh"
+. "$top/scripts/stats_mix.sh"
 [ -x "$bench" ] || { echo "bench_cold: no $bench (make -C build check TESTS= builds it)" >&2; exit 2; }
 for l in "${names[@]}"; do
     [ -f "${l#*=}" ] || { echo "bench_cold: no library ${l#*=}" >&2; exit 2; }
@@ -105,27 +110,30 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
     exit 0
 fi
 
-# launch P LIB ALGORITHM BENCH_ARGS...: one timed run of sparcml_bench
+# launch P LIB ALGORITHM BENCH_ARGS...: one timed run of sparcml_bench, its
+# output and the library's (SPARCML_STATS where ALGORITHM is auto)
 launch() {
-    local p=$1 lib=$2 alg=$3
+    local p=$1 lib=$2 alg=$3 stats=0
     shift 3
+    [ "$alg" = auto ] && stats=1
     if [ "$rig" = 1 ]; then
-        env LD_PRELOAD="$lib" SPARCML_ALGORITHM="$alg" timeout -k 10 900 nice -n "${NICE:-0}" \
-            "$top/scripts/netsim.sh" run "$p" -- "$bench" "$@" </dev/null
+        env LD_PRELOAD="$lib" SPARCML_ALGORITHM="$alg" SPARCML_STATS=$stats timeout -k 10 900 \
+            nice -n "${NICE:-0}" "$top/scripts/netsim.sh" run "$p" -- "$bench" "$@" </dev/null 2>&1
     else
         timeout -k 10 900 nice -n "${NICE:-0}" mpiexec.mpich -n "$p" env LD_PRELOAD="$yield:$lib" \
-            SPARCML_ALGORITHM="$alg" "$bench" "$@" </dev/null
+            SPARCML_ALGORITHM="$alg" SPARCML_STATS=$stats "$bench" "$@" </dev/null 2>&1
     fi
 }
 
 # run LIB P PATTERN DENSITY ROUND METHODS ALGORITHM: rows of the long form
 run() {
-    local lib=$1 p=$2 pat=$3 d=$4 r=$5 methods=$6 alg=$7 o
+    local lib=$1 p=$2 pat=$3 d=$4 r=$5 methods=$6 alg=$7 o ran=""
     o=$(launch "$p" "${lib#*=}" "$alg" --n "$n" --density "$d" --pattern "$pat" --methods "$methods" \
         --reps "$reps" --cold-mib "$cold_mib") || { echo "bench_cold: FAILED: ${lib%%=*} P=$p $pat d=$d $alg" >&2; exit 1; }
-    echo "$o" | awk -F, -v lib="${lib%%=*}" -v p="$p" -v pat="$pat" -v d="$d" -v r="$r" '
+    [ "$alg" = auto ] && [ "$methods" = sparcml ] && ran=$(echo "$o" | stats_mix)
+    echo "$o" | awk -F, -v lib="${lib%%=*}" -v p="$p" -v pat="$pat" -v d="$d" -v r="$r" -v ran="$ran" '
         $1 ~ /_(cold|warm)$/ { m = $1; c = substr(m, length(m) - 3); m = substr(m, 1, length(m) - 5)
-                               print lib "," p "," pat "," d "," m "," c "," r "," $7 }'
+                               print lib "," p "," pat "," d "," m "," c "," r "," $7 "," ran }'
 }
 
 if [ "$rig" = 1 ]; then
@@ -133,7 +141,7 @@ if [ "$rig" = 1 ]; then
     "$top/scripts/netsim.sh" up "$hosts" 1gbit >&2 || { echo "bench_cold: netsim up failed" >&2; exit 1; }
     trap '"$top/scripts/netsim.sh" down >&2' EXIT
 fi
-echo "lib,P,pattern,density,method,cache,round,median_s" >"$out"
+echo "lib,P,pattern,density,method,cache,round,median_s,ran" >"$out"
 for r in $(seq 1 "$rounds"); do
     wait_quiet
     for p in $ps; do
@@ -149,15 +157,18 @@ for r in $(seq 1 "$rounds"); do
         done
     done
 done | tee -a "$out" | awk -F, '
-    { k = $1 "," $2 "," $3 "," $4 "," $5; t[k "," $6] = t[k "," $6] " " $8; key[k] = 1 }
+    { k = $1 "," $2 "," $3 "," $4 "," $5; t[k "," $6] = t[k "," $6] " " $8; key[k] = 1
+      if ($9 != "" && $6 == "warm") { r = $9
+          gsub(/ssar_recursive_double\*/, "R", r); gsub(/ssar_split_allgather\*/, "S", r)
+          gsub(/dsar_split_allgather\*/, "D", r); ran[k] = ran[k] (ran[k] == "" ? "" : " ") r } }
     function median(s,   a, n, i, j, x) {
         n = split(s, a, " ")
         for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     END {
-        printf "%-8s %-3s %-9s %-7s %-36s %10s %10s %9s %13s %13s\n", "lib", "P", "pattern", "d", "method",
-               "warm_ms", "cold_ms", "cold/warm", "ag/auto_warm", "ag/auto_cold"
+        printf "%-8s %-3s %-9s %-7s %-36s %10s %10s %9s %13s %13s  %s\n", "lib", "P", "pattern", "d", "method",
+               "warm_ms", "cold_ms", "cold/warm", "ag/auto_warm", "ag/auto_cold", "ran"
         n = 0
         for (k in key) order[++n] = k
         for (i = 2; i <= n; i++) { x = order[i]; for (j = i - 1; j >= 1 && order[j] > x; j--) order[j + 1] = order[j]; order[j + 1] = x }
@@ -169,7 +180,7 @@ done | tee -a "$out" | awk -F, '
                 for (g in key) { split(g, h, ","); if (h[5] == "allgather" && h[2] == f[2] && h[3] == f[3] && h[4] == f[4]) ag = g }
                 aw = sprintf("%.2f", median(t[ag ",warm"]) / w); ac = sprintf("%.2f", median(t[ag ",cold"]) / c)
             }
-            printf "%-8s %-3s %-9s %-7s %-36s %10.4f %10.4f %9.2f %13s %13s\n", f[1], f[2], f[3], f[4], f[5],
-                   1e3 * w, 1e3 * c, c / w, aw, ac
+            printf "%-8s %-3s %-9s %-7s %-36s %10.4f %10.4f %9.2f %13s %13s  %s\n", f[1], f[2], f[3], f[4], f[5],
+                   1e3 * w, 1e3 * c, c / w, aw, ac, ran[k]
         }
     }'
