@@ -20,15 +20,39 @@
 
 double cost_clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-double cost_union_at(const sparcml_problem *p, double m, double overlap)
+/* The union of m streams at overlap 0, 1 and 2 (dimension > 0). */
+typedef struct union_anchors {
+    double same, random, disjoint;
+} union_anchors;
+
+static union_anchors anchors(const sparcml_problem *p, double m)
 {
     double N = (double)p->dim, k = (double)p->k_sum / p->P;
-    double same = k, disjoint = fmin(N, m * k), random;
-    if (N <= 0) return 0;
-    random = k >= N ? N : -N * expm1(m * log1p(-k / N));
-    random = cost_clamp(random, same, disjoint);
-    if (overlap <= 1) return same + overlap * (random - same);
-    return random + (overlap - 1) * (disjoint - random);
+    double disjoint = fmin(N, m * k), random = k >= N ? N : -N * expm1(m * log1p(-k / N));
+    return (union_anchors){.same = k, .random = cost_clamp(random, k, disjoint), .disjoint = disjoint};
+}
+
+double cost_union_at(const sparcml_problem *p, double m, double overlap)
+{
+    union_anchors a;
+    if (p->dim == 0) return 0;
+    a = anchors(p, m);
+    if (overlap <= 1) return a.same + overlap * (a.random - a.same);
+    return a.random + (overlap - 1) * (a.disjoint - a.random);
+}
+
+/* The inverse of the two lines of cost_union_at.  Each division happens
+ * only where u lies strictly above the segment's start and at most at its
+ * end: its length is positive. */
+double cost_overlap_of_union(const sparcml_problem *p, double m, double u)
+{
+    union_anchors a;
+    if (p->dim == 0) return u > 0 ? 2 : 0;
+    a = anchors(p, m);
+    if (u <= a.same) return 0;
+    if (u <= a.random) return (u - a.same) / (a.random - a.same);
+    if (u < a.disjoint) return 1 + (u - a.random) / (a.disjoint - a.random);
+    return 2;
 }
 
 double cost_union_estimate(const sparcml_problem *p, double m)

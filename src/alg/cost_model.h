@@ -82,6 +82,9 @@ int cost_largest_power_of_two(int P);
  * and at the problem's. */
 double cost_union_at(const sparcml_problem *p, double m, double overlap);
 double cost_union_estimate(const sparcml_problem *p, double m);
+/* The smallest overlap in [0, 2] at which the union of m streams has at
+ * least u indices (2 where it never has). */
+double cost_overlap_of_union(const sparcml_problem *p, double m, double u);
 
 /* The CPU time of QSGD for `encoded` values encoded and `decoded` decoded,
  * in merged entries (times gamma: seconds). */

@@ -12,13 +12,7 @@
 
 double select_learn_overlap(const sparcml_problem *p, uint64_t result_nnz)
 {
-    /* union_at is monotone in overlap: bisect. */
-    double lo = 0, hi = 2, u = (double)result_nnz;
-    for (int i = 0; i < 30; i++) {
-        double mid = (lo + hi) / 2;
-        if (cost_union_at(p, p->P, mid) < u) lo = mid; else hi = mid;
-    }
-    return (lo + hi) / 2;
+    return cost_overlap_of_union(p, p->P, (double)result_nnz);
 }
 
 /* Moving a byte from one rank's memory to another's costs CPU time too:

@@ -52,6 +52,29 @@ START_TEST(learning_inverts_the_estimate)
 }
 END_TEST
 
+/* The union of 8 streams of 1000 of 1e6 indices: 1000 identical, 8000
+ * disjoint, 1e6 (1 - (1 - 1e-3)^8) random; the overlap of a union size
+ * on the line between two of them, the smallest where a size recurs. */
+START_TEST(learning_at_the_anchors)
+{
+    sparcml_problem p = problem(8, 1000000, 1000, 1);
+    double random = 1e6 * (1 - pow(1 - 1e-3, 8));
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 500), 0);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 1000), 0);
+    ck_assert_double_eq_tol(cost_overlap_of_union(&p, 8, 1000 + 0.5 * (random - 1000)), 0.5, 1e-9);
+    ck_assert_double_eq_tol(cost_overlap_of_union(&p, 8, random), 1, 1e-9);
+    ck_assert_double_eq_tol(cost_overlap_of_union(&p, 8, random + 0.25 * (8000 - random)), 1.25, 1e-9);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 8000), 2);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 9000), 2);
+    p = problem(8, 100, 100, 1); /* dense inputs: every overlap gives 100 */
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 100), 0);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 101), 2);
+    p = problem(8, 0, 0, 1);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 0), 0);
+    ck_assert_double_eq(cost_overlap_of_union(&p, 8, 1), 2);
+}
+END_TEST
+
 START_TEST(forced_algorithm_wins)
 {
     sparcml_settings s = defaults();
@@ -971,6 +994,7 @@ Suite *select_suite(void)
     TCase *tc = tcase_create("model");
     tcase_add_test(tc, union_estimate_endpoints);
     tcase_add_test(tc, learning_inverts_the_estimate);
+    tcase_add_test(tc, learning_at_the_anchors);
     tcase_add_test(tc, forced_algorithm_wins);
     tcase_add_test(tc, regimes);
     tcase_add_test(tc, one_price_is_the_selectors);
