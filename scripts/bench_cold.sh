@@ -6,8 +6,9 @@
 # usage: scripts/bench_cold.sh [OUT.csv]
 #
 # MPICH on shared memory with the yield preload (with RIG=1: on the
-# emulated Gigabit cluster, scripts/netsim.sh, brought up for each P and
-# down at the end; needs root), P ranks for each P of $PS,
+# emulated Gigabit cluster, scripts/netsim.sh, brought up once with as many
+# hosts as the largest P and down at the end; needs root), P ranks for each
+# P of $PS,
 # N = 16M floats (N), for each case of $CASES (pattern:density).  Every
 # timed call runs once cold and once warm (sparcml_bench --cold): before
 # the cold call each rank reads and writes every word of a 64 MiB buffer
